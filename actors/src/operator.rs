@@ -1,0 +1,266 @@
+//! Operators: whatever answers [`Decide`] for an agent slot.
+//!
+//! Synchronous policies (random, scripted, RL inference) run inside a [`PolicyActor`];
+//! asynchronous deciders (LLM, human, external worker) are actors of their own that answer
+//! the same two messages. The [`OperatorRegistry`] turns an experiment's slot spec into an
+//! [`OperatorHandle`].
+
+use crate::{BeginEpisode, Decide, OperatorError};
+use actix::{Actor, Context, Handler, Recipient};
+use mosaic_adapters::registry::ScriptedConstructor;
+use mosaic_core::experiment::{SpecError, parse_settings};
+use mosaic_core::{Decision, EnvSpec, ObsRequest, Paradigm, Policy, Settings, SlotSpec};
+use std::fmt;
+use std::sync::Arc;
+
+/// The actor around a synchronous [`Policy`].
+pub struct PolicyActor {
+    policy: Box<dyn Policy>,
+}
+
+impl PolicyActor {
+    /// Wraps `policy`.
+    pub fn new(policy: Box<dyn Policy>) -> Self {
+        Self { policy }
+    }
+}
+
+impl Actor for PolicyActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // Sessions pipeline many agents' requests; the default capacity of 16 is too small
+        // for wide games and costs a wake-up per overflow.
+        ctx.set_mailbox_capacity(1024);
+    }
+}
+
+impl Handler<BeginEpisode> for PolicyActor {
+    type Result = Result<(), OperatorError>;
+
+    fn handle(&mut self, msg: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
+        self.policy.reset(&msg.ctx);
+        Ok(())
+    }
+}
+
+impl Handler<Decide> for PolicyActor {
+    type Result = Result<Decision, OperatorError>;
+
+    fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
+        Ok(self.policy.decide(&msg.obs))
+    }
+}
+
+/// A running operator for one agent slot.
+#[derive(Clone)]
+pub struct OperatorHandle {
+    /// The registered kind, e.g. `scripted`.
+    pub kind: String,
+    /// Shown as the agent's badge and recorded.
+    pub paradigm: Paradigm,
+    /// Observation modalities the operator reads.
+    pub wants: ObsRequest,
+    /// Episode start.
+    pub begin: Recipient<BeginEpisode>,
+    /// Decisions.
+    pub decide: Recipient<Decide>,
+}
+
+impl fmt::Debug for OperatorHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OperatorHandle")
+            .field("kind", &self.kind)
+            .field("paradigm", &self.paradigm)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OperatorHandle {
+    /// Starts `policy` in a [`PolicyActor`] on the current arbiter.
+    pub fn start_policy(kind: impl Into<String>, policy: Box<dyn Policy>) -> Self {
+        let paradigm = policy.paradigm();
+        let wants = policy.wants();
+        let addr = PolicyActor::new(policy).start();
+        Self {
+            kind: kind.into(),
+            paradigm,
+            wants,
+            begin: addr.clone().recipient(),
+            decide: addr.recipient(),
+        }
+    }
+}
+
+/// What an operator kind gets to build the operator of one agent slot.
+#[derive(Debug)]
+pub struct SpawnContext<'a> {
+    /// Environment name.
+    pub env_name: &'a str,
+    /// Environment settings.
+    pub env_settings: &'a Settings,
+    /// The environment's spec.
+    pub spec: &'a Arc<EnvSpec>,
+    /// The agent's index.
+    pub agent: usize,
+    /// The slot's kind and settings.
+    pub slot: &'a SlotSpec,
+    /// The environment's scripted heuristic, if it has one.
+    pub scripted: Option<ScriptedConstructor>,
+}
+
+/// Builds the operator of one agent slot; runs inside an actix system.
+pub type SpawnFn =
+    Arc<dyn Fn(&SpawnContext<'_>) -> Result<OperatorHandle, SpecError> + Send + Sync>;
+
+/// A registered operator kind.
+#[derive(Clone)]
+pub struct OperatorKind {
+    /// Name used in experiment files, e.g. `random`.
+    pub name: &'static str,
+    /// One line for `mosaic operators`.
+    pub summary: &'static str,
+    /// Settings with their defaults, one `name = default: meaning` line each.
+    pub settings: &'static [&'static str],
+    /// Builder.
+    pub spawn: SpawnFn,
+}
+
+impl fmt::Debug for OperatorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OperatorKind")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The operator kinds an experiment can name.
+#[derive(Clone, Debug, Default)]
+pub struct OperatorRegistry {
+    kinds: Vec<OperatorKind>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoSettings {}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoopSettings {
+    #[serde(default)]
+    action: Option<String>,
+}
+
+impl OperatorRegistry {
+    /// The baselines: `random`, `noop`, `cycling`, `scripted`.
+    pub fn baselines() -> Self {
+        let mut registry = Self::default();
+        registry.register(OperatorKind {
+            name: "random",
+            summary: "uniform over the legal actions; seeded from (episode seed, agent id)",
+            settings: &[],
+            spawn: Arc::new(|cx| {
+                parse_settings::<NoSettings>(&cx.slot.settings)?;
+                Ok(OperatorHandle::start_policy(
+                    "random",
+                    Box::new(mosaic_core::baseline::Random::default()),
+                ))
+            }),
+        });
+        registry.register(OperatorKind {
+            name: "noop",
+            summary: "always the same action (the environment's default unless set)",
+            settings: &["action = <env default>: label of the action to repeat"],
+            spawn: Arc::new(|cx| {
+                let settings = parse_settings::<NoopSettings>(&cx.slot.settings)?;
+                let action = match settings.action {
+                    None => cx.spec.default_action,
+                    Some(label) => {
+                        let index = cx
+                            .spec
+                            .action_labels
+                            .iter()
+                            .position(|l| *l == label)
+                            .ok_or_else(|| {
+                                SpecError::new(
+                                    "action",
+                                    format!(
+                                        "`{label}` is not an action of {} (actions: {})",
+                                        cx.spec.name,
+                                        cx.spec.action_labels.join(", ")
+                                    ),
+                                )
+                            })?;
+                        mosaic_core::Action(index as u32)
+                    }
+                };
+                Ok(OperatorHandle::start_policy(
+                    "noop",
+                    Box::new(mosaic_core::baseline::Noop {
+                        action: Some(action),
+                    }),
+                ))
+            }),
+        });
+        registry.register(OperatorKind {
+            name: "cycling",
+            summary: "cycles through the legal actions in order",
+            settings: &[],
+            spawn: Arc::new(|cx| {
+                parse_settings::<NoSettings>(&cx.slot.settings)?;
+                Ok(OperatorHandle::start_policy(
+                    "cycling",
+                    Box::new(mosaic_core::baseline::Cycling::default()),
+                ))
+            }),
+        });
+        registry.register(OperatorKind {
+            name: "scripted",
+            summary: "the environment's own heuristic (settings depend on the environment)",
+            settings: &[],
+            spawn: Arc::new(|cx| {
+                let make = cx.scripted.ok_or_else(|| {
+                    SpecError::new(
+                        "kind",
+                        format!("environment `{}` has no scripted heuristic", cx.env_name),
+                    )
+                })?;
+                let policy = make(cx.env_settings, &cx.slot.settings)?;
+                Ok(OperatorHandle::start_policy("scripted", policy))
+            }),
+        });
+        registry
+    }
+
+    /// Adds (or replaces) a kind.
+    pub fn register(&mut self, kind: OperatorKind) {
+        self.kinds.retain(|k| k.name != kind.name);
+        self.kinds.push(kind);
+    }
+
+    /// Looks a kind up.
+    pub fn get(&self, name: &str) -> Option<&OperatorKind> {
+        self.kinds.iter().find(|k| k.name == name)
+    }
+
+    /// All kinds in registration order.
+    pub fn kinds(&self) -> &[OperatorKind] {
+        &self.kinds
+    }
+
+    /// Builds the operator for one slot.
+    pub fn spawn(&self, cx: &SpawnContext<'_>) -> Result<OperatorHandle, SpecError> {
+        let kind = self.get(&cx.slot.kind).ok_or_else(|| {
+            let known: Vec<_> = self.kinds.iter().map(|k| k.name).collect();
+            SpecError::new(
+                "kind",
+                format!(
+                    "unknown operator kind `{}` (known: {})",
+                    cx.slot.kind,
+                    known.join(", ")
+                ),
+            )
+        })?;
+        (kind.spawn)(cx)
+    }
+}

@@ -1,0 +1,197 @@
+//! Telemetry records: what a run writes, one JSON object per line.
+//!
+//! Every record carries a `schema` tag (`mosaic.step/1`, `mosaic.episode/1`, ...). The
+//! fields follow MOSAIC's `StepRecord` / `EpisodeRollup` plus the ids that make records of
+//! many runs, operators and agents comparable. Only the fields in [`VOLATILE_FIELDS`]
+//! (wall-clock times and durations) may differ between two runs of the same experiment.
+
+use crate::{Event, Outcome, Paradigm};
+use serde::{Deserialize, Serialize};
+
+/// Schema tag of [`StepRecord`].
+pub const STEP_SCHEMA: &str = "mosaic.step/1";
+/// Schema tag of [`EpisodeRecord`].
+pub const EPISODE_SCHEMA: &str = "mosaic.episode/1";
+/// Schema tag of [`RunManifest`].
+pub const RUN_SCHEMA: &str = "mosaic.run/1";
+
+/// Fields that hold wall-clock times or durations: the only ones allowed to differ between
+/// two runs of the same experiment.
+pub const VOLATILE_FIELDS: &[&str] = &[
+    "timestamp",
+    "decision_us",
+    "duration_ms",
+    "steps_per_s",
+    "started",
+    "finished",
+];
+
+/// One agent at one environment step. Every agent alive at the start of the step gets one
+/// record; in sequential games the agents that did not move have `action: null`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Always [`STEP_SCHEMA`].
+    pub schema: String,
+    /// The run.
+    pub run_id: String,
+    /// The operator (environment configuration).
+    pub operator_id: String,
+    /// `{run}-{operator}-ep{index:06}`.
+    pub episode_id: String,
+    /// Episode index within the operator.
+    pub episode_index: u32,
+    /// The episode's seed.
+    pub seed: u64,
+    /// Environment step index: the action was taken on the observation of this step.
+    pub step_index: u32,
+    /// Agent slot.
+    pub agent_id: String,
+    /// Paradigm of the agent's operator.
+    pub paradigm: Paradigm,
+    /// Operator kind, e.g. `scripted`.
+    pub kind: String,
+    /// The action taken, `None` when the agent did not act this step.
+    pub action: Option<u32>,
+    /// The action's label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_label: Option<String>,
+    /// Why the action was taken (present when the agent acted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_source: Option<crate::DecisionSource>,
+    /// Reward received at this step.
+    pub reward: f32,
+    /// Reached a terminal state at this step.
+    pub terminated: bool,
+    /// Cut off at this step.
+    pub truncated: bool,
+    /// The observation text the agent decided on (when the experiment records them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<String>,
+    /// Events of this step concerning this agent; events concerning no agent are attached
+    /// to the step's first record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Event>,
+    /// Operator details (LLM text, message, scratchpad, usage; worker errors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<serde_json::Value>,
+    /// Time the decision took, microseconds (volatile).
+    #[serde(default)]
+    pub decision_us: u64,
+    /// Unix time in milliseconds when the step completed (volatile).
+    #[serde(default)]
+    pub timestamp: u64,
+}
+
+/// One agent's totals in an episode.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentResult {
+    /// Agent slot.
+    pub agent_id: String,
+    /// Team, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// Paradigm of its operator.
+    pub paradigm: Paradigm,
+    /// Operator kind.
+    pub kind: String,
+    /// Sum of rewards.
+    pub total_reward: f64,
+    /// Win / draw / loss, when the game has a winner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// Decisions made.
+    pub decisions: u32,
+    /// Decisions replaced by the default action after a missed deadline.
+    #[serde(default)]
+    pub timeouts: u32,
+    /// Decisions replaced by the default action after an operator error.
+    #[serde(default)]
+    pub errors: u32,
+}
+
+/// The roll-up of one finished episode.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    /// Always [`EPISODE_SCHEMA`].
+    pub schema: String,
+    /// The run.
+    pub run_id: String,
+    /// The operator.
+    pub operator_id: String,
+    /// `{run}-{operator}-ep{index:06}`.
+    pub episode_id: String,
+    /// Episode index within the operator.
+    pub episode_index: u32,
+    /// The episode's seed.
+    pub seed: u64,
+    /// Environment name.
+    pub env: String,
+    /// Environment steps taken.
+    pub steps: u32,
+    /// Ended in a terminal state.
+    pub terminated: bool,
+    /// Ended by a step limit.
+    pub truncated: bool,
+    /// Per-agent totals, in environment agent order.
+    pub agents: Vec<AgentResult>,
+    /// Environment metrics (goals, achievements, coordination rates).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metrics: serde_json::Map<String, serde_json::Value>,
+    /// Why the episode failed, if it did (its steps up to the failure are recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Wall time of the episode, milliseconds (volatile).
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// Environment steps per second (volatile).
+    #[serde(default)]
+    pub steps_per_s: f64,
+    /// Unix time in milliseconds when the episode ended (volatile).
+    #[serde(default)]
+    pub timestamp: u64,
+}
+
+/// `run.json`: what was run, with which software, under which seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunManifest {
+    /// Always [`RUN_SCHEMA`].
+    pub schema: String,
+    /// The run id.
+    pub run_id: String,
+    /// The experiment as run.
+    pub experiment: crate::ExperimentSpec,
+    /// Seed of every episode.
+    pub seeds: Vec<u64>,
+    /// Software versions (`mosaic`, crates, workers).
+    pub versions: serde_json::Map<String, serde_json::Value>,
+    /// Unix time in milliseconds when the run started (volatile).
+    pub started: u64,
+}
+
+/// Unix time in milliseconds, for the volatile `timestamp` fields.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Removes the [`VOLATILE_FIELDS`] from a record, recursively, so that records of two runs
+/// can be compared for equality.
+///
+/// ```
+/// let mut v = serde_json::json!({"reward": 1.0, "timestamp": 5, "agents": [{"decision_us": 3}]});
+/// mosaic_core::record::strip_volatile(&mut v);
+/// assert_eq!(v, serde_json::json!({"reward": 1.0, "agents": [{}]}));
+/// ```
+pub fn strip_volatile(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for field in VOLATILE_FIELDS {
+                map.remove(*field);
+            }
+            map.values_mut().for_each(strip_volatile);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_volatile),
+        _ => {}
+    }
+}

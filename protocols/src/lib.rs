@@ -1,0 +1,1 @@
+//! Wire formats of mosaic: the worker protocol, handshake and versioning.

@@ -1,0 +1,1 @@
+//! Run store, JSONL records, reports, replay for mosaic.

@@ -1,0 +1,1 @@
+//! mosaic: cross-paradigm multi-agent evaluation.

@@ -1,0 +1,3 @@
+//! The `mosaic` command line.
+
+fn main() {}
