@@ -7,9 +7,13 @@
 //!   synchronous [`mosaic_core::Policy`], and the registry of operator kinds.
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
 
+pub mod env_actor;
 pub mod error;
+pub mod group;
 pub mod messages;
 pub mod operator;
+pub mod runner;
+pub mod session;
 
 pub use error::{OperatorError, SessionError};
 pub use messages::{BeginEpisode, Decide, EpisodeEvent, StepEvent};

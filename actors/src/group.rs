@@ -1,0 +1,169 @@
+//! N sessions advanced together: the manual mode's Step All / Reset All / Run / Pause.
+//!
+//! Every session of a group gets the same seed at Reset All, and Step All advances every
+//! unfinished session by exactly one environment step (joined: the call answers when all
+//! have stepped, so a human's pending choice holds the whole group).
+
+use crate::SessionError;
+use crate::session::{BeginManual, GetStatus, Session, SessionStatus, StepManual};
+use actix::prelude::*;
+use futures::future::join_all;
+use std::time::Duration;
+
+/// Controls a group of sessions side by side.
+pub struct SessionGroup {
+    sessions: Vec<Addr<Session>>,
+    episode_index: u32,
+    running: bool,
+    pace: Duration,
+}
+
+impl SessionGroup {
+    /// A group over `sessions` (typically one per operator of an experiment).
+    pub fn new(sessions: Vec<Addr<Session>>) -> Self {
+        Self {
+            sessions,
+            episode_index: 0,
+            running: false,
+            pace: Duration::ZERO,
+        }
+    }
+
+    fn collect(
+        results: Vec<Result<Result<SessionStatus, SessionError>, MailboxError>>,
+    ) -> Result<Vec<SessionStatus>, SessionError> {
+        results
+            .into_iter()
+            .map(|r| r.map_err(|e| SessionError::Control(format!("session gone: {e}")))?)
+            .collect()
+    }
+}
+
+impl Actor for SessionGroup {
+    type Context = Context<Self>;
+}
+
+/// Starts a new episode in every session with one shared seed.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Vec<SessionStatus>, SessionError>")]
+pub struct ResetAll {
+    /// The shared seed.
+    pub seed: u64,
+}
+
+/// Advances every unfinished session by exactly one step.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Vec<SessionStatus>, SessionError>")]
+pub struct StepAll;
+
+/// Steps the group repeatedly, `pace` apart, until every episode is over or [`Pause`].
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Resume {
+    /// Delay between steps.
+    pub pace: Duration,
+}
+
+/// Stops a [`Resume`]d group after the step in progress.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Pause;
+
+/// Status of every session (`None` for a session with no episode yet).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Vec<Option<SessionStatus>>, SessionError>")]
+pub struct GroupStatus;
+
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+struct Tick;
+
+impl Handler<ResetAll> for SessionGroup {
+    type Result = AtomicResponse<Self, Result<Vec<SessionStatus>, SessionError>>;
+
+    fn handle(&mut self, msg: ResetAll, _: &mut Context<Self>) -> Self::Result {
+        self.running = false;
+        let index = self.episode_index;
+        self.episode_index += 1;
+        let begins = self.sessions.iter().map(|s| {
+            s.send(BeginManual {
+                index,
+                seed: msg.seed,
+            })
+        });
+        let all = join_all(begins);
+        AtomicResponse::new(Box::pin(
+            async move { Self::collect(all.await) }.into_actor(self),
+        ))
+    }
+}
+
+impl Handler<StepAll> for SessionGroup {
+    type Result = AtomicResponse<Self, Result<Vec<SessionStatus>, SessionError>>;
+
+    fn handle(&mut self, _: StepAll, _: &mut Context<Self>) -> Self::Result {
+        let all = join_all(self.sessions.iter().map(|s| s.send(StepManual)));
+        AtomicResponse::new(Box::pin(
+            async move { Self::collect(all.await) }.into_actor(self),
+        ))
+    }
+}
+
+impl Handler<Resume> for SessionGroup {
+    type Result = ();
+
+    fn handle(&mut self, msg: Resume, ctx: &mut Context<Self>) {
+        self.pace = msg.pace;
+        if !self.running {
+            self.running = true;
+            ctx.notify(Tick);
+        }
+    }
+}
+
+impl Handler<Pause> for SessionGroup {
+    type Result = ();
+
+    fn handle(&mut self, _: Pause, _: &mut Context<Self>) {
+        self.running = false;
+    }
+}
+
+impl Handler<Tick> for SessionGroup {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, _: Tick, _: &mut Context<Self>) -> Self::Result {
+        if !self.running {
+            return AtomicResponse::new(Box::pin(actix::fut::ready(())));
+        }
+        let all = join_all(self.sessions.iter().map(|s| s.send(StepManual)));
+        AtomicResponse::new(Box::pin(
+            async move { Self::collect(all.await) }
+                .into_actor(self)
+                .map(|stepped, group, ctx| match stepped {
+                    Ok(statuses) if statuses.iter().any(|s| !s.done) && group.running => {
+                        ctx.notify_later(Tick, group.pace);
+                    }
+                    Ok(_) => group.running = false,
+                    Err(error) => {
+                        tracing::warn!(%error, "stopping the group's run");
+                        group.running = false;
+                    }
+                }),
+        ))
+    }
+}
+
+impl Handler<GroupStatus> for SessionGroup {
+    type Result = ResponseFuture<Result<Vec<Option<SessionStatus>>, SessionError>>;
+
+    fn handle(&mut self, _: GroupStatus, _: &mut Context<Self>) -> Self::Result {
+        let all = join_all(self.sessions.iter().map(|s| s.send(GetStatus)));
+        Box::pin(async move {
+            all.await
+                .into_iter()
+                .map(|r| r.map_err(|e| SessionError::Control(format!("session gone: {e}"))))
+                .collect()
+        })
+    }
+}

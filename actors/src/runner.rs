@@ -1,0 +1,232 @@
+//! Script mode: every episode of every operator of an experiment, `parallelism` at a time.
+//!
+//! Work is split into units (operator × episode), handed out in episode-major order so
+//! operators side by side advance together. Each of the `parallelism` lanes is an arbiter
+//! thread that keeps one session per operator and runs its units one after another.
+//! Results never depend on the lane a unit ran on: a session resets its environment and
+//! every operator from the episode seed at the start of each episode.
+
+use crate::SessionError;
+use crate::operator::OperatorRegistry;
+use crate::session::{RunEpisode, Session, SessionConfig, Subscribers};
+use actix::prelude::*;
+use mosaic_adapters::EnvRegistry;
+use mosaic_core::record::EpisodeRecord;
+use mosaic_core::{ExperimentSpec, OperatorId, RunId, SpecError};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One operator × episode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Unit {
+    /// Index into the experiment's operators.
+    pub operator: usize,
+    /// Episode index.
+    pub episode: u32,
+}
+
+/// A run failed as a whole.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The experiment does not fit the registered environments and operator kinds.
+    #[error("{0}")]
+    Spec(#[from] SpecError),
+    /// A session failed outside an episode (an operator could not start).
+    #[error("operator {operator}, episode {episode}: {error}")]
+    Session {
+        /// The operator id.
+        operator: String,
+        /// The episode index.
+        episode: u32,
+        /// What went wrong.
+        error: SessionError,
+    },
+}
+
+/// Everything needed to run an experiment's sessions.
+#[derive(Clone)]
+pub struct Runner {
+    spec: Arc<ExperimentSpec>,
+    run_id: RunId,
+    envs: Arc<EnvRegistry>,
+    kinds: Arc<OperatorRegistry>,
+}
+
+impl Runner {
+    /// A runner for `spec` under `run_id`.
+    pub fn new(
+        spec: ExperimentSpec,
+        run_id: RunId,
+        envs: Arc<EnvRegistry>,
+        kinds: Arc<OperatorRegistry>,
+    ) -> Self {
+        Self {
+            spec: Arc::new(spec),
+            run_id,
+            envs,
+            kinds,
+        }
+    }
+
+    /// The experiment.
+    pub fn spec(&self) -> &ExperimentSpec {
+        &self.spec
+    }
+
+    fn session_config(&self, operator: usize) -> SessionConfig {
+        let mut config = SessionConfig::new(
+            self.run_id.clone(),
+            OperatorId(self.spec.operators[operator].id.clone()),
+        );
+        config.max_steps = self.spec.max_steps;
+        config.decision_timeout = self.spec.decision_timeout_ms.map(Duration::from_millis);
+        config.record_observations = self.spec.record_observations;
+        config
+    }
+
+    fn build(&self, operator: usize, subscribers: Subscribers) -> Result<Session, SpecError> {
+        Session::build(
+            self.session_config(operator),
+            &self.spec.operators[operator],
+            &self.envs,
+            &self.kinds,
+            subscribers,
+        )
+        .map_err(|e| SpecError::new(format!("operators[{operator}].{}", e.path), e.message))
+    }
+
+    /// Checks the whole experiment against the registries by building every operator's
+    /// environment and agents once (inside an actix system), then dropping them.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        self.spec.validate()?;
+        for operator in 0..self.spec.operators.len() {
+            let session = self.build(operator, Subscribers::default())?;
+            drop(session);
+        }
+        Ok(())
+    }
+
+    /// Runs `units` (all of the experiment's when `None`), calling `on_episode` as each
+    /// episode ends. Answers with the roll-ups in unit order.
+    pub async fn run(
+        &self,
+        units: Option<Vec<Unit>>,
+        subscribers: Subscribers,
+        mut on_episode: impl FnMut(&EpisodeRecord),
+    ) -> Result<Vec<Arc<EpisodeRecord>>, RunError> {
+        self.spec.validate()?;
+        let units = units.unwrap_or_else(|| self.all_units());
+        let order: HashMap<Unit, usize> = units.iter().enumerate().map(|(i, u)| (*u, i)).collect();
+        let queue = Arc::new(Mutex::new(VecDeque::from(units)));
+        let lanes = self.spec.parallelism.max(1).min(order.len().max(1));
+        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut arbiters = Vec::with_capacity(lanes);
+        for _ in 0..lanes {
+            let arbiter = Arbiter::new();
+            let lane = Lane {
+                runner: self.clone(),
+                queue: queue.clone(),
+                subscribers: subscribers.clone(),
+                done: done_tx.clone(),
+            };
+            arbiter.spawn(lane.run());
+            arbiters.push(arbiter);
+        }
+        drop(done_tx);
+        let mut results: Vec<Option<Arc<EpisodeRecord>>> = vec![None; order.len()];
+        let mut failure = None;
+        while let Some((unit, outcome)) = done_rx.recv().await {
+            match outcome {
+                Ok(record) => {
+                    on_episode(&record);
+                    results[order[&unit]] = Some(record);
+                }
+                Err(error) => {
+                    failure.get_or_insert(error);
+                    if let Ok(mut queue) = queue.lock() {
+                        queue.clear();
+                    }
+                }
+            }
+        }
+        for arbiter in arbiters {
+            arbiter.stop();
+        }
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(results.into_iter().flatten().collect()),
+        }
+    }
+
+    /// Every unit of the experiment, episode-major.
+    pub fn all_units(&self) -> Vec<Unit> {
+        (0..self.spec.episodes)
+            .flat_map(|episode| {
+                (0..self.spec.operators.len()).map(move |operator| Unit { operator, episode })
+            })
+            .collect()
+    }
+}
+
+type UnitResult = (Unit, Result<Arc<EpisodeRecord>, RunError>);
+
+struct Lane {
+    runner: Runner,
+    queue: Arc<Mutex<VecDeque<Unit>>>,
+    subscribers: Subscribers,
+    done: tokio::sync::mpsc::UnboundedSender<UnitResult>,
+}
+
+impl Lane {
+    fn next(&self) -> Option<Unit> {
+        self.queue.lock().ok()?.pop_front()
+    }
+
+    async fn run(self) {
+        let mut sessions: HashMap<usize, Addr<Session>> = HashMap::new();
+        while let Some(unit) = self.next() {
+            let outcome = self.run_unit(unit, &mut sessions).await;
+            let failed = outcome.is_err();
+            if self.done.send((unit, outcome)).is_err() || failed {
+                break;
+            }
+        }
+    }
+
+    async fn run_unit(
+        &self,
+        unit: Unit,
+        sessions: &mut HashMap<usize, Addr<Session>>,
+    ) -> Result<Arc<EpisodeRecord>, RunError> {
+        let spec = &self.runner.spec;
+        let operator_id = spec.operators[unit.operator].id.clone();
+        let fail = |error: SessionError| RunError::Session {
+            operator: operator_id.clone(),
+            episode: unit.episode,
+            error,
+        };
+        let session = match sessions.get(&unit.operator) {
+            Some(session) => session.clone(),
+            None => {
+                let session = self
+                    .runner
+                    .build(unit.operator, self.subscribers.clone())?
+                    .start();
+                sessions.insert(unit.operator, session.clone());
+                session
+            }
+        };
+        let seed = spec.seeds.seed(unit.episode).ok_or_else(|| {
+            SpecError::new("seeds", format!("no seed for episode {}", unit.episode))
+        })?;
+        session
+            .send(RunEpisode {
+                index: unit.episode,
+                seed,
+            })
+            .await
+            .map_err(|e| fail(SessionError::Control(format!("session gone: {e}"))))?
+            .map_err(fail)
+    }
+}

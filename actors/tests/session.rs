@@ -1,0 +1,357 @@
+//! Sessions, groups and the runner on a small deterministic game.
+
+mod common;
+
+use actix::prelude::*;
+use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
+use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
+use mosaic_actors::runner::Runner;
+use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
+use mosaic_actors::{BeginEpisode, Decide, EpisodeEvent, OperatorError, StepEvent};
+use mosaic_core::record::{EpisodeRecord, StepRecord, strip_volatile};
+use mosaic_core::{Action, Decision, DecisionSource, ExperimentSpec, ObsRequest, Paradigm, RunId};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Default, Clone)]
+struct Collected {
+    steps: Arc<Mutex<Vec<StepRecord>>>,
+    episodes: Arc<Mutex<Vec<EpisodeRecord>>>,
+}
+
+struct Collector(Collected);
+
+impl Actor for Collector {
+    type Context = Context<Self>;
+}
+
+impl Handler<StepEvent> for Collector {
+    type Result = ();
+    fn handle(&mut self, msg: StepEvent, _: &mut Context<Self>) {
+        self.0
+            .steps
+            .lock()
+            .unwrap()
+            .extend(msg.records.iter().cloned());
+    }
+}
+
+impl Handler<EpisodeEvent> for Collector {
+    type Result = ();
+    fn handle(&mut self, msg: EpisodeEvent, _: &mut Context<Self>) {
+        self.0.episodes.lock().unwrap().push((*msg.record).clone());
+    }
+}
+
+fn collector() -> (Collected, Subscribers) {
+    let collected = Collected::default();
+    let addr = Collector(collected.clone()).start();
+    let subscribers = Subscribers {
+        steps: vec![addr.clone().recipient()],
+        episodes: vec![addr.recipient()],
+    };
+    (collected, subscribers)
+}
+
+/// Answers `right` after sleeping, or an illegal action, to exercise the session's
+/// fallbacks.
+struct Misbehaving {
+    sleep: Duration,
+    illegal: bool,
+}
+
+impl Actor for Misbehaving {
+    type Context = Context<Self>;
+}
+
+impl Handler<BeginEpisode> for Misbehaving {
+    type Result = Result<(), OperatorError>;
+    fn handle(&mut self, _: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
+        Ok(())
+    }
+}
+
+impl Handler<Decide> for Misbehaving {
+    type Result = ResponseFuture<Result<Decision, OperatorError>>;
+    fn handle(&mut self, _: Decide, _: &mut Context<Self>) -> Self::Result {
+        let (sleep, illegal) = (self.sleep, self.illegal);
+        Box::pin(async move {
+            tokio::time::sleep(sleep).await;
+            Ok(Decision::act(Action(if illegal { 2 } else { 1 })))
+        })
+    }
+}
+
+fn kinds() -> OperatorRegistry {
+    let mut kinds = OperatorRegistry::baselines();
+    for (name, sleep, illegal) in [("slow", 200, false), ("illegal", 0, true)] {
+        kinds.register(OperatorKind {
+            name,
+            summary: "test",
+            settings: &[],
+            spawn: Arc::new(move |_| {
+                let addr = Misbehaving {
+                    sleep: Duration::from_millis(sleep),
+                    illegal,
+                }
+                .start();
+                Ok(OperatorHandle {
+                    kind: name.into(),
+                    paradigm: Paradigm::External,
+                    wants: ObsRequest::MASK_ONLY,
+                    begin: addr.clone().recipient(),
+                    decide: addr.recipient(),
+                })
+            }),
+        });
+    }
+    kinds
+}
+
+fn experiment(agents: serde_json::Value, extra: serde_json::Value) -> ExperimentSpec {
+    let mut spec = serde_json::json!({
+        "name": "race",
+        "episodes": 6,
+        "seeds": {"plan": "procedural", "base": 10},
+        "operators": [
+            {"id": "a", "env": "race", "agents": agents.clone()},
+            {"id": "b", "env": "race", "env_settings": {"sequential": true}, "agents": agents}
+        ]
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        spec[k] = v.clone();
+    }
+    serde_json::from_value(spec).unwrap()
+}
+
+fn session(spec: &ExperimentSpec, op: usize, subscribers: Subscribers) -> Addr<Session> {
+    let mut config = SessionConfig::new(RunId::from("r"), spec.operators[op].id.as_str().into());
+    config.decision_timeout = spec.decision_timeout_ms.map(Duration::from_millis);
+    Session::build(
+        config,
+        &spec.operators[op],
+        &common::registry(),
+        &kinds(),
+        subscribers,
+    )
+    .unwrap()
+    .start()
+}
+
+fn stripped<T: serde::Serialize>(records: &[T]) -> Vec<String> {
+    let mut lines: Vec<String> = records
+        .iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(r).unwrap();
+            strip_volatile(&mut v);
+            v.to_string()
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[actix::test]
+async fn an_episode_records_every_agent_every_step() {
+    let spec = experiment(
+        serde_json::json!({"*": {"kind": "random"}}),
+        serde_json::json!({}),
+    );
+    let (collected, subscribers) = collector();
+    let s = session(&spec, 0, subscribers);
+    let record = s
+        .send(RunEpisode { index: 3, seed: 99 })
+        .await
+        .unwrap()
+        .unwrap();
+    let steps = collected.steps.lock().unwrap().clone();
+    assert_eq!(record.episode_id, "r-a-ep000003");
+    assert!(record.terminated && !record.truncated && record.error.is_none());
+    assert_eq!(
+        steps.len() as u32,
+        record.steps * 2,
+        "one record per agent per step"
+    );
+    for agent in &record.agents {
+        let total: f64 = steps
+            .iter()
+            .filter(|s| s.agent_id == agent.agent_id)
+            .map(|s| f64::from(s.reward))
+            .sum();
+        assert_eq!(total, agent.total_reward);
+        assert_eq!(agent.decisions, record.steps);
+    }
+    assert!(
+        steps.iter().all(|s| s.action.is_some_and(|a| a < 2)),
+        "only legal actions"
+    );
+    let finish: Vec<_> = steps.iter().filter(|s| !s.events.is_empty()).collect();
+    assert_eq!(finish.len(), 1);
+    assert_eq!(finish[0].reward, 1.0);
+    assert_eq!(collected.episodes.lock().unwrap().len(), 1);
+}
+
+#[actix::test]
+async fn sequential_games_record_who_moved() {
+    let spec = experiment(
+        serde_json::json!({"*": {"kind": "cycling"}}),
+        serde_json::json!({}),
+    );
+    let (collected, subscribers) = collector();
+    let s = session(&spec, 1, subscribers);
+    let record = s
+        .send(RunEpisode { index: 0, seed: 1 })
+        .await
+        .unwrap()
+        .unwrap();
+    let steps = collected.steps.lock().unwrap().clone();
+    for step in 0..record.steps {
+        let movers: Vec<_> = steps
+            .iter()
+            .filter(|s| s.step_index == step && s.action.is_some())
+            .map(|s| s.agent_id.clone())
+            .collect();
+        assert_eq!(movers, vec![if step % 2 == 0 { "red" } else { "blue" }]);
+    }
+}
+
+#[actix::test]
+async fn late_and_illegal_decisions_become_the_default_action() {
+    let spec = experiment(
+        serde_json::json!({"red": {"kind": "slow"}, "blue": {"kind": "illegal"}}),
+        serde_json::json!({"decision_timeout_ms": 20, "max_steps": 3}),
+    );
+    let (collected, subscribers) = collector();
+    let mut config = SessionConfig::new(RunId::from("r"), "a".into());
+    config.decision_timeout = Some(Duration::from_millis(20));
+    config.max_steps = Some(3);
+    let s = Session::build(
+        config,
+        &spec.operators[0],
+        &common::registry(),
+        &kinds(),
+        subscribers,
+    )
+    .unwrap()
+    .start();
+    let record = s
+        .send(RunEpisode { index: 0, seed: 5 })
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(record.truncated);
+    assert_eq!(record.steps, 3);
+    let steps = collected.steps.lock().unwrap().clone();
+    for s in &steps {
+        assert_eq!(s.action, Some(0), "default action `stay`");
+        let expected = if s.agent_id == "red" {
+            DecisionSource::Timeout
+        } else {
+            DecisionSource::Error
+        };
+        assert_eq!(s.decision_source, Some(expected));
+    }
+    let illegal = steps.iter().find(|s| s.agent_id == "blue").unwrap();
+    let why = illegal.decision.as_ref().unwrap()["error"]
+        .as_str()
+        .unwrap();
+    assert!(why.contains("illegal action 2 (left)"), "{why}");
+    assert!(
+        steps
+            .iter()
+            .filter(|s| s.step_index == 2)
+            .all(|s| s.truncated)
+    );
+    assert_eq!(record.agents[0].timeouts, 3);
+    assert_eq!(record.agents[1].errors, 3);
+}
+
+#[actix::test]
+async fn same_seed_same_records_in_a_group() {
+    let spec = experiment(
+        serde_json::json!({"*": {"kind": "random"}}),
+        serde_json::json!({}),
+    );
+    let (first, subs_a) = collector();
+    let (second, subs_b) = collector();
+    let a = session(&spec, 0, subs_a);
+    let b = session(&spec, 0, subs_b);
+    let group = SessionGroup::new(vec![a, b]).start();
+    let statuses = group.send(ResetAll { seed: 77 }).await.unwrap().unwrap();
+    assert_eq!(statuses[0].steps, 0);
+    let mut steps = 0;
+    loop {
+        let statuses = group.send(StepAll).await.unwrap().unwrap();
+        steps += 1;
+        assert!(statuses.iter().all(|s| s.steps == steps || s.done));
+        assert_eq!(statuses[0], statuses[1]);
+        if statuses.iter().all(|s| s.done) {
+            break;
+        }
+    }
+    assert_eq!(
+        stripped(&first.steps.lock().unwrap()),
+        stripped(&second.steps.lock().unwrap())
+    );
+    assert_eq!(first.episodes.lock().unwrap().len(), 1);
+}
+
+#[actix::test]
+async fn parallelism_never_changes_the_records() {
+    let run = |parallelism: usize| async move {
+        let spec = experiment(
+            serde_json::json!({"*": {"kind": "random"}, "blue": {"kind": "cycling"}}),
+            serde_json::json!({"parallelism": parallelism}),
+        );
+        let (collected, subscribers) = collector();
+        let runner = Runner::new(
+            spec,
+            RunId::from("r"),
+            Arc::new(common::registry()),
+            Arc::new(kinds()),
+        );
+        runner.validate().unwrap();
+        let mut seen = 0;
+        let records = runner.run(None, subscribers, |_| seen += 1).await.unwrap();
+        assert_eq!(records.len(), 12);
+        assert_eq!(seen, 12);
+        let steps = collected.steps.lock().unwrap().clone();
+        (
+            stripped(&steps),
+            stripped(&records.iter().map(|r| (**r).clone()).collect::<Vec<_>>()),
+        )
+    };
+    let one = run(1).await;
+    let four = run(4).await;
+    assert!(!one.0.is_empty());
+    assert_eq!(one, four);
+}
+
+#[actix::test]
+async fn bad_slots_and_kinds_are_named() {
+    let spec = experiment(
+        serde_json::json!({"green_9": {"kind": "random"}}),
+        serde_json::json!({}),
+    );
+    let runner = Runner::new(
+        spec,
+        RunId::from("r"),
+        Arc::new(common::registry()),
+        Arc::new(kinds()),
+    );
+    let err = runner.validate().unwrap_err();
+    assert_eq!(err.path, "operators[0].agents.green_9");
+    let spec = experiment(
+        serde_json::json!({"*": {"kind": "genius"}}),
+        serde_json::json!({}),
+    );
+    let runner = Runner::new(
+        spec,
+        RunId::from("r"),
+        Arc::new(common::registry()),
+        Arc::new(kinds()),
+    );
+    let err = runner.validate().unwrap_err();
+    assert_eq!(err.path, "operators[0].agents.*.kind");
+    assert!(err.message.contains("unknown operator kind `genius`"));
+}
