@@ -1,1 +1,27 @@
 //! mosaic: cross-paradigm multi-agent evaluation.
+//!
+//! RL policies, LLM and VLM agents, people and scripted or random baselines act as agents
+//! in the same environment, under shared seeds, with every step recorded. This crate is the
+//! facade over the workspace's libraries (`mosaic-core`, `mosaic-adapters`,
+//! `mosaic-actors`, `mosaic-recorder`, `mosaic-protocols`) and the home of the `mosaic`
+//! command.
+
+pub mod experiment;
+pub mod experiment_file;
+
+pub use experiment::{Experiment, ExperimentBuilder, Operator};
+pub use mosaic_actors as actors;
+pub use mosaic_adapters as adapters;
+pub use mosaic_core as core;
+pub use mosaic_recorder as recorder;
+
+/// The names most experiments need.
+pub mod prelude {
+    pub use crate::experiment::{Experiment, Operator};
+    pub use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
+    pub use mosaic_adapters::{EnvKind, EnvRegistry};
+    pub use mosaic_core::{
+        Action, AgentContext, Decision, Environment, ExperimentSpec, ObsRequest, Observation,
+        Paradigm, Policy, SeedPlan, SlotSpec,
+    };
+}

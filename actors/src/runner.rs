@@ -82,6 +82,7 @@ impl Runner {
         config.max_steps = self.spec.max_steps;
         config.decision_timeout = self.spec.decision_timeout_ms.map(Duration::from_millis);
         config.record_observations = self.spec.record_observations;
+        config.pace = Duration::from_millis(self.spec.pace_ms);
         config
     }
 

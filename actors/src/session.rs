@@ -35,6 +35,8 @@ pub struct SessionConfig {
     pub decision_timeout: Option<Duration>,
     /// Copy each acting agent's observation text into its step record.
     pub record_observations: bool,
+    /// Delay after each step of a free-running episode (for watching).
+    pub pace: Duration,
     /// Step events a subscriber may have queued per session before the session waits for
     /// it (backpressure with pipelining).
     pub step_window: u32,
@@ -49,6 +51,7 @@ impl SessionConfig {
             max_steps: None,
             decision_timeout: None,
             record_observations: false,
+            pace: Duration::ZERO,
             step_window: 64,
         }
     }
@@ -497,6 +500,9 @@ impl Handles {
             if let Err(error) = self.step(&mut episode).await {
                 episode.done = true;
                 return Ok(self.finish(&episode, Some(error.to_string())).await);
+            }
+            if !self.config.pace.is_zero() && !episode.done {
+                tokio::time::sleep(self.config.pace).await;
             }
         }
         Ok(self.finish(&episode, None).await)

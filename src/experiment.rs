@@ -1,0 +1,220 @@
+//! Experiments composed in Rust code.
+//!
+//! ```
+//! use mosaic::prelude::*;
+//!
+//! let experiment = Experiment::builder("demo")
+//!     .episodes(2)
+//!     .seeds(SeedPlan::Procedural { base: 7 })
+//!     .operator(Operator::new("pitch", "soccer-2v2").agent("*", "random").agent("green_0", "scripted"))
+//!     .build()
+//!     .unwrap();
+//! assert_eq!(experiment.spec().operators[0].agents.len(), 2);
+//! ```
+
+use mosaic_actors::operator::{OperatorKind, OperatorRegistry};
+use mosaic_adapters::{EnvKind, EnvRegistry};
+use mosaic_core::experiment::DEFAULT_SLOT;
+use mosaic_core::{ExperimentSpec, OperatorSpec, SeedPlan, Settings, SlotSpec, SpecError};
+
+/// The environments every experiment can name: the native ones.
+pub fn default_envs() -> EnvRegistry {
+    EnvRegistry::native()
+}
+
+/// The operator kinds every experiment can name: the baselines.
+pub fn default_operators() -> OperatorRegistry {
+    OperatorRegistry::baselines()
+}
+
+/// An experiment ready to run: the spec plus the registries it is resolved against.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    spec: ExperimentSpec,
+    envs: EnvRegistry,
+    kinds: OperatorRegistry,
+}
+
+impl Experiment {
+    /// Starts building an experiment in code.
+    pub fn builder(name: impl Into<String>) -> ExperimentBuilder {
+        ExperimentBuilder::new(name)
+    }
+
+    /// An experiment from a spec (e.g. read from a file) with the default registries.
+    pub fn from_spec(spec: ExperimentSpec) -> Self {
+        Self {
+            spec,
+            envs: default_envs(),
+            kinds: default_operators(),
+        }
+    }
+
+    /// The spec.
+    pub fn spec(&self) -> &ExperimentSpec {
+        &self.spec
+    }
+
+    /// The spec, for changes before running (`parallelism`, `pace_ms`, ...).
+    pub fn spec_mut(&mut self) -> &mut ExperimentSpec {
+        &mut self.spec
+    }
+
+    /// The environments it can name.
+    pub fn envs(&self) -> &EnvRegistry {
+        &self.envs
+    }
+
+    /// The operator kinds it can name.
+    pub fn kinds(&self) -> &OperatorRegistry {
+        &self.kinds
+    }
+
+    /// Adds an environment kind (e.g. one defined by the caller).
+    pub fn register_env(&mut self, kind: EnvKind) {
+        self.envs.register(kind);
+    }
+
+    /// Adds an operator kind (e.g. a new paradigm defined by the caller).
+    pub fn register_operator(&mut self, kind: OperatorKind) {
+        self.kinds.register(kind);
+    }
+}
+
+/// One operator configuration being built: an environment and its agent slots.
+#[derive(Clone, Debug)]
+pub struct Operator {
+    spec: OperatorSpec,
+}
+
+impl Operator {
+    /// Operator configuration `id` on environment `env`.
+    pub fn new(id: impl Into<String>, env: impl Into<String>) -> Self {
+        Self {
+            spec: OperatorSpec {
+                id: id.into(),
+                env: env.into(),
+                env_settings: Settings::new(),
+                agents: Default::default(),
+            },
+        }
+    }
+
+    /// Sets an environment setting.
+    pub fn env_setting(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> Self {
+        self.spec.env_settings.insert(key.into(), value.into());
+        self
+    }
+
+    /// Puts operator kind `kind` (no settings) on `slot` (an agent id, or `*` for all others).
+    pub fn agent(self, slot: impl Into<String>, kind: impl Into<String>) -> Self {
+        self.slot(slot, SlotSpec::kind(kind))
+    }
+
+    /// Puts a configured operator on `slot`.
+    pub fn slot(mut self, slot: impl Into<String>, spec: SlotSpec) -> Self {
+        self.spec.agents.insert(slot.into(), spec);
+        self
+    }
+
+    /// Puts `kind` on every slot not named otherwise.
+    pub fn everyone(self, kind: impl Into<String>) -> Self {
+        self.agent(DEFAULT_SLOT, kind)
+    }
+}
+
+/// Builds an [`Experiment`] step by step; see [`Experiment::builder`].
+#[derive(Debug)]
+pub struct ExperimentBuilder {
+    spec: ExperimentSpec,
+    envs: EnvRegistry,
+    kinds: OperatorRegistry,
+}
+
+impl ExperimentBuilder {
+    fn new(name: impl Into<String>) -> Self {
+        Self {
+            spec: ExperimentSpec {
+                name: name.into(),
+                episodes: 1,
+                seeds: SeedPlan::default(),
+                max_steps: None,
+                parallelism: 1,
+                pace_ms: 0,
+                decision_timeout_ms: None,
+                record_observations: false,
+                operators: Vec::new(),
+            },
+            envs: default_envs(),
+            kinds: default_operators(),
+        }
+    }
+
+    /// Episodes per operator configuration.
+    pub fn episodes(mut self, episodes: u32) -> Self {
+        self.spec.episodes = episodes;
+        self
+    }
+
+    /// Episode seeds.
+    pub fn seeds(mut self, seeds: SeedPlan) -> Self {
+        self.spec.seeds = seeds;
+        self
+    }
+
+    /// Step limit per episode.
+    pub fn max_steps(mut self, steps: u32) -> Self {
+        self.spec.max_steps = Some(steps);
+        self
+    }
+
+    /// Episodes running at once.
+    pub fn parallelism(mut self, lanes: usize) -> Self {
+        self.spec.parallelism = lanes;
+        self
+    }
+
+    /// Deadline of one decision.
+    pub fn decision_timeout_ms(mut self, ms: u64) -> Self {
+        self.spec.decision_timeout_ms = Some(ms);
+        self
+    }
+
+    /// Records each acting agent's observation text.
+    pub fn record_observations(mut self, on: bool) -> Self {
+        self.spec.record_observations = on;
+        self
+    }
+
+    /// Adds an operator configuration.
+    pub fn operator(mut self, operator: Operator) -> Self {
+        self.spec.operators.push(operator.spec);
+        self
+    }
+
+    /// Registers an environment kind.
+    pub fn env_kind(mut self, kind: EnvKind) -> Self {
+        self.envs.register(kind);
+        self
+    }
+
+    /// Registers an operator kind.
+    pub fn operator_kind(mut self, kind: OperatorKind) -> Self {
+        self.kinds.register(kind);
+        self
+    }
+
+    /// Checks the spec's structure and returns the experiment.
+    pub fn build(self) -> Result<Experiment, SpecError> {
+        self.spec.validate()?;
+        Ok(Experiment {
+            spec: self.spec,
+            envs: self.envs,
+            kinds: self.kinds,
+        })
+    }
+}
