@@ -229,6 +229,23 @@ impl ExperimentSpec {
     }
 }
 
+/// Reads settings into a typed struct. Use `#[serde(deny_unknown_fields)]` on `T` so a
+/// misspelt setting is an error naming it.
+///
+/// ```
+/// #[derive(serde::Deserialize)]
+/// #[serde(deny_unknown_fields)]
+/// struct Soccer { #[serde(default)] view_size: u32 }
+/// let mut s = mosaic_core::Settings::new();
+/// s.insert("view_sise".into(), 7.into());
+/// let err = mosaic_core::experiment::parse_settings::<Soccer>(&s).unwrap_err();
+/// assert!(err.message.contains("view_sise"), "{err}");
+/// ```
+pub fn parse_settings<T: serde::de::DeserializeOwned>(settings: &Settings) -> Result<T, SpecError> {
+    serde_json::from_value(serde_json::Value::Object(settings.clone()))
+        .map_err(|e| SpecError::new("", e.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,21 +286,4 @@ mod tests {
         s.operators[0].id = "a-b".into();
         assert!(s.validate().is_err());
     }
-}
-
-/// Reads settings into a typed struct. Use `#[serde(deny_unknown_fields)]` on `T` so a
-/// misspelt setting is an error naming it.
-///
-/// ```
-/// #[derive(serde::Deserialize)]
-/// #[serde(deny_unknown_fields)]
-/// struct Soccer { #[serde(default)] view_size: u32 }
-/// let mut s = mosaic_core::Settings::new();
-/// s.insert("view_sise".into(), 7.into());
-/// let err = mosaic_core::experiment::parse_settings::<Soccer>(&s).unwrap_err();
-/// assert!(err.message.contains("view_sise"), "{err}");
-/// ```
-pub fn parse_settings<T: serde::de::DeserializeOwned>(settings: &Settings) -> Result<T, SpecError> {
-    serde_json::from_value(serde_json::Value::Object(settings.clone()))
-        .map_err(|e| SpecError::new("", e.to_string()))
 }
