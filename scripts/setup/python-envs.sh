@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Creates the Python venvs used by mosaic's Python adapters, cached under
+# $MOSAIC_CACHE/venvs/<name>-<hash of adapters/python/requirements-<name>.txt>/.
+# Prints (for eval):  MOSAIC_PY_ENVS=<python>  MOSAIC_PY_MULTIGRID=<python>
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+REQ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../adapters/python" && pwd)"
+
+CHECK_ENVS='
+import gymnasium, minigrid, pettingzoo, chess, mpe2, pytest, numpy
+from pettingzoo.classic import chess_v6
+from mpe2 import simple_spread_v3
+gymnasium.make("MiniGrid-DoorKey-5x5-v0").reset(seed=0)
+chess_v6.env().reset(seed=0)
+simple_spread_v3.parallel_env().reset(seed=0)'
+# Importing mosaic_multigrid registers its gymnasium ids; the first reset also
+# JIT-compiles (and caches) the numba observation code.
+CHECK_MULTIGRID='
+import gymnasium, mosaic_multigrid
+env = gymnasium.make("MosaicMultiGrid-S-2v2-IndAgObs-v1")
+obs, _ = env.reset(seed=0)
+env.step({i: 0 for i in obs})'
+
+venv_dir() { echo "$MOSAIC_CACHE/venvs/$1-$(hash_file "$REQ_DIR/requirements-$1.txt")"; }
+
+# ensure_venv NAME CHECK: create the venv unless already complete, then run CHECK in it.
+ensure_venv() {
+    local name=$1 check=$2 dir
+    dir=$(venv_dir "$name")
+    [[ -f "$dir/.complete" ]] && return 0
+    log "creating venv $name in $dir (log: $MOSAIC_CACHE/logs/venv-$name.log)"
+    local t0=$SECONDS
+    rm -rf "$dir"
+    quiet "venv-$name" "$PYTHON" -m venv "$dir"
+    quiet "venv-$name" "$dir/bin/python" -m pip install --quiet --no-input \
+        -r "$REQ_DIR/requirements-$name.txt"
+    quiet "venv-$name" "$dir/bin/python" -c "$check"
+    touch "$dir/.complete"
+    log "venv $name ready in $((SECONDS - t0)) s"
+}
+
+with_lock venv-envs ensure_venv envs "$CHECK_ENVS"
+with_lock venv-multigrid ensure_venv multigrid "$CHECK_MULTIGRID"
+log "ok: python venvs envs + multigrid ready in $MOSAIC_CACHE/venvs"
+echo "MOSAIC_PY_ENVS=$(venv_dir envs)/bin/python"
+echo "MOSAIC_PY_MULTIGRID=$(venv_dir multigrid)/bin/python"
