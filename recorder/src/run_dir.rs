@@ -1,0 +1,794 @@
+//! A run directory: `run.json`, `steps.jsonl`, `episodes.jsonl` and the store in `store/`.
+
+use crate::error::{RecorderError, Result};
+use crate::jsonl::{Durability, JsonlReader, JsonlWriter, TornTail};
+use crate::schema::{Record, readable};
+use crate::store::{RunStore, Unit};
+use crate::writer::JsonlRunWriter;
+use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// The manifest file of a run directory.
+pub const MANIFEST_FILE: &str = "run.json";
+/// The step records, one JSON object per line.
+pub const STEPS_FILE: &str = "steps.jsonl";
+/// The episode roll-ups, one JSON object per line.
+pub const EPISODES_FILE: &str = "episodes.jsonl";
+/// The run store's directory.
+pub const STORE_DIR: &str = "store";
+
+/// Where a run stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// A process is writing it (its store is locked).
+    Running,
+    /// Every planned unit is complete.
+    Complete,
+    /// Stopped before the end (killed, crashed, or stopped on an error): resumable.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One line of `mosaic runs`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// The run directory.
+    pub path: PathBuf,
+    /// The run id.
+    pub run_id: String,
+    /// The experiment's name.
+    pub experiment: String,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// Complete units (for a running run: episode records written so far).
+    pub done: usize,
+    /// Planned units (operators × episodes).
+    pub planned: usize,
+    /// Unix time in milliseconds when it started.
+    pub started: u64,
+}
+
+/// A run directory with its manifest read.
+#[derive(Clone, Debug)]
+pub struct RunDir {
+    path: PathBuf,
+    manifest: RunManifest,
+}
+
+impl RunDir {
+    /// Creates the directory of a new run (parents too), writes `run.json`, empty record
+    /// files and the store. Fails if `path` already holds a run.
+    pub fn create(path: &Path, manifest: &RunManifest) -> Result<(RunDir, RunStore)> {
+        let io = |p: &Path, e| RecorderError::io(p, e);
+        if path.join(MANIFEST_FILE).exists() {
+            return Err(RecorderError::AlreadyExists {
+                path: path.to_owned(),
+            });
+        }
+        fs::create_dir_all(path).map_err(|e| io(path, e))?;
+        // The store first: a directory with run.json is a run, and a run has a store.
+        let store = RunStore::create(&path.join(STORE_DIR), manifest)?;
+        for file in [STEPS_FILE, EPISODES_FILE] {
+            let p = path.join(file);
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&p)
+                .map_err(|e| io(&p, e))?;
+        }
+        write_atomically(
+            &path.join(MANIFEST_FILE),
+            &serde_json::to_vec_pretty(manifest)?,
+        )?;
+        Ok((
+            RunDir {
+                path: path.to_owned(),
+                manifest: manifest.clone(),
+            },
+            store,
+        ))
+    }
+
+    /// Opens an existing run directory (reads and checks `run.json`; the store is opened by
+    /// [`RunDir::store`]).
+    pub fn open(path: &Path) -> Result<RunDir> {
+        let manifest_path = path.join(MANIFEST_FILE);
+        let bytes = match fs::read(&manifest_path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if path.is_dir() {
+                    return Err(RecorderError::NotARun {
+                        path: path.to_owned(),
+                    });
+                }
+                return Err(RecorderError::io(path, e));
+            }
+            Err(e) => return Err(RecorderError::io(&manifest_path, e)),
+        };
+        let manifest = parse_document::<RunManifest>(&manifest_path, &bytes)?;
+        Ok(RunDir {
+            path: path.to_owned(),
+            manifest,
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &RunManifest {
+        &self.manifest
+    }
+
+    /// `steps.jsonl`.
+    pub fn steps_path(&self) -> PathBuf {
+        self.path.join(STEPS_FILE)
+    }
+
+    /// `episodes.jsonl`.
+    pub fn episodes_path(&self) -> PathBuf {
+        self.path.join(EPISODES_FILE)
+    }
+
+    /// The store directory.
+    pub fn store_path(&self) -> PathBuf {
+        self.path.join(STORE_DIR)
+    }
+
+    /// Units planned: operators × episodes.
+    pub fn planned(&self) -> usize {
+        self.manifest.experiment.operators.len() * self.manifest.experiment.episodes as usize
+    }
+
+    /// Opens the store (exclusively).
+    pub fn store(&self) -> Result<RunStore> {
+        let store = RunStore::open(&self.store_path())?;
+        if store.manifest().run_id != self.manifest.run_id {
+            return Err(RecorderError::CorruptStore {
+                path: self.store_path(),
+                message: format!(
+                    "store of run `{}` in the directory of run `{}`",
+                    store.manifest().run_id,
+                    self.manifest.run_id
+                ),
+            });
+        }
+        Ok(store)
+    }
+
+    /// Writers for `steps.jsonl` and `episodes.jsonl` (appending; a torn tail left by a
+    /// crash is cut off).
+    pub fn jsonl_writer(&self, durability: Durability) -> Result<JsonlRunWriter> {
+        Ok(JsonlRunWriter::new(
+            JsonlWriter::open(&self.steps_path())?,
+            JsonlWriter::open(&self.episodes_path())?,
+            durability,
+        ))
+    }
+
+    /// Streams `steps.jsonl`.
+    pub fn step_lines(&self) -> Result<JsonlReader<StepRecord>> {
+        JsonlReader::open(&self.steps_path())
+    }
+
+    /// Streams `episodes.jsonl`.
+    pub fn episode_lines(&self) -> Result<JsonlReader<EpisodeRecord>> {
+        JsonlReader::open(&self.episodes_path())
+    }
+
+    /// Status and progress. Works while another process writes the run: its store is then
+    /// locked, and the episode records in `episodes.jsonl` are counted instead.
+    pub fn summary(&self) -> Result<RunSummary> {
+        let planned = self.planned();
+        let (status, done) = match self.store() {
+            Ok(store) => {
+                let done = store.completed_count();
+                let status = if done >= planned {
+                    RunStatus::Complete
+                } else {
+                    RunStatus::Interrupted
+                };
+                (status, done)
+            }
+            Err(RecorderError::StoreLocked { .. }) => {
+                let mut units = std::collections::BTreeSet::new();
+                let mut lines = self.episode_lines()?;
+                for record in lines.by_ref() {
+                    let record = record?;
+                    units.insert(Unit::new(record.operator_id, record.episode_index));
+                }
+                (RunStatus::Running, units.len())
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(RunSummary {
+            path: self.path.clone(),
+            run_id: self.manifest.run_id.clone(),
+            experiment: self.manifest.experiment.name.clone(),
+            status,
+            done,
+            planned,
+            started: self.manifest.started,
+        })
+    }
+
+    /// The records of the complete units: from the store, or, while another process
+    /// writes the run, from the JSON-lines files (units with an episode record).
+    pub fn records(&self) -> Result<Records> {
+        match self.store() {
+            Ok(store) => Ok(Records::Store(Box::new(store))),
+            Err(RecorderError::StoreLocked { .. }) => {
+                let mut episodes = Vec::new();
+                let mut lines = self.episode_lines()?;
+                for record in lines.by_ref() {
+                    episodes.push(record?);
+                }
+                Ok(Records::Live {
+                    steps_path: self.steps_path(),
+                    episodes,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Prepares an interrupted run for resuming: drops every record of units not marked
+    /// complete (from the store and from both JSON-lines files, including a torn tail), so
+    /// that re-running them duplicates nothing. Complete units are kept byte for byte.
+    pub fn discard_incomplete(&self, store: &RunStore) -> Result<Discarded> {
+        let mut discarded = Discarded::default();
+        for unit in store.incomplete_units_with_records()? {
+            discarded.store_step_records += store.discard(&unit)?;
+            discarded.units.push(unit);
+        }
+        store.flush()?;
+        let complete = CompleteSet::from_store(store)?;
+        discarded.step_lines = rewrite_keeping(&self.steps_path(), &complete)?;
+        discarded.episode_lines = rewrite_keeping(&self.episodes_path(), &complete)?;
+        Ok(discarded)
+    }
+
+    /// Checks that the store and the JSON-lines files agree on every complete unit: the
+    /// same roll-up and the same number of step records, as many as the completion index
+    /// says. Returns the problems found (none when consistent).
+    pub fn check_consistency(&self, store: &RunStore) -> Result<Vec<String>> {
+        let mut problems = Vec::new();
+        let mut line_counts: HashMap<(String, u32), u64> = HashMap::new();
+        let mut steps = self.step_lines()?;
+        for record in steps.by_ref() {
+            let record = record?;
+            *line_counts
+                .entry((record.operator_id, record.episode_index))
+                .or_default() += 1;
+        }
+        let mut jsonl_episodes: BTreeMap<Unit, EpisodeRecord> = BTreeMap::new();
+        let mut episodes = self.episode_lines()?;
+        for record in episodes.by_ref() {
+            let record = record?;
+            let unit = Unit::new(record.operator_id.clone(), record.episode_index);
+            if jsonl_episodes.insert(unit.clone(), record).is_some() {
+                problems.push(format!("{unit}: two episode records in {EPISODES_FILE}"));
+            }
+        }
+        for unit in store.completed_units()? {
+            let Some(done) = store.completion(&unit)? else {
+                continue;
+            };
+            let in_store = store.step_record_count(&unit)?;
+            let in_jsonl = line_counts
+                .get(&(unit.operator_id.clone(), unit.episode_index))
+                .copied()
+                .unwrap_or(0);
+            if in_store != done.step_records || in_jsonl != done.step_records {
+                problems.push(format!(
+                    "{unit}: {} step records indexed, {in_store} in the store, {in_jsonl} in {STEPS_FILE}",
+                    done.step_records
+                ));
+            }
+            match (store.episode(&unit)?, jsonl_episodes.get(&unit)) {
+                (Some(a), Some(b)) if a == *b => {}
+                (Some(_), Some(_)) => {
+                    problems.push(format!("{unit}: episode records differ"));
+                }
+                (None, _) => problems.push(format!("{unit}: no episode record in the store")),
+                (_, None) => problems.push(format!("{unit}: no episode record in {EPISODES_FILE}")),
+            }
+        }
+        Ok(problems)
+    }
+}
+
+/// What [`RunDir::discard_incomplete`] removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Discarded {
+    /// Units whose records were removed.
+    pub units: Vec<Unit>,
+    /// Step records removed from the store.
+    pub store_step_records: u64,
+    /// Lines removed from `steps.jsonl` (a torn tail counts as one).
+    pub step_lines: u64,
+    /// Lines removed from `episodes.jsonl`.
+    pub episode_lines: u64,
+}
+
+/// The complete units, for filtering records by unit.
+#[derive(Debug, Default)]
+struct CompleteSet {
+    by_operator: HashMap<String, Vec<bool>>,
+}
+
+impl CompleteSet {
+    fn from_store(store: &RunStore) -> Result<Self> {
+        let mut set = Self::default();
+        for unit in store.completed_units()? {
+            set.insert(&unit.operator_id, unit.episode_index);
+        }
+        Ok(set)
+    }
+
+    fn insert(&mut self, operator_id: &str, episode_index: u32) {
+        let flags = self.by_operator.entry(operator_id.to_owned()).or_default();
+        let index = episode_index as usize;
+        if flags.len() <= index {
+            flags.resize(index + 1, false);
+        }
+        flags[index] = true;
+    }
+
+    fn contains(&self, operator_id: &str, episode_index: u32) -> bool {
+        self.by_operator
+            .get(operator_id)
+            .and_then(|flags| flags.get(episode_index as usize))
+            .copied()
+            .unwrap_or(false)
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct UnitProbe {
+    operator_id: String,
+    episode_index: u32,
+}
+
+/// Rewrites the JSON-lines file at `path` keeping only the lines of complete units (byte
+/// for byte). Returns how many lines were dropped; the file is replaced atomically, and
+/// left untouched when nothing is dropped.
+fn rewrite_keeping(path: &Path, complete: &CompleteSet) -> Result<u64> {
+    let io = |p: &Path, e| RecorderError::io(p, e);
+    let input = File::open(path).map_err(|e| io(path, e))?;
+    let mut input = BufReader::with_capacity(256 * 1024, input);
+    let tmp = path.with_extension("jsonl.rewrite");
+    let mut output =
+        BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| io(&tmp, e))?);
+    let mut dropped = 0;
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    loop {
+        line.clear();
+        let n = input
+            .read_until(b'\n', &mut line)
+            .map_err(|e| io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        if line.last() != Some(&b'\n') {
+            // An unterminated last line belongs to no complete unit: complete units are
+            // durable up to their episode record's newline.
+            dropped += 1;
+            break;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let probe: UnitProbe =
+            serde_json::from_slice(&line).map_err(|e| RecorderError::Malformed {
+                path: path.to_owned(),
+                line: number,
+                message: e.to_string(),
+            })?;
+        if complete.contains(&probe.operator_id, probe.episode_index) {
+            output.write_all(&line).map_err(|e| io(&tmp, e))?;
+        } else {
+            dropped += 1;
+        }
+    }
+    if dropped == 0 {
+        drop(output);
+        fs::remove_file(&tmp).map_err(|e| io(&tmp, e))?;
+        return Ok(0);
+    }
+    let file = output.into_inner().map_err(|e| io(&tmp, e.into_error()))?;
+    file.sync_all().map_err(|e| io(&tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| io(path, e))?;
+    sync_parent(path)?;
+    Ok(dropped)
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old or the new file.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut file = File::create(&tmp).map_err(|e| RecorderError::io(&tmp, e))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| RecorderError::io(&tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| RecorderError::io(path, e))?;
+    sync_parent(path)
+}
+
+fn sync_parent(path: &Path) -> Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    File::open(parent)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|e| RecorderError::io(parent, e))
+}
+
+/// Parses a whole-file JSON document (like `run.json`) with its schema checked.
+fn parse_document<T: Record>(path: &Path, bytes: &[u8]) -> Result<T> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| RecorderError::Malformed {
+            path: path.to_owned(),
+            line: e.line() as u64,
+            message: e.to_string(),
+        })?;
+    let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+    readable(schema, T::SCHEMA).map_err(|u| RecorderError::UnsupportedSchema {
+        path: path.to_owned(),
+        line: 1,
+        found: schema.to_owned(),
+        expected: u.expected,
+        major: u.major,
+    })?;
+    serde_json::from_value(value).map_err(|e| RecorderError::Malformed {
+        path: path.to_owned(),
+        line: 1,
+        message: e.to_string(),
+    })
+}
+
+/// The records of a run's complete units.
+#[derive(Debug)]
+pub enum Records {
+    /// From the store: complete units in operator, episode, step, agent order.
+    Store(Box<RunStore>),
+    /// From the JSON-lines files of a run another process is writing: units with an
+    /// episode record, in file order.
+    Live {
+        /// `steps.jsonl`.
+        steps_path: PathBuf,
+        /// The episode records read.
+        episodes: Vec<EpisodeRecord>,
+    },
+}
+
+impl Records {
+    /// Whether the records come from a run still being written.
+    pub fn is_live(&self) -> bool {
+        matches!(self, Records::Live { .. })
+    }
+
+    /// The roll-ups of the complete units.
+    pub fn episodes(&self) -> Result<Vec<EpisodeRecord>> {
+        match self {
+            Records::Store(store) => store.complete_episodes().collect(),
+            Records::Live { episodes, .. } => Ok(episodes.clone()),
+        }
+    }
+
+    /// Calls `each` with every step record of the complete units. Returns the torn tail of
+    /// `steps.jsonl`, if the live file ends in one.
+    pub fn for_each_step(
+        &self,
+        mut each: impl FnMut(&StepRecord) -> Result<()>,
+    ) -> Result<Option<TornTail>> {
+        match self {
+            Records::Store(store) => {
+                for record in store.complete_steps() {
+                    each(&record?)?;
+                }
+                Ok(None)
+            }
+            Records::Live {
+                steps_path,
+                episodes,
+            } => {
+                let mut complete = CompleteSet::default();
+                for e in episodes {
+                    complete.insert(&e.operator_id, e.episode_index);
+                }
+                let mut lines = JsonlReader::<StepRecord>::open(steps_path)?;
+                for record in lines.by_ref() {
+                    let record = record?;
+                    if complete.contains(&record.operator_id, record.episode_index) {
+                        each(&record)?;
+                    }
+                }
+                Ok(lines.torn_tail().cloned())
+            }
+        }
+    }
+}
+
+/// Lists the runs in `dir`: `dir` itself if it is a run, else its sub-directories that
+/// are runs, sorted by start time. Sub-directories that are not runs are skipped; runs
+/// that cannot be read are returned as errors beside the others.
+pub fn list_runs(dir: &Path) -> Result<Vec<Result<RunSummary>>> {
+    if dir.join(MANIFEST_FILE).exists() {
+        return Ok(vec![RunDir::open(dir).and_then(|run| run.summary())]);
+    }
+    let entries = fs::read_dir(dir).map_err(|e| RecorderError::io(dir, e))?;
+    let mut runs = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| RecorderError::io(dir, e))?;
+        let path = entry.path();
+        if path.join(MANIFEST_FILE).exists() {
+            runs.push(RunDir::open(&path).and_then(|run| run.summary()));
+        }
+    }
+    runs.sort_by_key(|r| match r {
+        Ok(s) => (0, s.started, s.path.clone()),
+        Err(_) => (1, 0, PathBuf::new()),
+    });
+    Ok(runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Checkpoint;
+    use crate::synthetic::{self, SyntheticEpisode};
+    use crate::writer::RecordWriter;
+
+    /// Writes `episodes` through both writers; the last `partial` ones lose their roll-up
+    /// (as if killed mid-episode).
+    fn write(run: &RunDir, store: &RunStore, episodes: &[SyntheticEpisode], partial: usize) {
+        let mut jsonl = run.jsonl_writer(Durability::Flush).unwrap();
+        let mut db = store.writer();
+        for (i, episode) in episodes.iter().enumerate() {
+            for step in &episode.steps {
+                jsonl.write_step(step).unwrap();
+                db.write_step(step).unwrap();
+            }
+            if i + partial < episodes.len() {
+                jsonl.write_episode(&episode.record).unwrap();
+                db.write_episode(&episode.record).unwrap();
+                db.mark_complete(&episode.record).unwrap();
+            }
+        }
+        jsonl.close().unwrap();
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn complete_run_round_trip_and_look_ups() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("r1", &["a", "b"], 3, 10);
+        let episodes = synthetic::run_episodes(&manifest, 7, 4);
+        let path = dir.path().join("r1");
+        {
+            let (run, store) = RunDir::create(&path, &manifest).unwrap();
+            write(&run, &store, &episodes, 0);
+        }
+        assert!(matches!(
+            RunDir::create(&path, &manifest),
+            Err(RecorderError::AlreadyExists { .. })
+        ));
+        let run = RunDir::open(&path).unwrap();
+        assert_eq!(run.manifest(), &manifest);
+        let summary = run.summary().unwrap();
+        assert_eq!(
+            (summary.status, summary.done, summary.planned),
+            (RunStatus::Complete, 6, 6)
+        );
+        let store = run.store().unwrap();
+        assert!(store.remaining_units().unwrap().is_empty());
+        assert_eq!(run.check_consistency(&store).unwrap(), Vec::<String>::new());
+        let unit = Unit::new("b", 1);
+        let expected = &episodes[4];
+        assert_eq!(
+            store.episode(&unit).unwrap().as_ref(),
+            Some(&expected.record)
+        );
+        assert_eq!(store.step(&unit, 5).unwrap(), expected.steps[5]);
+        let all: Vec<_> = store.steps_of(&unit).unwrap().map(Result::unwrap).collect();
+        assert_eq!(all, expected.steps.concat());
+        assert_eq!(
+            store
+                .completion(&unit)
+                .unwrap()
+                .map(|d| (d.steps, d.step_records)),
+            Some((7, 28))
+        );
+        // Canonical order: operator, episode, step, agent.
+        let mut count = 0;
+        Records::Store(Box::new(store.clone()))
+            .for_each_step(|r| {
+                let e = &episodes[count / 28];
+                assert_eq!(r, &e.steps[(count % 28) / 4][count % 4]);
+                count += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(count, 6 * 28);
+        assert!(store.step(&Unit::new("zz", 0), 0).is_err());
+    }
+
+    #[test]
+    fn interrupted_run_is_resumable_without_loss_or_duplicates() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("r2", &["a"], 4, 10);
+        let episodes = synthetic::run_episodes(&manifest, 6, 2);
+        let path = dir.path().join("r2");
+        let (run, store) = RunDir::create(&path, &manifest).unwrap();
+        write(&run, &store, &episodes[..3], 1);
+        // A crash in the middle of a line.
+        let mut steps = fs::read(run.steps_path()).unwrap();
+        steps.extend_from_slice(b"{\"schema\":\"mosaic.step/1\",\"run_");
+        fs::write(run.steps_path(), steps).unwrap();
+        drop(store);
+
+        let summary = run.summary().unwrap();
+        assert_eq!(
+            (summary.status, summary.done, summary.planned),
+            (RunStatus::Interrupted, 2, 4)
+        );
+        let store = run.store().unwrap();
+        assert_eq!(
+            store.remaining_units().unwrap(),
+            vec![Unit::new("a", 2), Unit::new("a", 3)]
+        );
+        let records = run.records().unwrap();
+        assert_eq!(records.episodes().unwrap().len(), 2);
+        let mut n = 0;
+        records
+            .for_each_step(|_| {
+                n += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(n, 2 * 12);
+
+        let discarded = run.discard_incomplete(&store).unwrap();
+        assert_eq!(discarded.units, vec![Unit::new("a", 2)]);
+        assert_eq!(discarded.store_step_records, 12);
+        assert_eq!(discarded.step_lines, 13);
+        assert_eq!(discarded.episode_lines, 0);
+        assert!(store.incomplete_units_with_records().unwrap().is_empty());
+        assert_eq!(run.check_consistency(&store).unwrap(), Vec::<String>::new());
+
+        // Finish the run: nothing duplicated, everything consistent.
+        write(&run, &store, &episodes[2..], 0);
+        assert!(store.remaining_units().unwrap().is_empty());
+        assert_eq!(run.check_consistency(&store).unwrap(), Vec::<String>::new());
+        let lines = fs::read_to_string(run.steps_path())
+            .unwrap()
+            .lines()
+            .count();
+        assert_eq!(lines, 4 * 12);
+    }
+
+    #[test]
+    fn a_run_being_written_reads_from_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("r3", &["a"], 3, 1);
+        let episodes = synthetic::run_episodes(&manifest, 4, 2);
+        let (run, store) = RunDir::create(&dir.path().join("r3"), &manifest).unwrap();
+        write(&run, &store, &episodes, 1);
+        // The store stays open, as in the writing process: others see the run running.
+        let other = RunDir::open(run.path()).unwrap();
+        let summary = other.summary().unwrap();
+        assert_eq!((summary.status, summary.done), (RunStatus::Running, 2));
+        let records = other.records().unwrap();
+        assert!(records.is_live());
+        let mut n = 0;
+        records
+            .for_each_step(|_| {
+                n += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(n, 2 * 8);
+        assert!(matches!(
+            other.store(),
+            Err(RecorderError::StoreLocked { .. })
+        ));
+        drop(store);
+    }
+
+    #[test]
+    fn checkpoints_keep_the_latest_state_per_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("r4", &["a"], 2, 1);
+        let (_, store) = RunDir::create(&dir.path().join("r4"), &manifest).unwrap();
+        let unit = Unit::new("a", 1);
+        assert_eq!(store.checkpoint(&unit, "green_0").unwrap(), None);
+        store.put_checkpoint(&unit, "green_0", 3, b"three").unwrap();
+        store.put_checkpoint(&unit, "green_0", 9, b"nine").unwrap();
+        store.put_checkpoint(&unit, "blue_0", 4, b"").unwrap();
+        assert_eq!(
+            store.checkpoint(&unit, "green_0").unwrap(),
+            Some(Checkpoint {
+                step: 9,
+                state: b"nine".to_vec()
+            })
+        );
+        assert_eq!(store.checkpoint(&unit, "blue_0").unwrap().unwrap().step, 4);
+        assert_eq!(
+            store.checkpoint(&Unit::new("a", 0), "green_0").unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn bad_directories_give_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = RunDir::open(dir.path()).unwrap_err();
+        assert!(matches!(err, RecorderError::NotARun { .. }), "{err}");
+        assert!(err.to_string().contains("not a run directory"));
+
+        let manifest = synthetic::manifest("r5", &["a"], 1, 1);
+        let path = dir.path().join("r5");
+        drop(RunDir::create(&path, &manifest).unwrap());
+        // A store written by a newer mosaic.
+        {
+            let db = sled::open(path.join(STORE_DIR)).unwrap();
+            db.open_tree("meta")
+                .unwrap()
+                .insert("format", &(STORE_FORMAT_NEXT).to_be_bytes())
+                .unwrap();
+            db.flush().unwrap();
+        }
+        let err = RunDir::open(&path).unwrap().store().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RecorderError::StoreTooNew {
+                    found: STORE_FORMAT_NEXT,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("newer mosaic"), "{err}");
+
+        fs::remove_dir_all(path.join(STORE_DIR)).unwrap();
+        let err = RunDir::open(&path).unwrap().summary().unwrap_err();
+        assert!(matches!(err, RecorderError::StoreMissing { .. }), "{err}");
+
+        fs::write(path.join(MANIFEST_FILE), b"{\"schema\":\"mosaic.run/3\"}").unwrap();
+        let err = RunDir::open(&path).unwrap_err();
+        assert!(
+            matches!(err, RecorderError::UnsupportedSchema { .. }),
+            "{err}"
+        );
+        fs::write(
+            path.join(MANIFEST_FILE),
+            b"{\"schema\":\"mosaic.run/1\",\n \"run_id\": ",
+        )
+        .unwrap();
+        let err = RunDir::open(&path).unwrap_err();
+        assert!(
+            matches!(err, RecorderError::Malformed { line: 2, .. }),
+            "{err}"
+        );
+    }
+
+    const STORE_FORMAT_NEXT: u32 = crate::store::STORE_FORMAT + 1;
+}
