@@ -72,5 +72,20 @@ impl EnvRegistry {
 }
 
 fn native_kinds() -> Vec<EnvKind> {
-    Vec::new()
+    vec![
+        EnvKind {
+            name: "connect-four",
+            summary: "Connect Four, 7x6, two players taking turns (PettingZoo connect_four_v3)",
+            settings: &[],
+            make: crate::board::make_connect_four,
+            scripted: Some(crate::board::scripted_connect_four),
+        },
+        EnvKind {
+            name: "tic-tac-toe",
+            summary: "tic-tac-toe, 3x3, two players taking turns (PettingZoo tictactoe_v3)",
+            settings: &[],
+            make: crate::board::make_tic_tac_toe,
+            scripted: Some(crate::board::scripted_tic_tac_toe),
+        },
+    ]
 }
