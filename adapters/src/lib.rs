@@ -2,6 +2,7 @@
 //! experiment files, and the shared renderer.
 
 pub mod board;
+pub mod gridworld;
 pub mod registry;
 pub mod render;
 
