@@ -1,6 +1,8 @@
 //! Environments for mosaic: native Rust games, the registry that builds them from
 //! experiment files, and the shared renderer.
 
+pub mod board;
+pub mod gridworld;
 pub mod registry;
 pub mod render;
 

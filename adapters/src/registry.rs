@@ -72,5 +72,32 @@ impl EnvRegistry {
 }
 
 fn native_kinds() -> Vec<EnvKind> {
-    Vec::new()
+    vec![
+        EnvKind {
+            name: "gridworld",
+            summary: "MiniGrid DoorKey or GoToObject, single agent, egocentric 7x7 view and mission",
+            settings: &[
+                "task = \"doorkey\": \"doorkey\" (key, locked door, goal) or \"goto\" (go to the named object, then `done`)",
+                "size = 5 (doorkey) / 6 (goto): side of the grid including walls, 5..=16",
+                "max_steps = 10*size^2 (doorkey) / 5*size^2 (goto): steps before truncation",
+                "objects = 2: objects in the room, goto only, 1..=8",
+            ],
+            make: crate::gridworld::make_gridworld,
+            scripted: Some(crate::gridworld::scripted_gridworld),
+        },
+        EnvKind {
+            name: "connect-four",
+            summary: "Connect Four, 7x6, two players taking turns (PettingZoo connect_four_v3)",
+            settings: &[],
+            make: crate::board::make_connect_four,
+            scripted: Some(crate::board::scripted_connect_four),
+        },
+        EnvKind {
+            name: "tic-tac-toe",
+            summary: "tic-tac-toe, 3x3, two players taking turns (PettingZoo tictactoe_v3)",
+            settings: &[],
+            make: crate::board::make_tic_tac_toe,
+            scripted: Some(crate::board::scripted_tic_tac_toe),
+        },
+    ]
 }
