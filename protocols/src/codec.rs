@@ -87,6 +87,11 @@ impl LineDecoder {
         (take, Decoded::Line(line))
     }
 
+    /// The bytes of the unfinished line, taking them out of the decoder.
+    pub fn take_partial(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.line)
+    }
+
     /// The stream ended: an unfinished line is an error.
     pub fn finish(&mut self) -> Result<(), FramingError> {
         self.skipping = false;
@@ -165,6 +170,16 @@ impl<R: Read> FrameReader<R> {
                 }
             }
         }
+    }
+}
+
+impl<R> FrameReader<R> {
+    /// The underlying reader and the bytes read from it but not yet returned as a line
+    /// (to hand the stream over to another reader without losing data).
+    pub fn into_parts(mut self) -> (R, Vec<u8>) {
+        let mut pending = self.decoder.take_partial();
+        pending.extend_from_slice(self.inner.buffer());
+        (self.inner.into_inner(), pending)
     }
 }
 
@@ -285,6 +300,15 @@ mod tests {
         ));
         assert!(reader.decoder.line.capacity() <= 1 << 10);
         assert!(reader.next_line().unwrap().is_none());
+    }
+
+    #[test]
+    fn into_parts_keeps_unread_bytes() {
+        let mut reader = FrameReader::new(&b"first\nsecond\nthi"[..], 64);
+        assert_eq!(reader.next_line().unwrap().unwrap(), b"first");
+        let (rest, pending) = reader.into_parts();
+        assert_eq!(pending, b"second\nthi");
+        assert!(rest.is_empty());
     }
 
     #[test]
