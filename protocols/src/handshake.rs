@@ -88,8 +88,9 @@ impl Policy {
         if !version.compatible_with(CURRENT) {
             return Err(Reject {
                 reason: format!(
-                    "protocol {version} is not supported: this orchestrator speaks {PROTOCOL} \
-                     (major versions differ)"
+                    "protocol {} (major version {}) is not supported: this orchestrator speaks \
+                     {PROTOCOL} (major version {})",
+                    hello.protocol, version.major, CURRENT.major
                 ),
             });
         }

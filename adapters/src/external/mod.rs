@@ -87,7 +87,8 @@ pub enum WorkerError {
     },
     /// A reply to a different request.
     #[error(
-        "reply out of order: awaited the reply to request {expected}, got `{got}` for request {got_id:?}"
+        "reply out of order: awaited the reply to request {expected}, got `{got}` {}",
+        got_id.map_or("without an id".to_owned(), |id| format!("for request {id}"))
     )]
     OutOfOrder {
         /// The request id awaited.

@@ -232,16 +232,48 @@ mod tests {
     #[test]
     fn stop_kills_the_whole_group_after_the_grace_period() {
         // The shell ignores SIGTERM and leaves a grandchild: both must die.
-        let (mut worker, _stdin, _stdout) =
-            WorkerProcess::spawn(&sh("trap '' TERM; sleep 30 & sleep 30; wait"), "t").unwrap();
+        let (mut worker, _stdin, stdout) = WorkerProcess::spawn(
+            &sh("trap '' TERM; echo ready; sleep 30 & sleep 30; wait"),
+            "t",
+        )
+        .unwrap();
+        let mut ready = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready).unwrap();
+        assert_eq!(ready, "ready\n");
         let started = Instant::now();
         let status = worker.stop(Duration::from_millis(200)).unwrap();
         assert!(started.elapsed() >= Duration::from_millis(200));
         assert!(started.elapsed() < Duration::from_secs(10));
         assert!(!status.success());
-        let group = Pid::from_raw(worker.pid() as i32);
         std::thread::sleep(Duration::from_millis(50));
-        assert!(killpg(group, None).is_err(), "process group still alive");
+        assert_eq!(
+            live_members(worker.pid()),
+            Vec::<u32>::new(),
+            "process group still alive"
+        );
+    }
+
+    /// Processes of group `pgid` that are not zombies (a container's init may not reap).
+    fn live_members(pgid: u32) -> Vec<u32> {
+        let mut live = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid pgrp ...: comm may contain spaces, so split after ')'.
+            let Some((head, rest)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if fields.get(2) == Some(&pgid.to_string().as_str()) && fields.first() != Some(&"Z") {
+                live.extend(
+                    head.split_whitespace()
+                        .next()
+                        .and_then(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+        live
     }
 
     #[test]
