@@ -5,6 +5,7 @@
 //! - [`env_actor::EnvActor`] owns an environment.
 //! - [`operator`]: the `Decide` protocol every decider answers, the actor wrapping a
 //!   synchronous [`mosaic_core::Policy`], and the registry of operator kinds.
+//! - [`worker`]: external policy workers (any language) behind the worker protocol.
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
 
 pub mod env_actor;
@@ -14,6 +15,7 @@ pub mod messages;
 pub mod operator;
 pub mod runner;
 pub mod session;
+pub mod worker;
 
 pub use error::{OperatorError, SessionError};
 pub use messages::{BeginEpisode, Decide, EpisodeEvent, StepEvent};
