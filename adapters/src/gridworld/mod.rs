@@ -625,14 +625,11 @@ impl Environment for Gridworld {
                         colour,
                     };
                     if state.carrying == Some(key) {
-                        let open = DoorState::Open;
-                        state.grid.set(
-                            front,
-                            Tile::Door {
-                                colour,
-                                state: open,
-                            },
-                        );
+                        let unlocked = Tile::Door {
+                            colour,
+                            state: DoorState::Open,
+                        };
+                        state.grid.set(front, unlocked);
                         out.events.push(event("unlock", None));
                     }
                 }
