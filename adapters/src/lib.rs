@@ -3,5 +3,6 @@
 
 pub mod registry;
 pub mod render;
+pub mod soccer;
 
 pub use registry::{EnvKind, EnvRegistry};
