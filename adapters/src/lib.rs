@@ -7,6 +7,7 @@ pub mod external;
 pub mod gridworld;
 pub mod registry;
 pub mod render;
+pub mod soccer;
 
 pub use external::ExternalEnv;
 pub use registry::{EnvKind, EnvPrefix, EnvRegistry};

@@ -124,6 +124,7 @@ impl EnvRegistry {
 
 fn native_kinds() -> Vec<EnvKind> {
     vec![
+        crate::soccer::KIND,
         EnvKind {
             name: "gridworld",
             summary: "MiniGrid DoorKey or GoToObject, single agent, egocentric 7x7 view and mission",
