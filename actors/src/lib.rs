@@ -7,6 +7,7 @@
 //!   synchronous [`mosaic_core::Policy`], and the registry of operator kinds.
 //! - [`worker`]: external policy workers (any language) behind the worker protocol.
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
+//! - [`sink::Sinks`]: the telemetry sink writing a run's records into its run directory.
 
 pub mod env_actor;
 pub mod error;
@@ -15,8 +16,9 @@ pub mod messages;
 pub mod operator;
 pub mod runner;
 pub mod session;
+pub mod sink;
 pub mod worker;
 
-pub use error::{OperatorError, SessionError};
+pub use error::{OperatorError, SessionError, SinkError};
 pub use messages::{BeginEpisode, Decide, EpisodeEvent, StepEvent};
 pub use operator::{OperatorHandle, OperatorKind, OperatorRegistry};
