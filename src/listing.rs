@@ -8,7 +8,11 @@ use std::fmt::Write;
 pub fn envs(registry: &EnvRegistry) -> String {
     let mut out = String::new();
     for kind in registry.kinds() {
-        let scripted = if kind.scripted.is_some() { " [scripted heuristic]" } else { "" };
+        let scripted = if kind.scripted.is_some() {
+            " [scripted heuristic]"
+        } else {
+            ""
+        };
         let _ = writeln!(out, "{}{scripted}\n    {}", kind.name, kind.summary);
         for setting in kind.settings {
             let _ = writeln!(out, "    - {setting}");

@@ -1,11 +1,13 @@
 //! Script mode: run an experiment into a run directory.
 
 use crate::Experiment;
+use mosaic_actors::error::SinkError;
 use mosaic_actors::runner::{RunError, Runner};
 use mosaic_actors::session::Subscribers;
+use mosaic_actors::sink::Sinks;
 use mosaic_core::record::{EpisodeRecord, RUN_SCHEMA, RunManifest, now_ms};
 use mosaic_core::{RunId, SpecError};
-use mosaic_recorder::RunDir;
+use mosaic_recorder::{Durability, RunDir};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +21,8 @@ pub struct RunOptions {
     pub run_id: Option<String>,
     /// Show a progress bar on the terminal.
     pub progress: bool,
+    /// How far an episode's records must have gone before it counts as done.
+    pub durability: Durability,
 }
 
 impl Default for RunOptions {
@@ -27,6 +31,7 @@ impl Default for RunOptions {
             out: PathBuf::from("runs"),
             run_id: None,
             progress: false,
+            durability: Durability::Sync,
         }
     }
 }
@@ -56,6 +61,9 @@ pub enum RunFailure {
     /// A session failed (what was recorded before is kept).
     #[error(transparent)]
     Run(RunError),
+    /// Recording failed (what was made durable before is kept).
+    #[error("recording failed: {0}")]
+    Sink(SinkError),
 }
 
 impl RunFailure {
@@ -111,18 +119,25 @@ impl Experiment {
             started: now_ms(),
         };
         let (run_dir, store) = RunDir::create(&dir, &manifest)?;
-        let sinks = mosaic_actors::sink::Sinks::open(&run_dir, store)?;
-        let subscribers: Subscribers = sinks.subscribers();
+        let sinks = Sinks::start(&run_dir, &store, options.durability).map_err(RunFailure::Sink)?;
+        let subscribers = Subscribers {
+            steps: sinks.steps.clone(),
+            episodes: sinks.episodes.clone(),
+        };
         let bar = progress_bar(options.progress, runner.all_units().len() as u64);
         let episodes = runner
             .run(None, subscribers, |record| {
                 bar.inc(1);
-                bar.set_message(format!("{} ep {}", record.operator_id, record.episode_index));
+                bar.set_message(format!(
+                    "{} ep {}",
+                    record.operator_id, record.episode_index
+                ));
             })
             .await;
         bar.finish_and_clear();
-        sinks.close().await?;
+        let closed = sinks.close().await;
         let episodes = episodes.map_err(RunFailure::Run)?;
+        closed.map_err(RunFailure::Sink)?;
         Ok(RunOutcome {
             run_id,
             dir,
@@ -149,7 +164,10 @@ fn progress_bar(show: bool, units: u64) -> indicatif::ProgressBar {
 fn versions() -> serde_json::Map<String, serde_json::Value> {
     let mut versions = serde_json::Map::new();
     versions.insert("mosaic".into(), env!("CARGO_PKG_VERSION").into());
-    versions.insert("step_schema".into(), mosaic_core::record::STEP_SCHEMA.into());
+    versions.insert(
+        "step_schema".into(),
+        mosaic_core::record::STEP_SCHEMA.into(),
+    );
     versions.insert(
         "episode_schema".into(),
         mosaic_core::record::EPISODE_SCHEMA.into(),
@@ -161,7 +179,13 @@ fn versions() -> serde_json::Map<String, serde_json::Value> {
 fn default_run_id(name: &str, unix_seconds: u64) -> String {
     let clean: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let days = (unix_seconds / 86_400) as i64;
     let secs = unix_seconds % 86_400;
@@ -200,7 +224,7 @@ mod tests {
     #[test]
     fn run_ids_are_readable_utc_stamps() {
         assert_eq!(default_run_id("a7 vs/x", 0), "a7_vs_x-19700101T000000");
-        assert_eq!(default_run_id("d", 1_795_305_950), "d-20261121T234550");
+        assert_eq!(default_run_id("d", 1_795_305_950), "d-20261122T000550");
         assert_eq!(default_run_id("d", 951_782_400), "d-20000229T000000");
     }
 }

@@ -128,7 +128,13 @@ pub fn table(outcome: &RunOutcome) -> String {
         })
         .collect();
     let widths: Vec<usize> = (0..header.len())
-        .map(|i| body.iter().map(|r| r[i].len()).chain([header[i].len()]).max().unwrap_or(0))
+        .map(|i| {
+            body.iter()
+                .map(|r| r[i].len())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let line = |cells: &[&str]| {
         cells
@@ -145,9 +151,16 @@ pub fn table(outcome: &RunOutcome) -> String {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         let _ = writeln!(out, "{}", line(&cells));
     }
-    let failed = outcome.episodes.iter().filter(|e| e.error.is_some()).count();
+    let failed = outcome
+        .episodes
+        .iter()
+        .filter(|e| e.error.is_some())
+        .count();
     if failed > 0 {
-        let _ = writeln!(out, "{failed} episode(s) ended with an error: see episodes.jsonl");
+        let _ = writeln!(
+            out,
+            "{failed} episode(s) ended with an error: see episodes.jsonl"
+        );
     }
     out
 }

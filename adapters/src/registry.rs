@@ -118,7 +118,14 @@ impl EnvRegistry {
                 format!("unknown environment `{name}` (known: {})", known.join(", ")),
             ));
         };
-        built.map_err(|e| SpecError::new("env_settings", e.message))
+        built.map_err(|e| {
+            let path = if e.path.is_empty() {
+                "env_settings".to_owned()
+            } else {
+                format!("env_settings.{}", e.path)
+            };
+            SpecError::new(path, e.message)
+        })
     }
 }
 

@@ -856,7 +856,7 @@ fn registered_with_its_planner() {
         .make("gridworld", &settings_of_bad_size())
         .err()
         .unwrap();
-    assert_eq!(err.path, "env_settings");
+    assert_eq!(err.path, "env_settings.size");
 }
 
 fn settings_of_bad_size() -> Settings {
