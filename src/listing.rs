@@ -18,6 +18,13 @@ pub fn envs(registry: &EnvRegistry) -> String {
             let _ = writeln!(out, "    - {setting}");
         }
     }
+    for prefix in registry.prefixes() {
+        let _ = writeln!(
+            out,
+            "{}<name>\n    {} (settings as for `worker`)",
+            prefix.prefix, prefix.summary
+        );
+    }
     out
 }
 
