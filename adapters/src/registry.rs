@@ -72,5 +72,5 @@ impl EnvRegistry {
 }
 
 fn native_kinds() -> Vec<EnvKind> {
-    Vec::new()
+    vec![crate::coord::kind()]
 }
