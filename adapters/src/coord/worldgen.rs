@@ -24,24 +24,27 @@ fn perlin(rng: &mut Rng, width: usize, height: usize, cells_x: usize, cells_y: u
             (a.cos(), a.sin())
         })
         .collect();
-    let gradient = |i: usize, j: usize| angles[j * (cx + 1) + i];
     let fade = |t: f32| t * t * t * (t * (t * 6.0 - 15.0) + 10.0);
+    // Column terms are the same on every row: lattice column, offset, faded offset.
+    let columns: Vec<(usize, f32, f32)> = (0..width)
+        .map(|x| {
+            let u = x as f32 * cx as f32 / width as f32;
+            (u as usize, u.fract(), fade(u.fract()))
+        })
+        .collect();
     let mut out = Vec::with_capacity(width * height);
     for y in 0..height {
         let v = y as f32 * cy as f32 / height as f32;
         let (j, fy) = (v as usize, v.fract());
-        for x in 0..width {
-            let u = x as f32 * cx as f32 / width as f32;
-            let (i, fx) = (u as usize, u.fract());
-            let dot = |gi: usize, gj: usize, dx: f32, dy: f32| {
-                let (gx, gy) = gradient(gi, gj);
-                gx * dx + gy * dy
-            };
-            let n00 = dot(i, j, fx, fy);
-            let n10 = dot(i + 1, j, fx - 1.0, fy);
-            let n01 = dot(i, j + 1, fx, fy - 1.0);
-            let n11 = dot(i + 1, j + 1, fx - 1.0, fy - 1.0);
-            let (tx, ty) = (fade(fx), fade(fy));
+        let ty = fade(fy);
+        let lower = &angles[j * (cx + 1)..(j + 1) * (cx + 1)];
+        let upper = &angles[(j + 1) * (cx + 1)..(j + 2) * (cx + 1)];
+        for &(i, fx, tx) in &columns {
+            let dot = |(gx, gy): (f32, f32), dx: f32, dy: f32| gx * dx + gy * dy;
+            let n00 = dot(lower[i], fx, fy);
+            let n10 = dot(lower[i + 1], fx - 1.0, fy);
+            let n01 = dot(upper[i], fx, fy - 1.0);
+            let n11 = dot(upper[i + 1], fx - 1.0, fy - 1.0);
             let n0 = n00 + tx * (n10 - n00);
             let n1 = n01 + tx * (n11 - n01);
             out.push(std::f32::consts::SQRT_2 * (n0 + ty * (n1 - n0)));
