@@ -379,3 +379,15 @@ impl<'a> View<'a> {
         self.layout.agents - 1
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_length() {
+        // 63 cells × 30 channels, 37 own values, two teammates × (17 + 4).
+        assert_eq!(Layout::new(3, 4).len(), 1969);
+        assert_eq!(Layout::new(2, 0).len(), 1890 + 37 + 17);
+    }
+}
