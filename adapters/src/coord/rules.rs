@@ -129,11 +129,11 @@ pub fn mine(world: &mut World, tile: usize, to: Members) {
 pub fn advance(world: &mut World, config: &Config, chosen: &[Act], out: &mut Transition) {
     let n = world.agents.len();
     out.clear(n);
-    let before: Vec<(u64, i32, bool)> = world
-        .agents
-        .iter()
-        .map(|a| (a.achievements, a.health, a.is_present()))
-        .collect();
+    // At most four agents: fixed arrays keep the step free of allocations.
+    let mut before = [(0u64, 0i32, false); 4];
+    for (slot, a) in before.iter_mut().zip(&world.agents) {
+        *slot = (a.achievements, a.health, a.is_present());
+    }
     let mut acts = [Act::Noop; 4];
     for (i, a) in world.agents.iter_mut().enumerate() {
         a.note = None;
@@ -159,7 +159,7 @@ pub fn advance(world: &mut World, config: &Config, chosen: &[Act], out: &mut Tra
         vitals(world, i, events);
     }
 
-    for (i, (achievements, health, present)) in before.into_iter().enumerate() {
+    for (i, (achievements, health, present)) in before.into_iter().take(n).enumerate() {
         if !present {
             continue;
         }
