@@ -519,13 +519,40 @@ pub const NEIGHBOURS: [(i32, i32); 8] = [
 
 /// Daylight at `step`: 1 − |cos(π·((t / day) mod 1 + 0.3))|³ (Craftax-Classic).
 pub fn light_level(step: u32, day_length: u32) -> f32 {
-    let progress = (step as f64 / day_length as f64).fract() + 0.3;
-    (1.0 - (std::f64::consts::PI * progress).cos().abs().powi(3)) as f32
+    let progress = (f64::from(step) / f64::from(day_length)).fract() + 0.3;
+    let c = cos_pi(progress).abs();
+    (1.0 - c * c * c) as f32
+}
+
+/// cos(πx) from a Taylor series after exact range reduction: platform libm cosines may
+/// differ in the last bit, and daylight feeds the spawn draws, so it must not.
+fn cos_pi(x: f64) -> f64 {
+    let x = x.rem_euclid(2.0);
+    let x = if x > 1.0 { 2.0 - x } else { x };
+    let (x, sign) = if x > 0.5 { (1.0 - x, -1.0) } else { (x, 1.0) };
+    let t2 = (std::f64::consts::PI * x) * (std::f64::consts::PI * x);
+    let (mut term, mut sum) = (1.0, 1.0);
+    for k in 1..=10 {
+        term *= -t2 / f64::from((2 * k - 1) * (2 * k));
+        sum += term;
+    }
+    sign * sum
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cos_pi_matches_the_library() {
+        for i in 0..=400 {
+            let x = f64::from(i) / 100.0 - 1.0;
+            assert!(
+                (cos_pi(x) - (std::f64::consts::PI * x).cos()).abs() < 1e-12,
+                "{x}"
+            );
+        }
+    }
 
     #[test]
     fn light_starts_bright_and_has_a_night() {

@@ -18,10 +18,21 @@ use rand::Rng as _;
 /// cells over the map and a quintic fade.
 fn perlin(rng: &mut Rng, width: usize, height: usize, cells_x: usize, cells_y: usize) -> Vec<f32> {
     let (cx, cy) = (cells_x.max(1), cells_y.max(1));
+    // Uniform unit gradients by rejection from the disc: only +, ×, ÷ and √, which IEEE
+    // 754 rounds identically everywhere, so a seed gives the same map on every platform.
     let angles: Vec<(f32, f32)> = (0..(cx + 1) * (cy + 1))
         .map(|_| {
-            let a = rng.random::<f32>() * std::f32::consts::TAU;
-            (a.cos(), a.sin())
+            loop {
+                let (x, y) = (
+                    rng.random::<f32>() * 2.0 - 1.0,
+                    rng.random::<f32>() * 2.0 - 1.0,
+                );
+                let r2 = x * x + y * y;
+                if r2 > 1e-6 && r2 <= 1.0 {
+                    let r = r2.sqrt();
+                    break (x / r, y / r);
+                }
+            }
         })
         .collect();
     let fade = |t: f32| t * t * t * (t * (t * 6.0 - 15.0) + 10.0);
