@@ -284,9 +284,15 @@ impl Scripted {
         {
             return a;
         }
-        // A hard elite mob alone: step away from it.
-        if let Some(&cell) = threats.first()
-            && enemies.is_empty()
+        // A hard elite mob and nobody to help: step away from it.
+        let hard_elite = sight.find(|x, y| {
+            view.flag(x, y, ch::COORD_MOB)
+                && view.flag(x, y, ch::SYNC_HARD)
+                && !view.flag(x, y, ch::COW)
+                && distance((x, y), CENTRE) <= 3
+        });
+        if let Some(&cell) = hard_elite.first()
+            && !helped
         {
             let away = (2 * CENTRE.0 - cell.0, 2 * CENTRE.1 - cell.1);
             return self.walk_to(sight, sight.absolute(away));
