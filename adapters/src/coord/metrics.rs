@@ -109,6 +109,7 @@ pub fn metrics(world: &World, config: &Config) -> Map<String, Value> {
         json!(world.agents.iter().filter(|a| a.is_alive()).count()),
     );
     put("coordination_sites", json!(world.census.total()));
+    put("achievements_unlocked", json!(achievements.len()));
     put("achievements", Value::Object(achievements));
     m
 }
