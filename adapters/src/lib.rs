@@ -3,6 +3,7 @@
 //! shared renderer.
 
 pub mod board;
+pub mod coord;
 pub mod external;
 pub mod gridworld;
 pub mod registry;

@@ -132,6 +132,7 @@ impl EnvRegistry {
 fn native_kinds() -> Vec<EnvKind> {
     vec![
         crate::soccer::KIND,
+        crate::coord::kind(),
         EnvKind {
             name: "gridworld",
             summary: "MiniGrid DoorKey or GoToObject, single agent, egocentric 7x7 view and mission",
