@@ -31,8 +31,11 @@
 
 pub mod error;
 pub mod jsonl;
+pub mod plot;
+pub mod report;
 pub mod run_dir;
 pub mod schema;
+pub mod stats;
 pub mod store;
 pub mod synthetic;
 pub mod writer;
