@@ -29,9 +29,12 @@
 
 #![warn(missing_docs)]
 
+pub mod compare;
 pub mod error;
+pub mod export;
 pub mod jsonl;
 pub mod plot;
+pub mod replay;
 pub mod report;
 pub mod run_dir;
 pub mod schema;
