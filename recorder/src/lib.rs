@@ -29,10 +29,16 @@
 
 #![warn(missing_docs)]
 
+pub mod compare;
 pub mod error;
+pub mod export;
 pub mod jsonl;
+pub mod plot;
+pub mod replay;
+pub mod report;
 pub mod run_dir;
 pub mod schema;
+pub mod stats;
 pub mod store;
 pub mod synthetic;
 pub mod writer;

@@ -262,9 +262,14 @@ impl RunDir {
     /// Status and progress. Works while another process writes the run: its store is then
     /// locked, and the episode records in `episodes.jsonl` are counted instead.
     pub fn summary(&self) -> Result<RunSummary> {
+        self.summary_with(&self.records()?)
+    }
+
+    /// Status and progress from records already opened with [`RunDir::records`].
+    pub fn summary_with(&self, records: &Records) -> Result<RunSummary> {
         let planned = self.planned();
-        let (status, done) = match self.store() {
-            Ok(store) => {
+        let (status, done) = match records {
+            Records::Store(store) => {
                 let done = store.completed_count();
                 let status = if done >= planned {
                     RunStatus::Complete
@@ -273,16 +278,13 @@ impl RunDir {
                 };
                 (status, done)
             }
-            Err(RecorderError::StoreLocked { .. }) => {
-                let mut units = std::collections::BTreeSet::new();
-                let mut lines = self.episode_lines()?;
-                for record in lines.by_ref() {
-                    let record = record?;
-                    units.insert(Unit::new(record.operator_id, record.episode_index));
-                }
+            Records::Live { episodes, .. } => {
+                let units: std::collections::BTreeSet<(&str, u32)> = episodes
+                    .iter()
+                    .map(|e| (e.operator_id.as_str(), e.episode_index))
+                    .collect();
                 (RunStatus::Running, units.len())
             }
-            Err(e) => return Err(e),
         };
         Ok(RunSummary {
             path: self.path.clone(),
