@@ -27,6 +27,7 @@ use mosaic_protocols::{Message, WorkerKind, mosaic};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -133,9 +134,10 @@ pub fn register(registry: &mut OperatorRegistry) {
 struct Conn {
     name: String,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    decoder: LineDecoder,
-    ready: VecDeque<Result<Vec<u8>, WorkerError>>,
+    reader: Reader,
+    /// One timer for every wait, moved forward each time: a fresh timer per request costs a
+    /// wake-up of the runtime's driver (an eventfd write and an extra epoll round).
+    timer: Pin<Box<tokio::time::Sleep>>,
     mode: Mode,
     silence: Option<Duration>,
     timeout: Duration,
@@ -201,12 +203,15 @@ impl WorkerPolicy {
         let mut conn = Conn {
             name: name.to_owned(),
             stdin: ChildStdin::from_std(stdin).map_err(to_io)?,
-            stdout: BufReader::with_capacity(
-                64 * 1024,
-                ChildStdout::from_std(stdout).map_err(to_io)?,
-            ),
-            decoder: LineDecoder::new(options.max_frame),
-            ready: VecDeque::new(),
+            reader: Reader {
+                stdout: BufReader::with_capacity(
+                    64 * 1024,
+                    ChildStdout::from_std(stdout).map_err(to_io)?,
+                ),
+                decoder: LineDecoder::new(options.max_frame),
+                ready: VecDeque::new(),
+            },
+            timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
             silence: silence_limit(&mode),
             mode,
             timeout: Duration::from_millis(settings.timeout_ms),
@@ -216,7 +221,7 @@ impl WorkerPolicy {
             process,
             agent_id: String::new(),
         };
-        conn.feed(&pending);
+        conn.reader.feed(&pending);
         let actor = WorkerPolicy {
             conn: Rc::new(tokio::sync::Mutex::new(Some(conn))),
             grace: options.grace,
@@ -290,7 +295,14 @@ fn handshake(
     Ok((mode?, stdin, stdout, pending))
 }
 
-impl Conn {
+/// The worker's output, framed.
+struct Reader {
+    stdout: BufReader<ChildStdout>,
+    decoder: LineDecoder,
+    ready: VecDeque<Result<Vec<u8>, WorkerError>>,
+}
+
+impl Reader {
     fn feed(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             let (used, decoded) = self.decoder.feed(bytes);
@@ -298,20 +310,23 @@ impl Conn {
             match decoded {
                 Decoded::Pending => {}
                 Decoded::Line(line) => self.ready.push_back(Ok(line)),
-                Decoded::TooLong => self.ready.push_back(Err(WorkerError::Framing(
-                    mosaic_protocols::FramingError::TooLong {
-                        limit: self.decoder.max(),
-                    },
-                ))),
+                Decoded::TooLong => self.ready.push_back(Err(self.too_long())),
             }
         }
     }
 
-    /// The next line; cancel-safe (partial lines stay in the decoder).
-    async fn next_line(&mut self) -> Result<Vec<u8>, WorkerError> {
+    fn too_long(&self) -> WorkerError {
+        WorkerError::Framing(mosaic_protocols::FramingError::TooLong {
+            limit: self.decoder.max(),
+        })
+    }
+
+    /// The next line, `None` at the end of the output; cancel-safe (partial lines stay in
+    /// the decoder).
+    async fn next_line(&mut self) -> Result<Option<Vec<u8>>, WorkerError> {
         loop {
             if let Some(ready) = self.ready.pop_front() {
-                return ready;
+                return ready.map(Some);
             }
             let chunk = match self.stdout.fill_buf().await {
                 Ok(chunk) => chunk,
@@ -323,30 +338,21 @@ impl Conn {
                 }
             };
             if chunk.is_empty() {
-                if let Err(e) = self.decoder.finish() {
-                    return Err(WorkerError::Framing(e));
-                }
-                return Err(WorkerError::Closed {
-                    during: "a reply was awaited".into(),
-                    exit: self.exit_status().await,
-                });
+                self.decoder.finish().map_err(WorkerError::Framing)?;
+                return Ok(None);
             }
             let (used, decoded) = self.decoder.feed(chunk);
             self.stdout.consume(used);
             match decoded {
                 Decoded::Pending => {}
-                Decoded::Line(line) => return Ok(line),
-                Decoded::TooLong => {
-                    return Err(WorkerError::Framing(
-                        mosaic_protocols::FramingError::TooLong {
-                            limit: self.decoder.max(),
-                        },
-                    ));
-                }
+                Decoded::Line(line) => return Ok(Some(line)),
+                Decoded::TooLong => return Err(self.too_long()),
             }
         }
     }
+}
 
+impl Conn {
     async fn exit_status(&mut self) -> Option<String> {
         for _ in 0..20 {
             if let Some(status) = self.process.try_exit() {
@@ -372,15 +378,31 @@ impl Conn {
         }
         let left = deadline - now;
         let wait = self.silence.map_or(left, |s| s.min(left));
-        match tokio::time::timeout(wait, self.next_line()).await {
-            Ok(line) => line,
-            Err(_) if wait < left => Err(WorkerError::Hung {
-                awaiting: awaiting.to_owned(),
-                silent_ms: wait.as_millis() as u64,
-            }),
-            Err(_) => Err(WorkerError::Timeout {
-                awaiting: awaiting.to_owned(),
-                after_ms: timeout.as_millis() as u64,
+        self.timer
+            .as_mut()
+            .reset(tokio::time::Instant::from_std(now + wait));
+        let line = tokio::select! {
+            biased;
+            line = self.reader.next_line() => line,
+            () = &mut self.timer => {
+                return Err(if wait < left {
+                    WorkerError::Hung {
+                        awaiting: awaiting.to_owned(),
+                        silent_ms: wait.as_millis() as u64,
+                    }
+                } else {
+                    WorkerError::Timeout {
+                        awaiting: awaiting.to_owned(),
+                        after_ms: timeout.as_millis() as u64,
+                    }
+                });
+            }
+        };
+        match line? {
+            Some(line) => Ok(line),
+            None => Err(WorkerError::Closed {
+                during: "a reply was awaited".into(),
+                exit: self.exit_status().await,
             }),
         }
     }
