@@ -42,7 +42,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "timeout_ms = 60000: deadline of one request (the session's decision deadline also applies)",
     "start_timeout_ms = 60000: deadline for the worker's first line",
     "heartbeat_ms = 1000: heartbeat interval asked of the worker",
-    "frames = \"rgb\": frame encoding asked of the worker, rgb or png",
+    "frames = \"png\": frame encoding asked of the worker, png or rgb",
     "max_frame_bytes = 16777216: longest accepted line",
     "grace_ms = 2000: SIGTERM-to-SIGKILL grace period on stop",
 ];

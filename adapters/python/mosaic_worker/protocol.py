@@ -173,7 +173,7 @@ def listen_channel(address: str, max_frame: int = MAX_FRAME) -> Channel:
 # Frames: base64 of raw RGB rows or of a PNG, never nested lists.
 
 
-def encode_frame(rgb: Any, encoding: str = "rgb") -> Dict[str, Any]:
+def encode_frame(rgb: Any, encoding: str = "png") -> Dict[str, Any]:
     """A frame message for an ``H x W x 3`` uint8 array (numpy or anything with ``shape``
     and ``tobytes``)."""
     height, width = int(rgb.shape[0]), int(rgb.shape[1])
@@ -210,7 +210,7 @@ class Handler:
     take the request and return the reply's fields (its ``type`` included)."""
 
     kind = "env"
-    frames = "rgb"
+    frames = "png"
 
     def hello(self) -> Dict[str, Any]:
         raise NotImplementedError
@@ -219,7 +219,7 @@ class Handler:
         raise NotImplementedError
 
     def welcome(self, welcome: Dict[str, Any]) -> None:
-        self.frames = welcome.get("frames", "rgb")
+        self.frames = welcome.get("frames", "png")
 
     def close(self) -> None:
         """Called once when the worker stops."""
