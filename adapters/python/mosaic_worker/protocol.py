@@ -92,6 +92,14 @@ class Channel:
     def __init__(self, rfile: Any, wfile: Any, max_frame: int = MAX_FRAME) -> None:
         self._rfile = rfile
         self._wfile = wfile
+        # Writing to the descriptor directly: one system call per message instead of a
+        # buffered write and a flush. In-memory files (tests) have no descriptor.
+        self._fd: Optional[int] = None
+        try:
+            wfile.flush()
+            self._fd = wfile.fileno()
+        except (AttributeError, OSError, ValueError):
+            self._fd = None
         self._max = max_frame
         self._lock = threading.Lock()
         self._closers: list = []
@@ -126,8 +134,13 @@ class Channel:
         """Sends one message (thread-safe)."""
         data = _encode(message).encode() + b"\n"
         with self._lock:
-            self._wfile.write(data)
-            self._wfile.flush()
+            if self._fd is None:
+                self._wfile.write(data)
+                self._wfile.flush()
+                return
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
 
     def close(self) -> None:
         for close in self._closers:
