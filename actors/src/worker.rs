@@ -95,9 +95,17 @@ fn default_grace_ms() -> u64 {
 impl WorkerSettings {
     /// Settings running `command` with every default.
     pub fn new(command: Vec<String>) -> Self {
-        let mut settings = mosaic_core::Settings::new();
-        settings.insert("command".into(), serde_json::json!(command));
-        parse_settings(&settings).unwrap_or_else(|_| unreachable!("only `command` is required"))
+        Self {
+            command,
+            env: BTreeMap::new(),
+            cwd: None,
+            timeout_ms: default_timeout_ms(),
+            start_timeout_ms: default_timeout_ms(),
+            heartbeat_ms: default_heartbeat_ms(),
+            frames: FrameEncoding::default(),
+            max_frame_bytes: default_max_frame(),
+            grace_ms: default_grace_ms(),
+        }
     }
 
     fn link_options(&self) -> LinkOptions {
@@ -712,6 +720,10 @@ mod tests {
     #[test]
     fn settings_need_a_command_and_reject_typos() {
         let s = WorkerSettings::new(vec!["w".into()]);
+        let mut only_command = mosaic_core::Settings::new();
+        only_command.insert("command".into(), serde_json::json!(["w"]));
+        let parsed: WorkerSettings = parse_settings(&only_command).unwrap();
+        assert_eq!(format!("{s:?}"), format!("{parsed:?}"));
         assert_eq!(s.timeout_ms, 60_000);
         let mut bad = mosaic_core::Settings::new();
         bad.insert("command".into(), serde_json::json!(["w"]));
