@@ -27,6 +27,7 @@ use mosaic_protocols::{Message, WorkerKind, mosaic};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,7 +42,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "timeout_ms = 60000: deadline of one request (the session's decision deadline also applies)",
     "start_timeout_ms = 60000: deadline for the worker's first line",
     "heartbeat_ms = 1000: heartbeat interval asked of the worker",
-    "frames = \"rgb\": frame encoding asked of the worker, rgb or png",
+    "frames = \"png\": frame encoding asked of the worker, png or rgb",
     "max_frame_bytes = 16777216: longest accepted line",
     "grace_ms = 2000: SIGTERM-to-SIGKILL grace period on stop",
 ];
@@ -94,9 +95,17 @@ fn default_grace_ms() -> u64 {
 impl WorkerSettings {
     /// Settings running `command` with every default.
     pub fn new(command: Vec<String>) -> Self {
-        let mut settings = mosaic_core::Settings::new();
-        settings.insert("command".into(), serde_json::json!(command));
-        parse_settings(&settings).unwrap_or_else(|_| unreachable!("only `command` is required"))
+        Self {
+            command,
+            env: BTreeMap::new(),
+            cwd: None,
+            timeout_ms: default_timeout_ms(),
+            start_timeout_ms: default_timeout_ms(),
+            heartbeat_ms: default_heartbeat_ms(),
+            frames: FrameEncoding::default(),
+            max_frame_bytes: default_max_frame(),
+            grace_ms: default_grace_ms(),
+        }
     }
 
     fn link_options(&self) -> LinkOptions {
@@ -133,9 +142,10 @@ pub fn register(registry: &mut OperatorRegistry) {
 struct Conn {
     name: String,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    decoder: LineDecoder,
-    ready: VecDeque<Result<Vec<u8>, WorkerError>>,
+    reader: Reader,
+    /// One timer for every wait, moved forward each time: a fresh timer per request costs a
+    /// wake-up of the runtime's driver (an eventfd write and an extra epoll round).
+    timer: Pin<Box<tokio::time::Sleep>>,
     mode: Mode,
     silence: Option<Duration>,
     timeout: Duration,
@@ -201,12 +211,15 @@ impl WorkerPolicy {
         let mut conn = Conn {
             name: name.to_owned(),
             stdin: ChildStdin::from_std(stdin).map_err(to_io)?,
-            stdout: BufReader::with_capacity(
-                64 * 1024,
-                ChildStdout::from_std(stdout).map_err(to_io)?,
-            ),
-            decoder: LineDecoder::new(options.max_frame),
-            ready: VecDeque::new(),
+            reader: Reader {
+                stdout: BufReader::with_capacity(
+                    64 * 1024,
+                    ChildStdout::from_std(stdout).map_err(to_io)?,
+                ),
+                decoder: LineDecoder::new(options.max_frame),
+                ready: VecDeque::new(),
+            },
+            timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
             silence: silence_limit(&mode),
             mode,
             timeout: Duration::from_millis(settings.timeout_ms),
@@ -216,7 +229,7 @@ impl WorkerPolicy {
             process,
             agent_id: String::new(),
         };
-        conn.feed(&pending);
+        conn.reader.feed(&pending);
         let actor = WorkerPolicy {
             conn: Rc::new(tokio::sync::Mutex::new(Some(conn))),
             grace: options.grace,
@@ -290,7 +303,14 @@ fn handshake(
     Ok((mode?, stdin, stdout, pending))
 }
 
-impl Conn {
+/// The worker's output, framed.
+struct Reader {
+    stdout: BufReader<ChildStdout>,
+    decoder: LineDecoder,
+    ready: VecDeque<Result<Vec<u8>, WorkerError>>,
+}
+
+impl Reader {
     fn feed(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             let (used, decoded) = self.decoder.feed(bytes);
@@ -298,20 +318,23 @@ impl Conn {
             match decoded {
                 Decoded::Pending => {}
                 Decoded::Line(line) => self.ready.push_back(Ok(line)),
-                Decoded::TooLong => self.ready.push_back(Err(WorkerError::Framing(
-                    mosaic_protocols::FramingError::TooLong {
-                        limit: self.decoder.max(),
-                    },
-                ))),
+                Decoded::TooLong => self.ready.push_back(Err(self.too_long())),
             }
         }
     }
 
-    /// The next line; cancel-safe (partial lines stay in the decoder).
-    async fn next_line(&mut self) -> Result<Vec<u8>, WorkerError> {
+    fn too_long(&self) -> WorkerError {
+        WorkerError::Framing(mosaic_protocols::FramingError::TooLong {
+            limit: self.decoder.max(),
+        })
+    }
+
+    /// The next line, `None` at the end of the output; cancel-safe (partial lines stay in
+    /// the decoder).
+    async fn next_line(&mut self) -> Result<Option<Vec<u8>>, WorkerError> {
         loop {
             if let Some(ready) = self.ready.pop_front() {
-                return ready;
+                return ready.map(Some);
             }
             let chunk = match self.stdout.fill_buf().await {
                 Ok(chunk) => chunk,
@@ -323,30 +346,21 @@ impl Conn {
                 }
             };
             if chunk.is_empty() {
-                if let Err(e) = self.decoder.finish() {
-                    return Err(WorkerError::Framing(e));
-                }
-                return Err(WorkerError::Closed {
-                    during: "a reply was awaited".into(),
-                    exit: self.exit_status().await,
-                });
+                self.decoder.finish().map_err(WorkerError::Framing)?;
+                return Ok(None);
             }
             let (used, decoded) = self.decoder.feed(chunk);
             self.stdout.consume(used);
             match decoded {
                 Decoded::Pending => {}
-                Decoded::Line(line) => return Ok(line),
-                Decoded::TooLong => {
-                    return Err(WorkerError::Framing(
-                        mosaic_protocols::FramingError::TooLong {
-                            limit: self.decoder.max(),
-                        },
-                    ));
-                }
+                Decoded::Line(line) => return Ok(Some(line)),
+                Decoded::TooLong => return Err(self.too_long()),
             }
         }
     }
+}
 
+impl Conn {
     async fn exit_status(&mut self) -> Option<String> {
         for _ in 0..20 {
             if let Some(status) = self.process.try_exit() {
@@ -372,15 +386,31 @@ impl Conn {
         }
         let left = deadline - now;
         let wait = self.silence.map_or(left, |s| s.min(left));
-        match tokio::time::timeout(wait, self.next_line()).await {
-            Ok(line) => line,
-            Err(_) if wait < left => Err(WorkerError::Hung {
-                awaiting: awaiting.to_owned(),
-                silent_ms: wait.as_millis() as u64,
-            }),
-            Err(_) => Err(WorkerError::Timeout {
-                awaiting: awaiting.to_owned(),
-                after_ms: timeout.as_millis() as u64,
+        self.timer
+            .as_mut()
+            .reset(tokio::time::Instant::from_std(now + wait));
+        let line = tokio::select! {
+            biased;
+            line = self.reader.next_line() => line,
+            () = &mut self.timer => {
+                return Err(if wait < left {
+                    WorkerError::Hung {
+                        awaiting: awaiting.to_owned(),
+                        silent_ms: wait.as_millis() as u64,
+                    }
+                } else {
+                    WorkerError::Timeout {
+                        awaiting: awaiting.to_owned(),
+                        after_ms: timeout.as_millis() as u64,
+                    }
+                });
+            }
+        };
+        match line? {
+            Some(line) => Ok(line),
+            None => Err(WorkerError::Closed {
+                during: "a reply was awaited".into(),
+                exit: self.exit_status().await,
             }),
         }
     }
@@ -690,6 +720,10 @@ mod tests {
     #[test]
     fn settings_need_a_command_and_reject_typos() {
         let s = WorkerSettings::new(vec!["w".into()]);
+        let mut only_command = mosaic_core::Settings::new();
+        only_command.insert("command".into(), serde_json::json!(["w"]));
+        let parsed: WorkerSettings = parse_settings(&only_command).unwrap();
+        assert_eq!(format!("{s:?}"), format!("{parsed:?}"));
         assert_eq!(s.timeout_ms, 60_000);
         let mut bad = mosaic_core::Settings::new();
         bad.insert("command".into(), serde_json::json!(["w"]));

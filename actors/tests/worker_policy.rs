@@ -325,3 +325,53 @@ fn mosaic_action_selector_workers_are_driven_unmodified() {
         }
     });
 }
+
+/// The JavaScript worker printed in docs/protocol.md, run with Node.js: the specification
+/// is enough to write a working worker in another language.
+#[test]
+fn the_javascript_worker_from_the_protocol_docs_works() {
+    let docs =
+        std::fs::read_to_string(python::repo_root().join("docs").join("protocol.md")).unwrap();
+    let start = docs
+        .find("```js\n")
+        .expect("a js block in docs/protocol.md")
+        + "```js\n".len();
+    let end = start + docs[start..].find("```").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("random_policy.js");
+    std::fs::write(&script, &docs[start..end]).unwrap();
+    let command = serde_json::json!(["node", script.display().to_string()]);
+    let (first, second) = run(async move {
+        let spec = toy_spec();
+        let worker = spawn_worker(&spec, 0, serde_json::json!({ "command": command })).unwrap();
+        assert_eq!(worker.paradigm, Paradigm::Random);
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let ctx = AgentContext::new(5, 0, "solo".into(), 3);
+            worker
+                .begin
+                .send(BeginEpisode {
+                    ctx,
+                    spec: spec.clone(),
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            let mut actions = Vec::new();
+            for step in 0..30 {
+                let obs = Arc::new(Observation::with_mask(0, vec![true, false, true]));
+                let decide = Decide {
+                    obs,
+                    step,
+                    deadline: None,
+                };
+                actions.push(worker.decide.send(decide).await.unwrap().unwrap().action);
+            }
+            runs.push(actions);
+        }
+        (runs.remove(0), runs.remove(0))
+    });
+    assert_eq!(first, second, "seeded by init_agent");
+    assert!(first.iter().all(|a| *a == Action(0) || *a == Action(2)));
+    assert!(first.contains(&Action(0)) && first.contains(&Action(2)));
+}

@@ -105,8 +105,9 @@ fn replies_out_of_order_are_detected() {
 
 #[test]
 fn stdout_closed_early_is_reported_at_once() {
+    let mut env = faulty("stdout_closed").unwrap();
     let started = Instant::now();
-    let err = reset_error("stdout_closed");
+    let err = env.reset(1).unwrap_err().to_string();
     assert!(err.contains("closed its output"), "{err}");
     assert!(
         started.elapsed() < Duration::from_millis(1_400),

@@ -136,7 +136,10 @@ fn minigrid_doorkey_is_reproducible_and_legal() {
 
 #[test]
 fn minigrid_frames_and_text_travel_as_asked() {
-    let mut rgb = make("gymnasium:MiniGrid-DoorKey-5x5-v0", serde_json::json!({}));
+    let mut rgb = make(
+        "gymnasium:MiniGrid-DoorKey-5x5-v0",
+        serde_json::json!({ "frames": "rgb" }),
+    );
     let mut png = make(
         "gymnasium:MiniGrid-DoorKey-5x5-v0",
         serde_json::json!({ "frames": "png" }),

@@ -71,7 +71,7 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Expects a worker of `kind`; 1 s heartbeats; raw RGB frames.
+    /// Expects a worker of `kind`; 1 s heartbeats; PNG frames.
     pub fn new(kind: WorkerKind) -> Self {
         Self {
             kind,

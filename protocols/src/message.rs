@@ -106,10 +106,11 @@ pub struct PolicySchema {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum FrameEncoding {
-    /// Raw 8-bit RGB rows, base64: cheapest to produce and read on one machine.
-    #[default]
+    /// Raw 8-bit RGB rows, base64: no compression work, but ~100 KB per 160x160 frame.
     Rgb,
-    /// PNG, base64: ~20x smaller for grid worlds, costs compression time.
+    /// PNG, base64: the default. Grid-world frames shrink ~20x, which more than pays for
+    /// the compression (MiniGrid with a frame every step: 752 vs 506 steps/s measured).
+    #[default]
     Png,
 }
 

@@ -36,7 +36,7 @@ def test_gymnasium_minigrid_spec_and_determinism():
     assert episode(handler, 5, pick) != episode(handler, 6, pick)
     frame = handler.reset({"seed": 1, "want": {"frame": True, "render": True}})
     assert frame["agents"][0]["observation"]["frame"]["width"] == 160
-    assert frame["render"]["encoding"] == "rgb"
+    assert frame["render"]["encoding"] == "png"
 
 
 def test_gymnasium_rejects_illegal_and_early_steps():

@@ -41,7 +41,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "timeout_ms = 60000: deadline of one request (reset, step, observe)",
     "start_timeout_ms = 60000: deadline for the worker's first line",
     "heartbeat_ms = 1000: heartbeat interval asked of the worker",
-    "frames = \"rgb\": frame encoding asked of the worker, rgb or png",
+    "frames = \"png\": frame encoding asked of the worker, png or rgb",
     "max_frame_bytes = 16777216: longest accepted line",
     "grace_ms = 2000: SIGTERM-to-SIGKILL grace period on stop",
     "options = {}: reset options passed to the env",
@@ -118,7 +118,24 @@ fn default_grace_ms() -> u64 {
 
 impl Default for ExternalEnvSettings {
     fn default() -> Self {
-        parse_settings(&Settings::new()).unwrap_or_else(|_| unreachable!("all fields default"))
+        Self {
+            command: None,
+            connect: None,
+            python: None,
+            kwargs: Settings::new(),
+            api: None,
+            env: BTreeMap::new(),
+            cwd: None,
+            timeout_ms: default_timeout_ms(),
+            start_timeout_ms: default_timeout_ms(),
+            heartbeat_ms: default_heartbeat_ms(),
+            frames: FrameEncoding::default(),
+            max_frame_bytes: default_max_frame(),
+            grace_ms: default_grace_ms(),
+            options: Settings::new(),
+            actions: None,
+            max_steps: None,
+        }
     }
 }
 
@@ -837,6 +854,8 @@ mod tests {
     #[test]
     fn settings_default_and_reject_typos() {
         let s = ExternalEnvSettings::default();
+        let parsed: ExternalEnvSettings = parse_settings(&Settings::new()).unwrap();
+        assert_eq!(format!("{s:?}"), format!("{parsed:?}"));
         assert_eq!(s.timeout_ms, 60_000);
         assert_eq!(s.max_frame_bytes, 16 << 20);
         let mut bad = Settings::new();

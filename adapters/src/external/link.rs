@@ -571,7 +571,7 @@ mod tests {
         let policy = Policy::new(WorkerKind::Env);
         let (mode, answer) = greet(br#"{"type":"hello","protocol":"mosaic/1","worker_kind":"env","capabilities":["heartbeat"]}"#, &policy, "s");
         let mode = mode.unwrap();
-        assert!(matches!(answer, Some(Message::Welcome(ref w)) if w.frames == FrameEncoding::Rgb));
+        assert!(matches!(answer, Some(Message::Welcome(ref w)) if w.frames == FrameEncoding::Png));
         assert_eq!(silence_limit(&mode), Some(Duration::from_millis(3000)));
         let (mode, answer) = greet(
             br#"{"type":"hello","protocol":"mosaic/3","worker_kind":"env"}"#,
