@@ -23,6 +23,9 @@ pub fn run(args: &RunsArgs) -> Result<(), CliError> {
         "{:<28} {:<32} {:<12} {:>14}  started (UTC)",
         "id", "experiment", "status", "episodes"
     );
+    if runs.is_empty() {
+        eprintln!("mosaic: no runs in {}", args.dir.display());
+    }
     let mut unreadable = None;
     for run in runs {
         match run {
