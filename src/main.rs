@@ -1,5 +1,7 @@
 //! The `mosaic` command line: a thin layer over the `mosaic` library.
 
+mod commands;
+
 use clap::{Parser, Subcommand};
 use mosaic::Experiment;
 use mosaic::experiment_file::ExperimentFile;
@@ -27,6 +29,14 @@ enum Command {
     Envs,
     /// List the registered operator kinds and their settings.
     Operators,
+    /// List runs: id, experiment, status, episodes done/planned, start time.
+    Runs(commands::runs::RunsArgs),
+    /// Statistics of a run (per operator, team and agent), optionally with SVG plots.
+    Report(commands::report::ReportArgs),
+    /// Export a run's records as JSON lines or CSV.
+    Export(commands::export::ExportArgs),
+    /// Compare the trajectories of two runs.
+    Compare(commands::compare::CompareArgs),
 }
 
 #[derive(clap::Args)]
@@ -71,6 +81,21 @@ fn main() -> ExitCode {
                 mosaic::listing::operators(&mosaic::experiment::default_operators())
             );
             ExitCode::SUCCESS
+        }
+        Command::Runs(args) => finish(commands::runs::run(&args)),
+        Command::Report(args) => finish(commands::report::run(&args)),
+        Command::Export(args) => finish(commands::export::run(&args)),
+        Command::Compare(args) => finish(commands::compare::run(&args)),
+    }
+}
+
+fn finish(result: Result<(), commands::CliError>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(commands::CliError::RunsDiffer) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }
