@@ -122,10 +122,16 @@ fn run(args: RunArgs) -> ExitCode {
         ..RunOptions::default()
     };
     match experiment.run(&options) {
-        Ok(outcome) => {
-            print!("{}", mosaic::summary::table(&outcome));
-            ExitCode::SUCCESS
-        }
+        Ok(outcome) => match mosaic::summary::table(&outcome) {
+            Ok(table) => {
+                print!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("error: the run finished but its summary failed: {error}");
+                ExitCode::from(1)
+            }
+        },
         Err(mosaic::run::RunFailure::Spec(error)) => {
             eprintln!("error: {}", file.error_at(&error));
             ExitCode::from(2)
