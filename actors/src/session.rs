@@ -290,7 +290,7 @@ impl Handles {
             actions[*agent] = Some(decision.action);
         }
         let step_index = episode.view.steps;
-        let view = self
+        let mut view = self
             .env
             .send(Step {
                 actions,
@@ -301,7 +301,7 @@ impl Handles {
             .map_err(|e| self.env_error(e))?;
         let transition = view
             .transition
-            .clone()
+            .take()
             .unwrap_or_else(|| Transition::new(agents));
         let observations = std::mem::replace(&mut episode.view, view);
         let over = episode.view.acting.is_empty() || transition.all_done();
