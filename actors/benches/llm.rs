@@ -1,2 +1,343 @@
-//! Benchmark of the LLM operators against the local model (written below).
-fn main() {}
+//! LLM harness throughput on the local model (llama-server with `-np 4`, SmolLM2-135M).
+//!
+//! 1. `decisions`: decisions/s of 4 LLM agents (4 independent sessions, the full operator:
+//!    prompt building, backend layers, parsing) against a plain concurrent load generator
+//!    sending the very same request bodies with 4 workers, in the same run. Goal: the
+//!    harness reaches at least 0.9 of the plain rate.
+//! 2. `prompt_order`: the same agents with the stable prompt prefix first (default) and
+//!    with the observation first, and the share of prompt tokens the server's prefix
+//!    cache served in each.
+//!
+//! The ratios are printed after criterion's own figures.
+
+// criterion's macros generate undocumented items.
+#![allow(missing_docs)]
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use actix::{Actor, SystemRunner};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use mosaic_actors::llm::server::{GetEndpoint, LlmServer, StopServer};
+use mosaic_actors::llm::{LlmResources, register};
+use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
+use mosaic_actors::{BeginEpisode, Decide};
+use mosaic_core::{
+    Action, AgentContext, AgentSpec, DecisionSource, EnvSpec, ObsRequest, Observation, Settings,
+    SlotSpec, Stepping,
+};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::proxy::Proxy;
+
+const AGENTS: usize = 4;
+const STEPS: u32 = 4;
+const LABELS: [&str; 8] = [
+    "noop", "left", "right", "forward", "pickup", "drop", "toggle", "done",
+];
+
+/// A long, stable rules text: what makes prefix caching matter.
+const RULES: &str = "Two teams of two play soccer on a 16 by 11 grid with walls around it. \
+Each team defends its goal: green defends the left goal at column 1, blue the right goal at \
+column 14, both on row 5. There is one ball. Move with left and right (turn) and forward \
+(one cell). Pickup takes the ball in front of you, or steals it from an opponent in front \
+of you; both of you then wait ten steps before picking up again. Drop passes the ball to a \
+free teammate, or drops it in front of you. You score by standing on the opponent's goal \
+while carrying the ball; the ball then reappears at a random cell. The first team to score \
+twice wins; after 200 steps the game ends in a draw if nobody has won. Every member of the \
+scoring team gets a reward of one. You see a small square around you; walls, the ball, \
+goals and other agents are described in text with their positions relative to you.";
+
+struct Bench {
+    runner: SystemRunner,
+    server: actix::Addr<LlmServer>,
+    url: String,
+    spec: Arc<EnvSpec>,
+    template: tempfile::NamedTempFile,
+}
+
+fn spec() -> Arc<EnvSpec> {
+    let agents = (0..AGENTS)
+        .map(|i| AgentSpec {
+            id: format!("player_{i}"),
+            team: Some(if i < 2 { "green" } else { "blue" }.into()),
+        })
+        .collect();
+    Arc::new(EnvSpec {
+        name: "soccer-2v2".into(),
+        agents,
+        action_labels: LABELS.iter().map(|s| s.to_string()).collect(),
+        default_action: Action(0),
+        stepping: Stepping::Simultaneous,
+        max_steps: None,
+        symbolic_shape: None,
+        offers: ObsRequest::ALL,
+    })
+}
+
+fn observation(agent: usize, step: u32) -> Arc<Observation> {
+    Arc::new(Observation {
+        agent,
+        step,
+        text: Some(format!(
+            "You are at column {}, row {} facing east. The ball is {} cells ahead; a wall is {} cells to your left.",
+            2 + step,
+            3 + agent,
+            1 + (step + agent as u32) % 4,
+            2 + agent
+        )),
+        legal: vec![true; LABELS.len()],
+        ..Observation::default()
+    })
+}
+
+impl Bench {
+    fn start() -> Self {
+        let runner = actix::System::new();
+        let config = support::server_config();
+        let (server, url) = runner.block_on(async {
+            let server = LlmServer::new(config).start();
+            let url = server
+                .send(GetEndpoint)
+                .await
+                .expect("server actor")
+                .expect("llama-server healthy");
+            (server, url)
+        });
+        let mut template = tempfile::NamedTempFile::new().expect("template file");
+        std::io::Write::write_all(
+            &mut template,
+            format!("[rules]\n\"soccer-2v2\" = \"\"\"{RULES}\"\"\"\n").as_bytes(),
+        )
+        .expect("template written");
+        Self {
+            runner,
+            server,
+            url,
+            spec: spec(),
+            template,
+        }
+    }
+
+    /// Four operators on `base_url` with `prompt_order`.
+    fn operators(
+        &self,
+        base_urls: &[String],
+        order: &str,
+    ) -> (Arc<LlmResources>, Vec<OperatorHandle>) {
+        let resources = Arc::new(LlmResources::new());
+        let mut registry = OperatorRegistry::default();
+        register(&mut registry, resources.clone());
+        let session = SessionResources::default();
+        let handles = self.runner.block_on(async {
+            (0..AGENTS)
+                .map(|agent| {
+                    let slot: SlotSpec = serde_json::from_value(json!({
+                        "kind": "llm",
+                        "backend": { "base_url": base_urls[agent % base_urls.len()], "model": "smollm2" },
+                        "format": "grammar",
+                        "channel": "none",
+                        "scratchpad_cap": 0,
+                        "max_tokens": 8,
+                        "history": 4,
+                        "concurrency": AGENTS,
+                        "prompt_order": order,
+                        "template": self.template.path(),
+                    }))
+                    .expect("slot");
+                    registry
+                        .spawn(&SpawnContext {
+                            env_name: &self.spec.name,
+                            env_settings: &Settings::new(),
+                            spec: &self.spec,
+                            agent,
+                            slot: &slot,
+                            scripted: None,
+                            session: &session,
+                        })
+                        .expect("operator")
+                })
+                .collect()
+        });
+        (resources, handles)
+    }
+
+    /// One episode of `STEPS` decisions per agent, agents concurrently.
+    fn episode(&self, handles: &[OperatorHandle]) -> Duration {
+        self.runner.block_on(async {
+            let started = Instant::now();
+            futures::future::join_all(handles.iter().enumerate().map(
+                |(agent, handle)| async move {
+                    let ctx = AgentContext::new(1, agent, format!("player_{agent}"), LABELS.len());
+                    let spec = self.spec.clone();
+                    handle
+                        .begin
+                        .send(BeginEpisode { ctx, spec })
+                        .await
+                        .expect("mailbox")
+                        .expect("begin");
+                    for step in 0..STEPS {
+                        let decision = handle
+                            .decide
+                            .send(Decide {
+                                obs: observation(agent, step),
+                                step,
+                                deadline: None,
+                            })
+                            .await
+                            .expect("mailbox")
+                            .expect("decision");
+                        assert_eq!(
+                            decision.source,
+                            DecisionSource::Policy,
+                            "{:?}",
+                            decision.detail
+                        );
+                    }
+                },
+            ))
+            .await;
+            started.elapsed()
+        })
+    }
+
+    /// The request bodies of one harness episode, per agent in order (through one
+    /// recording proxy per agent).
+    fn capture(&self) -> Vec<Vec<String>> {
+        let proxies: Vec<Proxy> = self.runner.block_on(async {
+            futures::future::join_all((0..AGENTS).map(|_| Proxy::start(&self.url))).await
+        });
+        let urls: Vec<String> = proxies.iter().map(|p| p.base_url.clone()).collect();
+        let (_, handles) = self.operators(&urls, "stable_first");
+        self.episode(&handles);
+        proxies
+            .iter()
+            .map(|p| p.seen().into_iter().map(|s| s.body).collect())
+            .collect()
+    }
+
+    /// The plain load generator: each worker posts its agent's bodies in order.
+    fn plain(&self, bodies: &[Vec<String>]) -> Duration {
+        let endpoint = format!("{}/chat/completions", self.url);
+        self.runner.block_on(async {
+            let client = reqwest::Client::new();
+            let started = Instant::now();
+            futures::future::join_all(bodies.iter().map(|agent| {
+                let client = client.clone();
+                let endpoint = endpoint.clone();
+                async move {
+                    for body in agent {
+                        let answer: Value = client
+                            .post(&endpoint)
+                            .header("content-type", "application/json")
+                            .body(body.clone())
+                            .send()
+                            .await
+                            .expect("request")
+                            .json()
+                            .await
+                            .expect("answer");
+                        assert!(answer["choices"][0]["message"]["content"].is_string());
+                    }
+                }
+            }))
+            .await;
+            started.elapsed()
+        })
+    }
+}
+
+fn rate(decisions: usize, took: Duration) -> f64 {
+    decisions as f64 / took.as_secs_f64()
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn benches(c: &mut Criterion) {
+    let bench = Bench::start();
+    let decisions = AGENTS * STEPS as usize;
+    let bodies = bench.capture();
+    assert!(bodies.iter().all(|b| b.len() == STEPS as usize));
+    let (_, harness) = bench.operators(std::slice::from_ref(&bench.url), "stable_first");
+
+    // Every timed episode is kept, so the ratios come from the very samples criterion
+    // reports (criterion alternates nothing, so load drift affects both alike only over
+    // many samples; the medians are robust to single slow episodes).
+    let plain_times = std::cell::RefCell::new(Vec::new());
+    let harness_times = std::cell::RefCell::new(Vec::new());
+    let timed = |times: &std::cell::RefCell<Vec<Duration>>, took: Duration| {
+        times.borrow_mut().push(took);
+        took
+    };
+    let mut group = c.benchmark_group("decisions");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1));
+    group.throughput(Throughput::Elements(decisions as u64));
+    group.bench_function("plain_load_generator", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| timed(&plain_times, bench.plain(&bodies)))
+                .sum()
+        })
+    });
+    group.bench_function("harness", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| timed(&harness_times, bench.episode(&harness)))
+                .sum()
+        })
+    });
+    group.finish();
+    let rates = |times: &std::cell::RefCell<Vec<Duration>>| {
+        median(times.borrow().iter().map(|t| rate(decisions, *t)).collect())
+    };
+    let (plain, ours) = (rates(&plain_times), rates(&harness_times));
+    println!(
+        "decisions/s (median episode): harness {ours:.2}, plain load generator {plain:.2}, ratio {:.3} (goal >= 0.9)",
+        ours / plain
+    );
+
+    let mut group = c.benchmark_group("prompt_order");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1));
+    group.throughput(Throughput::Elements(decisions as u64));
+    let mut summary = Vec::new();
+    for order in ["stable_first", "observation_first"] {
+        let (resources, handles) = bench.operators(std::slice::from_ref(&bench.url), order);
+        let times = std::cell::RefCell::new(Vec::new());
+        group.bench_function(order, |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| timed(&times, bench.episode(&handles)))
+                    .sum()
+            })
+        });
+        let usage = resources.usage().usage;
+        let share = usage.cached_prompt_tokens as f64 / usage.prompt_tokens.max(1) as f64;
+        summary.push((order, rates(&times), share));
+    }
+    group.finish();
+    for (order, rate, share) in &summary {
+        println!(
+            "prompt order {order}: {rate:.2} decisions/s, {:.1}% of prompt tokens from the server's prefix cache",
+            share * 100.0
+        );
+    }
+    println!(
+        "stable prefix first / observation first: {:.2}x decisions/s",
+        summary[0].1 / summary[1].1
+    );
+    bench.runner.block_on(async {
+        // A server already gone has nothing to stop.
+        let _ = bench.server.send(StopServer).await;
+    });
+}
+
+criterion_group! {
+    name = llm;
+    config = Criterion::default();
+    targets = benches
+}
+criterion_main!(llm);

@@ -177,12 +177,17 @@ pub struct Usage {
     pub prompt_tokens: u64,
     /// Completion tokens.
     pub completion_tokens: u64,
+    /// Prompt tokens the server took from its prefix cache (as reported; depends on
+    /// scheduling, so not part of decision records).
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_prompt_tokens += other.cached_prompt_tokens;
     }
 }
 
@@ -473,7 +478,23 @@ struct WireResponse {
     #[serde(default)]
     choices: Vec<WireChoice>,
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<WirePromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct WirePromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -501,7 +522,14 @@ pub fn parse_wire_response(body: Value) -> Result<ChatResponse, BackendError> {
     Ok(ChatResponse {
         text: choice.message.content.unwrap_or_default(),
         finish_reason: choice.finish_reason,
-        usage: wire.usage.unwrap_or_default(),
+        usage: wire.usage.map_or_else(Usage::default, |u| Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            cached_prompt_tokens: u
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+        }),
         attempts: 1,
         latency_ms: 0,
         cached: false,
@@ -585,11 +613,13 @@ mod tests {
         assert!(parse_wire_response(json!([1, 2])).is_err());
         let ok = parse_wire_response(json!({
             "choices": [{"message": {"content": "x"}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6,
+                      "prompt_tokens_details": {"cached_tokens": 3}}
         }))
         .unwrap();
         assert_eq!(ok.text, "x");
         assert_eq!(ok.usage.prompt_tokens, 5);
+        assert_eq!(ok.usage.cached_prompt_tokens, 3);
     }
 
     #[test]

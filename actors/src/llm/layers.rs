@@ -405,6 +405,7 @@ pub struct UsageMeter {
     failures: AtomicU64,
     prompt_tokens: AtomicU64,
     completion_tokens: AtomicU64,
+    cached_prompt_tokens: AtomicU64,
     latency_ms: AtomicU64,
     errors: Mutex<Vec<String>>,
 }
@@ -437,6 +438,7 @@ impl UsageMeter {
             usage: Usage {
                 prompt_tokens: self.prompt_tokens.load(Ordering::Relaxed),
                 completion_tokens: self.completion_tokens.load(Ordering::Relaxed),
+                cached_prompt_tokens: self.cached_prompt_tokens.load(Ordering::Relaxed),
             },
             latency_ms: self.latency_ms.load(Ordering::Relaxed),
         }
@@ -461,6 +463,8 @@ impl UsageMeter {
                     .fetch_add(response.usage.prompt_tokens, Ordering::Relaxed);
                 self.completion_tokens
                     .fetch_add(response.usage.completion_tokens, Ordering::Relaxed);
+                self.cached_prompt_tokens
+                    .fetch_add(response.usage.cached_prompt_tokens, Ordering::Relaxed);
                 self.latency_ms
                     .fetch_add(response.latency_ms, Ordering::Relaxed);
             }

@@ -402,7 +402,13 @@ impl Job {
         if let Some(think) = parsed.as_ref().and_then(|p| p.think.as_ref()) {
             detail.insert("think".into(), json!(think));
         }
-        detail.insert("usage".into(), json!(tally.usage));
+        detail.insert(
+            "usage".into(),
+            json!({
+                "prompt_tokens": tally.usage.prompt_tokens,
+                "completion_tokens": tally.usage.completion_tokens,
+            }),
+        );
         detail.insert("latency_ms".into(), json!(tally.latency_ms));
         detail.insert("http_attempts".into(), json!(http_attempts));
         if let Some(error) = &backend_error {

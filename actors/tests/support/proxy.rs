@@ -24,6 +24,8 @@ pub enum Fault {
     Truncate,
     /// `200` with an empty `choices` list.
     EmptyChoices,
+    /// `200` with this body (an answer the server gave before).
+    Answer(String),
 }
 
 /// One request as the proxy saw it.
@@ -35,6 +37,8 @@ pub struct Seen {
     pub body: String,
     /// What was done with it.
     pub fault: Fault,
+    /// The body of the server's answer, when forwarded.
+    pub answer: Option<String>,
 }
 
 #[derive(Default)]
@@ -173,15 +177,28 @@ async fn serve(mut client: TcpStream, upstream: &str, state: &Shared) {
         .unwrap()
         .pop_front()
         .unwrap_or(Fault::Forward);
-    state.seen.lock().unwrap().push(Seen {
-        head: head.clone(),
-        body: String::from_utf8_lossy(&body).into_owned(),
-        fault: fault.clone(),
-    });
+    let index = {
+        let mut seen = state.seen.lock().unwrap();
+        seen.push(Seen {
+            head: head.clone(),
+            body: String::from_utf8_lossy(&body).into_owned(),
+            fault: fault.clone(),
+            answer: None,
+        });
+        seen.len() - 1
+    };
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.peak.fetch_max(now, Ordering::SeqCst);
     let answer = match &fault {
-        Fault::Forward => forward(upstream, &head, &body).await,
+        Fault::Forward => {
+            let answer = forward(upstream, &head, &body).await;
+            if let Some(bytes) = &answer {
+                let text = String::from_utf8_lossy(bytes);
+                let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned());
+                state.seen.lock().unwrap()[index].answer = body;
+            }
+            answer
+        }
         Fault::RateLimit(secs) => Some(reply(
             "429 Too Many Requests",
             &format!("Retry-After: {secs}\r\n"),
@@ -213,6 +230,7 @@ async fn serve(mut client: TcpStream, upstream: &str, state: &Shared) {
             "",
             r#"{"object":"chat.completion","choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}"#,
         )),
+        Fault::Answer(body) => Some(reply("200 OK", "", body)),
     };
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
     if let Some(bytes) = answer
