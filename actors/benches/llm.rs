@@ -1,14 +1,14 @@
 //! LLM harness throughput on the local model (llama-server with `-np 4`, SmolLM2-135M).
 //!
-//! 1. `decisions`: decisions/s of 4 LLM agents (4 independent sessions, the full operator:
-//!    prompt building, backend layers, parsing) against a plain concurrent load generator
-//!    sending the very same request bodies with 4 workers, in the same run. Goal: the
-//!    harness reaches at least 0.9 of the plain rate.
-//! 2. `prompt_order`: the same agents with the stable prompt prefix first (default) and
-//!    with the observation first, and the share of prompt tokens the server's prefix
-//!    cache served in each.
+//! 1. `decisions/harness`: decisions/s of 4 LLM agents (4 independent sessions, the full
+//!    operator: prompt building, backend layers, parsing), each episode paired with one of
+//!    a plain concurrent load generator sending the very same request bodies with 4
+//!    workers. Goal: the harness reaches at least 0.9 of the plain rate.
+//! 2. `prompt_order/stable_first`: the same agents with the stable prompt prefix first
+//!    (default), each episode paired with one putting the observation first, and the
+//!    share of prompt tokens the server's prefix cache served in each.
 //!
-//! The ratios are printed after criterion's own figures.
+//! The paired ratios are printed after criterion's own figures.
 
 // criterion's macros generate undocumented items.
 #![allow(missing_docs)]
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use support::proxy::Proxy;
 
 const AGENTS: usize = 4;
-const STEPS: u32 = 4;
+const STEPS: u32 = 3;
 const LABELS: [&str; 8] = [
     "noop", "left", "right", "forward", "pickup", "drop", "toggle", "done",
 ];
@@ -139,7 +139,7 @@ impl Bench {
                         "format": "grammar",
                         "channel": "none",
                         "scratchpad_cap": 0,
-                        "max_tokens": 8,
+                        "max_tokens": 16,
                         "history": 4,
                         "concurrency": AGENTS,
                         "prompt_order": order,
@@ -264,70 +264,78 @@ fn benches(c: &mut Criterion) {
     assert!(bodies.iter().all(|b| b.len() == STEPS as usize));
     let (_, harness) = bench.operators(std::slice::from_ref(&bench.url), "stable_first");
 
-    // Every timed episode is kept, so the ratios come from the very samples criterion
-    // reports (criterion alternates nothing, so load drift affects both alike only over
-    // many samples; the medians are robust to single slow episodes).
-    let plain_times = std::cell::RefCell::new(Vec::new());
-    let harness_times = std::cell::RefCell::new(Vec::new());
-    let timed = |times: &std::cell::RefCell<Vec<Duration>>, took: Duration| {
-        times.borrow_mut().push(took);
-        took
-    };
+    // Paired rounds: each timed harness episode runs right after a plain episode with the
+    // same requests, so both see the same server load (two shared cores drift a lot).
+    let pairs = std::cell::RefCell::new(Vec::new());
     let mut group = c.benchmark_group("decisions");
     group.sample_size(10).warm_up_time(Duration::from_secs(1));
     group.throughput(Throughput::Elements(decisions as u64));
-    group.bench_function("plain_load_generator", |b| {
-        b.iter_custom(|iters| {
-            (0..iters)
-                .map(|_| timed(&plain_times, bench.plain(&bodies)))
-                .sum()
-        })
-    });
     group.bench_function("harness", |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| timed(&harness_times, bench.episode(&harness)))
+                .map(|_| {
+                    let plain = bench.plain(&bodies);
+                    let ours = bench.episode(&harness);
+                    pairs.borrow_mut().push((plain, ours));
+                    ours
+                })
                 .sum()
         })
     });
     group.finish();
-    let rates = |times: &std::cell::RefCell<Vec<Duration>>| {
-        median(times.borrow().iter().map(|t| rate(decisions, *t)).collect())
-    };
-    let (plain, ours) = (rates(&plain_times), rates(&harness_times));
+    let pairs = pairs.into_inner();
+    let plain = median(pairs.iter().map(|(p, _)| rate(decisions, *p)).collect());
+    let ours = median(pairs.iter().map(|(_, h)| rate(decisions, *h)).collect());
+    let ratio = median(
+        pairs
+            .iter()
+            .map(|(p, h)| p.as_secs_f64() / h.as_secs_f64())
+            .collect(),
+    );
     println!(
-        "decisions/s (median episode): harness {ours:.2}, plain load generator {plain:.2}, ratio {:.3} (goal >= 0.9)",
-        ours / plain
+        "decisions/s over {} paired episodes (medians): harness {ours:.3}, plain load generator {plain:.3}; harness/plain {ratio:.3} (goal >= 0.9)",
+        pairs.len()
     );
 
+    // Prompt order, paired the same way; the server reports how many prompt tokens its
+    // prefix cache served.
+    let (stable_usage, stable) = bench.operators(std::slice::from_ref(&bench.url), "stable_first");
+    let (volatile_usage, volatile) =
+        bench.operators(std::slice::from_ref(&bench.url), "observation_first");
+    let pairs = std::cell::RefCell::new(Vec::new());
     let mut group = c.benchmark_group("prompt_order");
     group.sample_size(10).warm_up_time(Duration::from_secs(1));
     group.throughput(Throughput::Elements(decisions as u64));
-    let mut summary = Vec::new();
-    for order in ["stable_first", "observation_first"] {
-        let (resources, handles) = bench.operators(std::slice::from_ref(&bench.url), order);
-        let times = std::cell::RefCell::new(Vec::new());
-        group.bench_function(order, |b| {
-            b.iter_custom(|iters| {
-                (0..iters)
-                    .map(|_| timed(&times, bench.episode(&handles)))
-                    .sum()
-            })
-        });
-        let usage = resources.usage().usage;
-        let share = usage.cached_prompt_tokens as f64 / usage.prompt_tokens.max(1) as f64;
-        summary.push((order, rates(&times), share));
-    }
+    group.bench_function("stable_first", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    let other = bench.episode(&volatile);
+                    let ours = bench.episode(&stable);
+                    pairs.borrow_mut().push((other, ours));
+                    ours
+                })
+                .sum()
+        })
+    });
     group.finish();
-    for (order, rate, share) in &summary {
-        println!(
-            "prompt order {order}: {rate:.2} decisions/s, {:.1}% of prompt tokens from the server's prefix cache",
-            share * 100.0
-        );
-    }
+    let pairs = pairs.into_inner();
+    let share = |usage: mosaic_actors::llm::backend::Usage| {
+        100.0 * usage.cached_prompt_tokens as f64 / usage.prompt_tokens.max(1) as f64
+    };
     println!(
-        "stable prefix first / observation first: {:.2}x decisions/s",
-        summary[0].1 / summary[1].1
+        "prompt order over {} paired episodes (medians): stable_first {:.3} decisions/s ({:.1}% of prompt tokens from the prefix cache), observation_first {:.3} ({:.1}%); speed-up {:.2}x",
+        pairs.len(),
+        median(pairs.iter().map(|(_, s)| rate(decisions, *s)).collect()),
+        share(stable_usage.usage().usage),
+        median(pairs.iter().map(|(v, _)| rate(decisions, *v)).collect()),
+        share(volatile_usage.usage().usage),
+        median(
+            pairs
+                .iter()
+                .map(|(v, s)| v.as_secs_f64() / s.as_secs_f64())
+                .collect()
+        ),
     );
     bench.runner.block_on(async {
         // A server already gone has nothing to stop.

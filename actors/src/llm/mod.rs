@@ -290,6 +290,16 @@ impl LlmResources {
             .unwrap_or(0)
     }
 
+    /// How the local server runs: as configured, else from the environment.
+    fn local_config(&self) -> Result<LlmServerConfig, SpecError> {
+        match &self.local_config {
+            Some(config) => Ok(config.clone()),
+            None => {
+                LlmServerConfig::from_env().map_err(|e| SpecError::new("backend", e.to_string()))
+            }
+        }
+    }
+
     /// The local server, started on first use (inside an actix system).
     pub fn local_server(&self) -> Result<Addr<LlmServer>, SpecError> {
         let mut local = self
@@ -299,13 +309,7 @@ impl LlmResources {
         if let Some(addr) = local.as_ref().filter(|a| a.connected()) {
             return Ok(addr.clone());
         }
-        let config = match &self.local_config {
-            Some(config) => config.clone(),
-            None => {
-                LlmServerConfig::from_env().map_err(|e| SpecError::new("backend", e.to_string()))?
-            }
-        };
-        let addr = LlmServer::new(config).start();
+        let addr = LlmServer::new(self.local_config()?).start();
         *local = Some(addr.clone());
         Ok(addr)
     }
@@ -333,21 +337,14 @@ impl LlmResources {
             return Ok(stack.clone());
         }
         let http: Arc<dyn ChatBackend> = match &settings.backend {
-            BackendSetting::Local => {
-                let config = match &self.local_config {
-                    Some(config) => config.clone(),
-                    None => LlmServerConfig::from_env()
-                        .map_err(|e| SpecError::new("backend", e.to_string()))?,
-                };
-                Arc::new(LocalBackend {
-                    server: self.local_server()?,
-                    identity: BackendIdentity {
-                        model: config.model_name(),
-                        base_url: "local".into(),
-                    },
-                    client: Mutex::new(None),
-                })
-            }
+            BackendSetting::Local => Arc::new(LocalBackend {
+                server: self.local_server()?,
+                identity: BackendIdentity {
+                    model: self.local_config()?.model_name(),
+                    base_url: "local".into(),
+                },
+                client: Mutex::new(None),
+            }),
             BackendSetting::Remote {
                 base_url,
                 model,
@@ -557,4 +554,145 @@ pub fn register(registry: &mut OperatorRegistry, resources: Arc<LlmResources>) {
         settings: SETTINGS_HELP,
         spawn: Arc::new(move |cx| spawn(cx, &resources, Paradigm::Vlm)),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::{Channel, ChannelConfig};
+    use crate::operator::SessionResources;
+    use mosaic_core::{Action, AgentSpec, EnvSpec, Settings, SlotSpec, Stepping};
+    use serde_json::{Value, json};
+
+    fn settings(value: Value) -> Result<LlmSettings, SpecError> {
+        parse_settings(value.as_object().unwrap())
+    }
+
+    #[test]
+    fn settings_parse_with_clear_errors() {
+        let default = settings(json!({})).unwrap();
+        assert_eq!(default.backend, BackendSetting::Local);
+        assert_eq!(default.format, OutputFormat::Json);
+        assert_eq!(default.history, 8);
+        let remote = settings(json!({
+            "backend": {"base_url": "http://127.0.0.1:8000/v1", "model": "m", "api_key_env": "K"},
+            "format": "grammar", "coordination": "role_based", "observation_mode": "visible_teammates",
+        }))
+        .unwrap();
+        assert_eq!(
+            remote.backend,
+            BackendSetting::Remote {
+                base_url: "http://127.0.0.1:8000/v1".into(),
+                model: "m".into(),
+                api_key_env: Some("K".into()),
+            }
+        );
+        let err = |v| settings(v).unwrap_err().to_string();
+        assert!(err(json!({"temprature": 0.5})).contains("temprature"));
+        assert!(err(json!({"backend": "remote"})).contains("\"local\""));
+        assert!(
+            err(json!({"backend": {"base_url": "x", "model": "m", "key": "k"}})).contains("key")
+        );
+        assert!(err(json!({"format": "xml"})).contains("xml"));
+    }
+
+    fn spec(offers: ObsRequest, team: Option<&str>) -> Arc<EnvSpec> {
+        Arc::new(EnvSpec {
+            name: "grid".into(),
+            agents: vec![AgentSpec {
+                id: "a".into(),
+                team: team.map(Into::into),
+            }],
+            action_labels: vec!["noop".into(), "go".into()],
+            default_action: Action(0),
+            stepping: Stepping::Single,
+            max_steps: None,
+            symbolic_shape: None,
+            offers,
+        })
+    }
+
+    fn spawn_slot(
+        registry: &OperatorRegistry,
+        spec: &Arc<EnvSpec>,
+        slot: Value,
+        session: &SessionResources,
+    ) -> Result<OperatorHandle, SpecError> {
+        let slot: SlotSpec = serde_json::from_value(slot).unwrap();
+        registry.spawn(&SpawnContext {
+            env_name: &spec.name,
+            env_settings: &Settings::new(),
+            spec,
+            agent: 0,
+            slot: &slot,
+            scripted: None,
+            session,
+        })
+    }
+
+    #[actix::test]
+    async fn spawn_checks_environment_channel_and_key() {
+        let mut registry = OperatorRegistry::default();
+        register(&mut registry, Arc::new(LlmResources::new()));
+        let backend = json!({"base_url": "http://127.0.0.1:9/v1", "model": "m"});
+        let none = SessionResources::default();
+        let frames_only = ObsRequest {
+            frame: true,
+            ..ObsRequest::MASK_ONLY
+        };
+
+        let err = spawn_slot(
+            &registry,
+            &spec(frames_only, None),
+            json!({"kind": "llm", "backend": backend}),
+            &none,
+        )
+        .unwrap_err();
+        assert!(
+            err.message.contains("no text observation; use `vlm`"),
+            "{err}"
+        );
+        let vlm = spawn_slot(
+            &registry,
+            &spec(frames_only, None),
+            json!({"kind": "vlm", "backend": backend}),
+            &none,
+        )
+        .unwrap();
+        assert_eq!(vlm.paradigm, Paradigm::Vlm);
+        assert!(vlm.wants.frame && !vlm.wants.text);
+
+        let text = spec(ObsRequest::ALL, None);
+        let with_channel = SessionResources {
+            channel: Some(Channel::start(&text, ChannelConfig::default())),
+        };
+        let err = spawn_slot(
+            &registry,
+            &text,
+            json!({"kind": "llm", "backend": backend}),
+            &with_channel,
+        )
+        .unwrap_err();
+        assert_eq!(err.path, "channel");
+        spawn_slot(
+            &registry,
+            &text,
+            json!({"kind": "llm", "backend": backend, "channel": "all"}),
+            &with_channel,
+        )
+        .unwrap();
+
+        let keyed = json!({"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "MOSAIC_TEST_UNSET_KEY_VAR"});
+        let err = spawn_slot(
+            &registry,
+            &text,
+            json!({"kind": "llm", "backend": keyed}),
+            &none,
+        )
+        .unwrap_err();
+        assert!(
+            err.message.contains("MOSAIC_TEST_UNSET_KEY_VAR is not set"),
+            "{err}"
+        );
+    }
 }

@@ -518,3 +518,39 @@ impl Handler<Decide> for LlmOperator {
         })))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn visible_teammates_render_one_per_line() {
+        let info = json!(["green_1 two cells north", {"id": "green_2", "pos": [3, 4]}]);
+        assert_eq!(
+            render_info(&info),
+            "green_1 two cells north\n{\"id\":\"green_2\",\"pos\":[3,4]}"
+        );
+        assert_eq!(render_info(&json!("alone")), "alone");
+    }
+
+    #[test]
+    fn recorded_prompts_leave_image_data_out() {
+        let messages = [ChatMessage {
+            role: Role::User,
+            content: Content::Parts(vec![
+                ContentPart::ImageUrl {
+                    image_url: super::super::backend::ImageUrl {
+                        url: "data:image/png;base64,AAAA".into(),
+                    },
+                },
+                ContentPart::Text { text: "hi".into() },
+            ]),
+        }];
+        let recorded = recorded_prompt(&messages);
+        assert_eq!(
+            recorded[0]["content"][0]["text"],
+            "[image, 26 bytes as data URL]"
+        );
+        assert_eq!(recorded[0]["content"][1]["text"], "hi");
+    }
+}
