@@ -691,7 +691,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            err.message.contains("MOSAIC_TEST_UNSET_KEY_VAR is not set"),
+            err.message
+                .contains("MOSAIC_TEST_UNSET_KEY_VAR (API key) is not set"),
             "{err}"
         );
     }
