@@ -2,7 +2,7 @@
 //! and is itself a backend.
 //!
 //! The usual stack, outermost first (see [`Stack`]):
-//! [`Metered`] (run-wide accounting) -> [`Cached`] (response cache, replay) -> [`Retry`]
+//! [`Metered`] (run-wide accounting) -> [`Cached`] (response cache, replay) -> [`RetryPolicy`]
 //! (backoff, `Retry-After`) -> [`ConcurrencyLimit`] (permits per backend) -> [`Timeout`]
 //! (per attempt) -> the HTTP backend. Retries wait outside the concurrency limit so a
 //! backing-off request holds no permit.
