@@ -76,12 +76,14 @@ fn spec() -> Arc<EnvSpec> {
     })
 }
 
-fn observation(agent: usize, step: u32) -> Arc<Observation> {
+/// The observation of `agent` at `step` of episode `variant` (no two episodes alike, so
+/// the server can only reuse what prompts truly share).
+fn observation(agent: usize, step: u32, variant: u32) -> Arc<Observation> {
     Arc::new(Observation {
         agent,
         step,
         text: Some(format!(
-            "You are at column {}, row {} facing east. The ball is {} cells ahead; a wall is {} cells to your left.",
+            "Match {variant}. You are at column {}, row {} facing east. The ball is {} cells ahead; a wall is {} cells to your left.",
             2 + step,
             3 + agent,
             1 + (step + agent as u32) % 4,
@@ -164,12 +166,17 @@ impl Bench {
     }
 
     /// One episode of `STEPS` decisions per agent, agents concurrently.
-    fn episode(&self, handles: &[OperatorHandle]) -> Duration {
+    fn episode(&self, handles: &[OperatorHandle], variant: u32) -> Duration {
         self.runner.block_on(async {
             let started = Instant::now();
             futures::future::join_all(handles.iter().enumerate().map(
                 |(agent, handle)| async move {
-                    let ctx = AgentContext::new(1, agent, format!("player_{agent}"), LABELS.len());
+                    let ctx = AgentContext::new(
+                        u64::from(variant),
+                        agent,
+                        format!("player_{agent}"),
+                        LABELS.len(),
+                    );
                     let spec = self.spec.clone();
                     handle
                         .begin
@@ -181,7 +188,7 @@ impl Bench {
                         let decision = handle
                             .decide
                             .send(Decide {
-                                obs: observation(agent, step),
+                                obs: observation(agent, step, variant),
                                 step,
                                 deadline: None,
                             })
@@ -210,7 +217,7 @@ impl Bench {
         });
         let urls: Vec<String> = proxies.iter().map(|p| p.base_url.clone()).collect();
         let (_, handles) = self.operators(&urls, "stable_first");
-        self.episode(&handles);
+        self.episode(&handles, 0);
         proxies
             .iter()
             .map(|p| p.seen().into_iter().map(|s| s.body).collect())
@@ -264,8 +271,10 @@ fn benches(c: &mut Criterion) {
     assert!(bodies.iter().all(|b| b.len() == STEPS as usize));
     let (_, harness) = bench.operators(std::slice::from_ref(&bench.url), "stable_first");
 
-    // Paired rounds: each timed harness episode runs right after a plain episode with the
-    // same requests, so both see the same server load (two shared cores drift a lot).
+    // Paired rounds: each timed harness episode is paired with a plain episode sending
+    // the same requests, in alternating order so that neither always follows the other
+    // (the second of a pair finds the first one's prompts in the server's cache); both
+    // see the same load (two shared cores drift a lot).
     let pairs = std::cell::RefCell::new(Vec::new());
     let mut group = c.benchmark_group("decisions");
     group.sample_size(10).warm_up_time(Duration::from_secs(1));
@@ -274,8 +283,10 @@ fn benches(c: &mut Criterion) {
         b.iter_custom(|iters| {
             (0..iters)
                 .map(|_| {
-                    let plain = bench.plain(&bodies);
-                    let ours = bench.episode(&harness);
+                    let plain_first = pairs.borrow().len() % 2 == 0;
+                    let plain = plain_first.then(|| bench.plain(&bodies));
+                    let ours = bench.episode(&harness, 0);
+                    let plain = plain.unwrap_or_else(|| bench.plain(&bodies));
                     pairs.borrow_mut().push((plain, ours));
                     ours
                 })
@@ -310,8 +321,16 @@ fn benches(c: &mut Criterion) {
         b.iter_custom(|iters| {
             (0..iters)
                 .map(|_| {
-                    let other = bench.episode(&volatile);
-                    let ours = bench.episode(&stable);
+                    // Fresh episodes, alternating which order goes first.
+                    let round = pairs.borrow().len() as u32;
+                    let (first, second) = (1 + 2 * round, 2 + 2 * round);
+                    let (other, ours) = if round % 2 == 0 {
+                        let other = bench.episode(&volatile, first);
+                        (other, bench.episode(&stable, second))
+                    } else {
+                        let ours = bench.episode(&stable, first);
+                        (bench.episode(&volatile, second), ours)
+                    };
                     pairs.borrow_mut().push((other, ours));
                     ours
                 })
