@@ -78,7 +78,9 @@ fn main() -> ExitCode {
         Command::Operators => {
             print!(
                 "{}",
-                mosaic::listing::operators(&mosaic::experiment::default_operators())
+                mosaic::listing::operators(&mosaic::experiment::default_operators(
+                    &std::sync::Arc::new(mosaic::actors::llm::LlmResources::new()),
+                ))
             );
             ExitCode::SUCCESS
         }

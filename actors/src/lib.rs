@@ -8,10 +8,16 @@
 //! - [`worker`]: external policy workers (any language) behind the worker protocol.
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
 //! - [`sink::Sinks`]: the telemetry sink writing a run's records into its run directory.
+//! - [`channel::Channel`] carries messages between the agents of a session.
+//! - `llm` (cargo feature `llm`, on by default): the LLM and VLM operators, their
+//!   backends, prompts, parsers and the local model server.
 
+pub mod channel;
 pub mod env_actor;
 pub mod error;
 pub mod group;
+#[cfg(feature = "llm")]
+pub mod llm;
 pub mod messages;
 pub mod operator;
 pub mod runner;
@@ -21,4 +27,4 @@ pub mod worker;
 
 pub use error::{OperatorError, SessionError, SinkError};
 pub use messages::{BeginEpisode, Decide, EpisodeEvent, StepEvent};
-pub use operator::{OperatorHandle, OperatorKind, OperatorRegistry};
+pub use operator::{OperatorHandle, OperatorKind, OperatorRegistry, SessionResources};
