@@ -8,6 +8,8 @@
 //! - [`worker`]: external policy workers (any language) behind the worker protocol.
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
 //! - [`sink::Sinks`]: the telemetry sink writing a run's records into its run directory.
+//! - [`supervisor::Supervisor`]: supervision trees (restart strategies, intensity,
+//!   escalation, contained panics, heartbeat watch).
 
 pub mod env_actor;
 pub mod error;
@@ -17,6 +19,7 @@ pub mod operator;
 pub mod runner;
 pub mod session;
 pub mod sink;
+pub mod supervisor;
 pub mod worker;
 
 pub use error::{OperatorError, SessionError, SinkError};
