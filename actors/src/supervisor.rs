@@ -202,7 +202,7 @@ pub enum Failure {
         timeout: Duration,
     },
     /// A nested supervisor gave up.
-    #[error("{0}")]
+    #[error("escalated: {0}")]
     Escalated(Box<SupervisorError>),
     /// The child's thread ended without the child stopping (its arbiter was stopped).
     #[error("its thread ended unexpectedly")]
