@@ -11,6 +11,8 @@
 //! - [`channel::Channel`] carries messages between the agents of a session.
 //! - `llm` (cargo feature `llm`, on by default): the LLM and VLM operators, their
 //!   backends, prompts, parsers and the local model server.
+//! - [`supervisor::Supervisor`]: supervision trees (restart strategies, intensity,
+//!   escalation, contained panics, heartbeat watch).
 
 pub mod channel;
 pub mod env_actor;
@@ -23,6 +25,7 @@ pub mod operator;
 pub mod runner;
 pub mod session;
 pub mod sink;
+pub mod supervisor;
 pub mod worker;
 
 pub use error::{OperatorError, SessionError, SinkError};
