@@ -37,6 +37,8 @@ enum Command {
     Export(commands::export::ExportArgs),
     /// Compare the trajectories of two runs.
     Compare(commands::compare::CompareArgs),
+    /// Replay an episode from its seed and recorded actions, checking it against the records.
+    Replay(commands::replay::ReplayArgs),
 }
 
 #[derive(clap::Args)]
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         Command::Report(args) => finish(commands::report::run(&args)),
         Command::Export(args) => finish(commands::export::run(&args)),
         Command::Compare(args) => finish(commands::compare::run(&args)),
+        Command::Replay(args) => finish(commands::replay::run(&args)),
     }
 }
 
