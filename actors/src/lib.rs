@@ -6,10 +6,12 @@
 //! - [`operator`]: the `Decide` protocol every decider answers, the actor wrapping a
 //!   synchronous [`mosaic_core::Policy`], and the registry of operator kinds.
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
+//! - [`human`]: the `human` operator kind, whose decisions wait for a person.
 
 pub mod env_actor;
 pub mod error;
 pub mod group;
+pub mod human;
 pub mod messages;
 pub mod operator;
 pub mod runner;
