@@ -30,6 +30,18 @@
     return node;
   };
 
+  /**
+   * Shows grid-like frames at a whole multiple of their size (crisp cells) when they fit,
+   * else scaled down smoothly.
+   */
+  function fitFrame(img, room) {
+    const natural = img.naturalWidth;
+    if (!natural || !room) return;
+    const scale = natural <= room ? Math.floor(room / natural) : room / natural;
+    img.style.width = `${Math.round(natural * scale)}px`;
+    img.classList.toggle('smooth', scale < 1);
+  }
+
   const withToken = (url) =>
     token ? `${url}${url.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}` : url;
 
@@ -124,12 +136,12 @@
       const agentRows = op.agents.map((agent, index) =>
         el('tr', { 'data-agent': String(index) },
           el('td', {}, badge(agent.paradigm)),
-          el('td', {}, el('span', { class: 'mono', text: agent.id }),
-            agent.team && agent.team !== agent.id ? el('span', { class: 'team', text: ` · ${agent.team}` }) : null),
-          el('td', { text: agent.kind }),
+          el('td', {},
+            el('span', { class: 'mono agent-id', text: agent.id }),
+            el('span', { class: 'outcome' }),
+            el('div', { class: 'kind', text: agent.team && agent.team !== agent.id ? `${agent.kind} · team ${agent.team}` : agent.kind })),
           el('td', { class: 'num return', text: '0' }),
-          el('td', { class: 'last mono', text: '–' }),
-          el('td', { class: 'outcome' })));
+          el('td', { class: 'last mono', text: '–' })));
       const llmAgents = op.agents
         .map((agent, index) => ({ agent, index }))
         .filter(({ agent }) => agent.paradigm === 'llm' || agent.paradigm === 'vlm');
@@ -149,8 +161,8 @@
         el('div', { class: 'waiting', hidden: true }),
         el('table', { class: 'agents' },
           el('thead', {}, el('tr', {},
-            el('th', { text: 'paradigm' }), el('th', { text: 'agent' }), el('th', { text: 'kind' }),
-            el('th', { class: 'num', text: 'return' }), el('th', { text: 'last action' }), el('th', { text: '' }))),
+            el('th', { text: 'paradigm' }), el('th', { text: 'agent' }),
+            el('th', { class: 'num', text: 'return' }), el('th', { text: 'last action' }))),
           el('tbody', {}, ...agentRows)),
         details.length ? el('div', { class: 'llm-details' }, ...details) : null,
         el('ul', { class: 'events' }));
@@ -168,6 +180,7 @@
     next.onload = () => {
       if (view.pendingFrame !== version) return;
       view.img.src = next.src;
+      fitFrame(view.img, view.img.parentElement.clientWidth - 12);
       view.img.dataset.version = String(version);
       view.frameVersion = version;
       view.pendingFrame = null;
@@ -272,6 +285,7 @@
         const cell = $('.outcome', row);
         cell.textContent = outcome || '';
         cell.className = `outcome${outcome ? ` outcome-${outcome}` : ''}`;
+        cell.hidden = !outcome;
       });
       for (const details of card.querySelectorAll('.llm-details details')) {
         renderDetail($('dl', details), v.details[Number(details.dataset.agent)]);
@@ -551,6 +565,10 @@
     $('#replay-play').textContent = '▶';
   }
 
+  $('#replay-frame').addEventListener('load', () => fitFrame($('#replay-frame'), 480));
+  window.addEventListener('resize', () => {
+    for (const view of views.values()) fitFrame(view.img, view.img.parentElement.clientWidth - 12);
+  });
   $('#scrubber').addEventListener('input', () => showStep(Number($('#scrubber').value)));
   $('#replay-prev').addEventListener('click', () => { stopPlaying(); showStep(Number($('#scrubber').value) - 1); });
   $('#replay-next').addEventListener('click', () => { stopPlaying(); showStep(Number($('#scrubber').value) + 1); });

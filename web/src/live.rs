@@ -30,6 +30,9 @@ use tokio::sync::{mpsc, watch};
 /// Recent events kept per viewport.
 const EVENT_LOG: usize = 8;
 
+/// Run's pace when the experiment sets none (flat out is too fast to watch).
+const DEFAULT_PACE_MS: u64 = 250;
+
 /// The run id of manual sessions (their records are not stored).
 const MANUAL_RUN: &str = "manual";
 
@@ -208,7 +211,11 @@ impl Live {
         let board = Board {
             seed: first_seed,
             next_seed: first_seed,
-            pace_ms: spec.pace_ms,
+            pace_ms: if spec.pace_ms == 0 {
+                DEFAULT_PACE_MS
+            } else {
+                spec.pace_ms
+            },
             viewports: operators
                 .iter()
                 .map(|o| Viewport {

@@ -434,6 +434,13 @@ impl actix::Handler<mosaic_actors::StepEvent> for Collector {
     }
 }
 
+/// Sessions wait for episode subscribers: once the collector has handled an episode's
+/// roll-up, it has handled every step event before it.
+impl actix::Handler<mosaic_actors::EpisodeEvent> for Collector {
+    type Result = ();
+    fn handle(&mut self, _: mosaic_actors::EpisodeEvent, _: &mut actix::Context<Self>) {}
+}
+
 /// A run recorded into a run directory.
 pub struct Recorded {
     pub path: std::path::PathBuf,
@@ -482,8 +489,8 @@ pub fn run_experiment(
                 std::sync::Arc::new(mosaic_actors::OperatorRegistry::baselines()),
             );
             let subscribers = mosaic_actors::session::Subscribers {
-                steps: vec![collector.recipient()],
-                episodes: vec![],
+                steps: vec![collector.clone().recipient()],
+                episodes: vec![collector.recipient()],
             };
             runner.run(None, subscribers, |_| {}).await.unwrap()
         })
