@@ -22,9 +22,12 @@ pub fn default_envs() -> EnvRegistry {
     EnvRegistry::native()
 }
 
-/// The operator kinds every experiment can name: the baselines.
+/// The operator kinds every experiment can name: the baselines and external policy
+/// workers.
 pub fn default_operators() -> OperatorRegistry {
-    OperatorRegistry::baselines()
+    let mut registry = OperatorRegistry::baselines();
+    mosaic_actors::worker::register(&mut registry);
+    registry
 }
 
 /// An experiment ready to run: the spec plus the registries it is resolved against.

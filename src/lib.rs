@@ -8,6 +8,9 @@
 
 pub mod experiment;
 pub mod experiment_file;
+pub mod listing;
+pub mod run;
+pub mod summary;
 
 pub use experiment::{Experiment, ExperimentBuilder, Operator};
 pub use mosaic_actors as actors;

@@ -1,3 +1,113 @@
-//! The `mosaic` command line.
+//! The `mosaic` command line: a thin layer over the `mosaic` library.
 
-fn main() {}
+use clap::{Parser, Subcommand};
+use mosaic::Experiment;
+use mosaic::experiment_file::ExperimentFile;
+use mosaic::run::RunOptions;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "mosaic",
+    version,
+    about = "Cross-paradigm multi-agent evaluation"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an experiment file headless into a run directory.
+    Run(RunArgs),
+    /// List the registered environments and their settings.
+    Envs,
+    /// List the registered operator kinds and their settings.
+    Operators,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The experiment file (TOML, or JSON by extension).
+    experiment: PathBuf,
+    /// Parent directory of the run directory.
+    #[arg(long, default_value = "runs")]
+    out: PathBuf,
+    /// Run id (default: the experiment name and the UTC start time).
+    #[arg(long)]
+    run_id: Option<String>,
+    /// Delay after each step, in milliseconds (overrides the file).
+    #[arg(long)]
+    pace_ms: Option<u64>,
+    /// Episodes running at once (overrides the file).
+    #[arg(long)]
+    parallelism: Option<usize>,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MOSAIC_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => run(args),
+        Command::Envs => {
+            print!(
+                "{}",
+                mosaic::listing::envs(&mosaic::experiment::default_envs())
+            );
+            ExitCode::SUCCESS
+        }
+        Command::Operators => {
+            print!(
+                "{}",
+                mosaic::listing::operators(&mosaic::experiment::default_operators())
+            );
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    let file = match ExperimentFile::load(&args.experiment) {
+        Ok(file) => file,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut experiment = Experiment::from_spec(file.spec.clone());
+    if let Some(pace) = args.pace_ms {
+        experiment.spec_mut().pace_ms = pace;
+    }
+    if let Some(lanes) = args.parallelism {
+        experiment.spec_mut().parallelism = lanes.max(1);
+    }
+    let options = RunOptions {
+        out: args.out,
+        run_id: args.run_id,
+        progress: std::io::stderr().is_terminal(),
+        ..RunOptions::default()
+    };
+    match experiment.run(&options) {
+        Ok(outcome) => {
+            print!("{}", mosaic::summary::table(&outcome));
+            ExitCode::SUCCESS
+        }
+        Err(mosaic::run::RunFailure::Spec(error)) => {
+            eprintln!("error: {}", file.error_at(&error));
+            ExitCode::from(2)
+        }
+        Err(failure) => {
+            eprintln!("error: {failure}");
+            ExitCode::from(failure.exit_code())
+        }
+    }
+}

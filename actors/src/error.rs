@@ -30,3 +30,14 @@ pub enum SessionError {
     #[error("{0}")]
     Config(String),
 }
+
+/// The telemetry sink could not record (the run must stop: records would be lost).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SinkError {
+    /// Writing the run directory failed.
+    #[error("recording failed: {0}")]
+    Recorder(String),
+    /// The sink had already stopped after a failure.
+    #[error("telemetry sink stopped: {0}")]
+    Stopped(String),
+}

@@ -5,8 +5,10 @@
 //! - [`env_actor::EnvActor`] owns an environment.
 //! - [`operator`]: the `Decide` protocol every decider answers, the actor wrapping a
 //!   synchronous [`mosaic_core::Policy`], and the registry of operator kinds.
+//! - [`worker`]: external policy workers (any language) behind the worker protocol.
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
 //! - [`human`]: the `human` operator kind, whose decisions wait for a person.
+//! - [`sink::Sinks`]: the telemetry sink writing a run's records into its run directory.
 
 pub mod env_actor;
 pub mod error;
@@ -16,7 +18,9 @@ pub mod messages;
 pub mod operator;
 pub mod runner;
 pub mod session;
+pub mod sink;
+pub mod worker;
 
-pub use error::{OperatorError, SessionError};
+pub use error::{OperatorError, SessionError, SinkError};
 pub use messages::{BeginEpisode, Decide, EpisodeEvent, StepEvent};
 pub use operator::{OperatorHandle, OperatorKind, OperatorRegistry};

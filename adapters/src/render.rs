@@ -42,12 +42,18 @@ impl Canvas {
         let x1 = (x + i64::from(w)).clamp(0, i64::from(self.width)) as usize;
         let y0 = y.clamp(0, i64::from(self.height)) as usize;
         let y1 = (y + i64::from(h)).clamp(0, i64::from(self.height)) as usize;
-        for row in y0..y1 {
-            let start = (row * self.width as usize + x0) * 3;
-            let end = (row * self.width as usize + x1) * 3;
-            for px in self.rgb[start..end].chunks_exact_mut(3) {
-                px.copy_from_slice(&colour);
-            }
+        if x0 == x1 || y0 == y1 {
+            return;
+        }
+        // Paint the first row pixel by pixel, then copy it down (memcpy per row).
+        let start = (y0 * self.width as usize + x0) * 3;
+        let end = (y0 * self.width as usize + x1) * 3;
+        for px in self.rgb[start..end].chunks_exact_mut(3) {
+            px.copy_from_slice(&colour);
+        }
+        for row in y0 + 1..y1 {
+            self.rgb
+                .copy_within(start..end, (row * self.width as usize + x0) * 3);
         }
     }
 

@@ -233,7 +233,7 @@ impl ExperimentSpec {
 /// misspelt setting is an error naming it.
 ///
 /// ```
-/// #[derive(serde::Deserialize)]
+/// #[derive(Debug, serde::Deserialize)]
 /// #[serde(deny_unknown_fields)]
 /// struct Soccer { #[serde(default)] view_size: u32 }
 /// let mut s = mosaic_core::Settings::new();

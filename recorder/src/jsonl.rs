@@ -104,15 +104,80 @@ impl JsonlWriter {
             .map_err(|e| RecorderError::io(&self.path, e))
     }
 
+    /// Appends bytes that are already whole lines (each ending in a newline).
+    pub fn append_lines(&mut self, lines: &[u8]) -> Result<()> {
+        self.out
+            .write_all(lines)
+            .map_err(|e| RecorderError::io(&self.path, e))
+    }
+
+    /// Hands buffered lines to the operating system (they survive a crash of mosaic).
+    pub fn flush(&mut self) -> Result<()> {
+        self.out
+            .flush()
+            .map_err(|e| RecorderError::io(&self.path, e))
+    }
+
     /// Hands buffered lines to the operating system and, for [`Durability::Sync`], waits
     /// until they are on the disk.
     pub fn commit(&mut self, durability: Durability) -> Result<()> {
-        let io = |e| RecorderError::io(&self.path, e);
-        self.out.flush().map_err(io)?;
+        self.flush()?;
         if durability == Durability::Sync {
-            self.out.get_ref().sync_data().map_err(io)?;
+            self.sync_handle()?.wait()?;
         }
         Ok(())
+    }
+
+    /// A handle that syncs what has been flushed so far, for syncing on another thread.
+    pub fn sync_handle(&self) -> Result<PendingSync> {
+        let file = self
+            .out
+            .get_ref()
+            .try_clone()
+            .map_err(|e| RecorderError::io(&self.path, e))?;
+        Ok(PendingSync {
+            files: vec![(self.path.clone(), file)],
+        })
+    }
+}
+
+/// Files to sync: lets the slow part of a commit run on another thread.
+#[derive(Debug, Default)]
+pub struct PendingSync {
+    files: Vec<(PathBuf, File)>,
+}
+
+impl PendingSync {
+    /// Adds the files of `other`.
+    pub fn and(mut self, other: PendingSync) -> Self {
+        self.files.extend(other.files);
+        self
+    }
+
+    /// Waits until the files are on the disk. Several files are synced concurrently:
+    /// the file system can then commit them together.
+    pub fn wait(self) -> Result<()> {
+        let sync = |(path, file): &(PathBuf, File)| {
+            file.sync_data().map_err(|e| RecorderError::io(path, e))
+        };
+        match self.files.split_first() {
+            None => Ok(()),
+            Some((first, [])) => sync(first),
+            Some((first, rest)) => std::thread::scope(|scope| {
+                let others: Vec<_> = rest.iter().map(|f| scope.spawn(move || sync(f))).collect();
+                let mut result = sync(first);
+                for other in others {
+                    let joined = other.join().unwrap_or_else(|_| {
+                        Err(RecorderError::io(
+                            &first.0,
+                            std::io::Error::other("sync thread failed"),
+                        ))
+                    });
+                    result = result.and(joined);
+                }
+                result
+            }),
+        }
     }
 }
 

@@ -4,7 +4,7 @@ use crate::error::{RecorderError, Result};
 use crate::jsonl::{Durability, JsonlReader, JsonlWriter, TornTail};
 use crate::schema::{Record, readable};
 use crate::store::{RunStore, Unit};
-use crate::writer::JsonlRunWriter;
+use crate::writer::RunWriter;
 use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -157,7 +157,8 @@ impl RunDir {
         self.manifest.experiment.operators.len() * self.manifest.experiment.episodes as usize
     }
 
-    /// Opens the store (exclusively).
+    /// Opens the store (exclusively), first bringing it up to date with the JSON-lines log
+    /// if a crash left it behind (see [`RunDir::catch_up`]).
     pub fn store(&self) -> Result<RunStore> {
         let store = RunStore::open(&self.store_path())?;
         if store.manifest().run_id != self.manifest.run_id {
@@ -170,15 +171,80 @@ impl RunDir {
                 ),
             });
         }
+        self.catch_up(&store)?;
         Ok(store)
     }
 
-    /// Writers for `steps.jsonl` and `episodes.jsonl` (appending; a torn tail left by a
-    /// crash is cut off).
-    pub fn jsonl_writer(&self, durability: Durability) -> Result<JsonlRunWriter> {
-        Ok(JsonlRunWriter::new(
+    /// Imports into `store` the units that are complete in the JSON-lines log but not in
+    /// the store's index (the store is synced lazily; a crash can leave it behind the log).
+    /// A unit is complete in the log when it has an episode line and step lines for every
+    /// one of the episode's steps. Returns the units imported.
+    pub fn catch_up(&self, store: &RunStore) -> Result<Vec<Unit>> {
+        let mut missing: BTreeMap<Unit, EpisodeRecord> = BTreeMap::new();
+        let mut lines = self.episode_lines()?;
+        for record in lines.by_ref() {
+            let record = record?;
+            let unit = Unit::new(record.operator_id.clone(), record.episode_index);
+            if !store.is_complete(&unit)? {
+                missing.insert(unit, record);
+            }
+        }
+        if missing.is_empty() {
+            return Ok(Vec::new());
+        }
+        for unit in missing.keys() {
+            store.discard(unit)?;
+        }
+        let mut wanted = CompleteSet::default();
+        for unit in missing.keys() {
+            wanted.insert(&unit.operator_id, unit.episode_index);
+        }
+        // Distinct steps seen per unit, to check that every step is there.
+        let mut steps_seen: HashMap<(String, u32), (u32, Option<u32>)> = HashMap::new();
+        let mut writer = store.writer();
+        for_each_line(&self.steps_path(), |number, line| {
+            let probe: StepProbe =
+                serde_json::from_slice(line).map_err(|e| RecorderError::Malformed {
+                    path: self.steps_path(),
+                    line: number,
+                    message: e.to_string(),
+                })?;
+            if !wanted.contains(&probe.operator_id, probe.episode_index) {
+                return Ok(());
+            }
+            let key = writer.unit_key(&probe.run_id, &probe.operator_id, probe.episode_index)?;
+            writer.append_line(key, probe.step_index, line)?;
+            let seen = steps_seen
+                .entry((probe.operator_id, probe.episode_index))
+                .or_default();
+            if seen.1 != Some(probe.step_index) {
+                seen.0 += 1;
+                seen.1 = Some(probe.step_index);
+            }
+            Ok(())
+        })?;
+        let mut imported = Vec::new();
+        for (unit, record) in missing {
+            let seen = steps_seen
+                .get(&(unit.operator_id.clone(), unit.episode_index))
+                .map_or(0, |s| s.0);
+            writer.write_episode(&record, None)?;
+            if seen == record.steps {
+                writer.mark_complete(&record)?;
+                imported.push(unit);
+            }
+        }
+        store.flush()?;
+        Ok(imported)
+    }
+
+    /// The writer of this run's records (appending to the JSON-lines files after cutting
+    /// off a torn tail left by a crash).
+    pub fn writer(&self, store: &RunStore, durability: Durability) -> Result<RunWriter> {
+        Ok(RunWriter::new(
             JsonlWriter::open(&self.steps_path())?,
             JsonlWriter::open(&self.episodes_path())?,
+            store.writer(),
             durability,
         ))
     }
@@ -196,9 +262,14 @@ impl RunDir {
     /// Status and progress. Works while another process writes the run: its store is then
     /// locked, and the episode records in `episodes.jsonl` are counted instead.
     pub fn summary(&self) -> Result<RunSummary> {
+        self.summary_with(&self.records()?)
+    }
+
+    /// Status and progress from records already opened with [`RunDir::records`].
+    pub fn summary_with(&self, records: &Records) -> Result<RunSummary> {
         let planned = self.planned();
-        let (status, done) = match self.store() {
-            Ok(store) => {
+        let (status, done) = match records {
+            Records::Store(store) => {
                 let done = store.completed_count();
                 let status = if done >= planned {
                     RunStatus::Complete
@@ -207,16 +278,13 @@ impl RunDir {
                 };
                 (status, done)
             }
-            Err(RecorderError::StoreLocked { .. }) => {
-                let mut units = std::collections::BTreeSet::new();
-                let mut lines = self.episode_lines()?;
-                for record in lines.by_ref() {
-                    let record = record?;
-                    units.insert(Unit::new(record.operator_id, record.episode_index));
-                }
+            Records::Live { episodes, .. } => {
+                let units: std::collections::BTreeSet<(&str, u32)> = episodes
+                    .iter()
+                    .map(|e| (e.operator_id.as_str(), e.episode_index))
+                    .collect();
                 (RunStatus::Running, units.len())
             }
-            Err(e) => return Err(e),
         };
         Ok(RunSummary {
             path: self.path.clone(),
@@ -361,10 +429,15 @@ impl CompleteSet {
     }
 }
 
+/// The identifying fields of a record line.
 #[derive(serde::Deserialize)]
-struct UnitProbe {
+struct StepProbe {
+    #[serde(default)]
+    run_id: String,
     operator_id: String,
     episode_index: u32,
+    #[serde(default)]
+    step_index: u32,
 }
 
 /// Rewrites the JSON-lines file at `path` keeping only the lines of complete units (byte
@@ -372,43 +445,26 @@ struct UnitProbe {
 /// left untouched when nothing is dropped.
 fn rewrite_keeping(path: &Path, complete: &CompleteSet) -> Result<u64> {
     let io = |p: &Path, e| RecorderError::io(p, e);
-    let input = File::open(path).map_err(|e| io(path, e))?;
-    let mut input = BufReader::with_capacity(256 * 1024, input);
     let tmp = path.with_extension("jsonl.rewrite");
     let mut output =
         BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| io(&tmp, e))?);
     let mut dropped = 0;
-    let mut line = Vec::new();
-    let mut number = 0u64;
-    loop {
-        line.clear();
-        let n = input
-            .read_until(b'\n', &mut line)
-            .map_err(|e| io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        number += 1;
-        if line.last() != Some(&b'\n') {
-            // An unterminated last line belongs to no complete unit: complete units are
-            // durable up to their episode record's newline.
-            dropped += 1;
-            break;
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let probe: UnitProbe =
-            serde_json::from_slice(&line).map_err(|e| RecorderError::Malformed {
+    let torn = for_each_line(path, |number, line| {
+        let probe: StepProbe =
+            serde_json::from_slice(line).map_err(|e| RecorderError::Malformed {
                 path: path.to_owned(),
                 line: number,
                 message: e.to_string(),
             })?;
         if complete.contains(&probe.operator_id, probe.episode_index) {
-            output.write_all(&line).map_err(|e| io(&tmp, e))?;
+            output.write_all(line).map_err(|e| io(&tmp, e))?;
         } else {
             dropped += 1;
         }
+        Ok(())
+    })?;
+    if torn {
+        dropped += 1;
     }
     if dropped == 0 {
         drop(output);
@@ -420,6 +476,33 @@ fn rewrite_keeping(path: &Path, complete: &CompleteSet) -> Result<u64> {
     fs::rename(&tmp, path).map_err(|e| io(path, e))?;
     sync_parent(path)?;
     Ok(dropped)
+}
+
+/// Calls `each` with the number and bytes (newline included) of every non-blank,
+/// newline-terminated line of `path`. Returns whether the file ends in an unterminated
+/// (torn) line, which is not passed on: no complete unit has records there, since units
+/// are complete only up to their episode line's newline.
+fn for_each_line(path: &Path, mut each: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<bool> {
+    let input = File::open(path).map_err(|e| RecorderError::io(path, e))?;
+    let mut input = BufReader::with_capacity(256 * 1024, input);
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    loop {
+        line.clear();
+        let n = input
+            .read_until(b'\n', &mut line)
+            .map_err(|e| RecorderError::io(path, e))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        number += 1;
+        if line.last() != Some(&b'\n') {
+            return Ok(true);
+        }
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            each(number, &line)?;
+        }
+    }
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either the old or the new file.
@@ -500,9 +583,7 @@ impl Records {
     ) -> Result<Option<TornTail>> {
         match self {
             Records::Store(store) => {
-                for record in store.complete_steps() {
-                    each(&record?)?;
-                }
+                store.for_each_complete_step(|record| each(&record))?;
                 Ok(None)
             }
             Records::Live {
@@ -554,26 +635,22 @@ mod tests {
     use super::*;
     use crate::store::Checkpoint;
     use crate::synthetic::{self, SyntheticEpisode};
-    use crate::writer::RecordWriter;
 
-    /// Writes `episodes` through both writers; the last `partial` ones lose their roll-up
-    /// (as if killed mid-episode).
+    /// Writes `episodes`; the last `partial` ones lose their roll-up (as if killed
+    /// mid-episode).
     fn write(run: &RunDir, store: &RunStore, episodes: &[SyntheticEpisode], partial: usize) {
-        let mut jsonl = run.jsonl_writer(Durability::Flush).unwrap();
-        let mut db = store.writer();
+        let mut writer = run.writer(store, Durability::Flush).unwrap();
         for (i, episode) in episodes.iter().enumerate() {
             for step in &episode.steps {
-                jsonl.write_step(step).unwrap();
-                db.write_step(step).unwrap();
+                writer.write_step(step).unwrap();
             }
             if i + partial < episodes.len() {
-                jsonl.write_episode(&episode.record).unwrap();
-                db.write_episode(&episode.record).unwrap();
-                db.mark_complete(&episode.record).unwrap();
+                writer.write_episode(&episode.record).unwrap();
+                writer.commit().unwrap();
+                writer.mark_complete(&episode.record).unwrap();
             }
         }
-        jsonl.close().unwrap();
-        db.close().unwrap();
+        writer.close().unwrap();
     }
 
     #[test]
@@ -607,8 +684,10 @@ mod tests {
             Some(&expected.record)
         );
         assert_eq!(store.step(&unit, 5).unwrap(), expected.steps[5]);
-        let all: Vec<_> = store.steps_of(&unit).unwrap().map(Result::unwrap).collect();
-        assert_eq!(all, expected.steps.concat());
+        assert_eq!(store.steps_of(&unit).unwrap(), expected.steps.concat());
+        assert_eq!(store.step(&unit, 0).unwrap(), expected.steps[0]);
+        assert_eq!(store.step(&unit, 6).unwrap(), expected.steps[6]);
+        assert!(store.step(&unit, 7).unwrap().is_empty());
         assert_eq!(
             store
                 .completion(&unit)
@@ -682,6 +761,45 @@ mod tests {
             .lines()
             .count();
         assert_eq!(lines, 4 * 12);
+    }
+
+    #[test]
+    fn a_store_left_behind_by_a_crash_catches_up_from_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("r6", &["a", "b"], 3, 5);
+        let episodes = synthetic::run_episodes(&manifest, 5, 2);
+        let written = dir.path().join("written");
+        {
+            let (run, store) = RunDir::create(&written, &manifest).unwrap();
+            write(&run, &store, &episodes, 0);
+        }
+        // The log of a run whose store missed everything: a fresh store, the same files,
+        // except that unit b/2 lost one step line (so it is not complete).
+        let crashed = dir.path().join("crashed");
+        drop(RunDir::create(&crashed, &manifest).unwrap());
+        fs::copy(written.join(EPISODES_FILE), crashed.join(EPISODES_FILE)).unwrap();
+        let steps = fs::read_to_string(written.join(STEPS_FILE)).unwrap();
+        let kept: String = steps
+            .lines()
+            .filter(|l| {
+                !(l.contains("\"b\"") && l.contains("ep000002") && l.contains("\"step_index\":3,"))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(kept.lines().count(), steps.lines().count() - 2);
+        fs::write(crashed.join(STEPS_FILE), kept).unwrap();
+
+        let run = RunDir::open(&crashed).unwrap();
+        let store = run.store().unwrap();
+        assert_eq!(store.completed_count(), 5);
+        assert_eq!(store.remaining_units().unwrap(), vec![Unit::new("b", 2)]);
+        assert_eq!(
+            store.steps_of(&Unit::new("a", 1)).unwrap(),
+            episodes[1].steps.concat()
+        );
+        assert_eq!(run.catch_up(&store).unwrap(), Vec::<Unit>::new());
+        run.discard_incomplete(&store).unwrap();
+        assert_eq!(run.check_consistency(&store).unwrap(), Vec::<String>::new());
     }
 
     #[test]

@@ -9,18 +9,17 @@
 //! | `runs`        | run id                                     | the [`RunManifest`] (JSON)              |
 //! | `operators`   | `o`                                        | the operator's spec (JSON)              |
 //! | `episodes`    | `o` · episode index u32                     | the [`EpisodeRecord`] (JSON)            |
-//! | `steps`       | `o` · episode u32 · step u32 · agent u16    | the [`StepRecord`] (JSON)               |
+//! | `steps`       | `o` · episode u32 · first step u32          | a chunk: the [`StepRecord`]s of up to 64 steps, one JSON line each, in step then agent order |
 //! | `checkpoints` | `o` · episode u32 · agent id bytes          | step u32 · operator state bytes         |
 //! | `units`       | `o` · episode u32                          | [`UnitDone`] (JSON): the completion index |
 //!
-//! The agent part of a step key is the record's position among the records of its step
-//! (environment agent order). A unit (operator × episode) is in `units` only once every
-//! record of it is durable in the store *and* in the JSON-lines files; records of units not
-//! in `units` belong to episodes cut short by a crash and are dropped by
-//! [`crate::RunDir::discard_incomplete`].
+//! The lines of a chunk are the very bytes of `steps.jsonl`. A unit (operator × episode) is in `units` only once every
+//! record of it is durable in the JSON-lines files, which are the run's durable log: the
+//! store is not synced per episode, and opening it with [`crate::RunDir::store`] first
+//! replays complete units it lacks after a crash. Records of units not in `units` belong to
+//! episodes cut short and are dropped by [`crate::RunDir::discard_incomplete`].
 
 use crate::error::{RecorderError, Result};
-use crate::writer::RecordWriter;
 use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -110,14 +109,6 @@ fn unit_key(operator: u16, episode_index: u32) -> [u8; 6] {
     let mut key = [0; 6];
     key[..2].copy_from_slice(&operator.to_be_bytes());
     key[2..].copy_from_slice(&episode_index.to_be_bytes());
-    key
-}
-
-fn step_key(unit: [u8; 6], step_index: u32, agent: u16) -> [u8; 12] {
-    let mut key = [0; 12];
-    key[..6].copy_from_slice(&unit);
-    key[6..10].copy_from_slice(&step_index.to_be_bytes());
-    key[10..].copy_from_slice(&agent.to_be_bytes());
     key
 }
 
@@ -366,43 +357,71 @@ impl RunStore {
     }
 
     /// Every step record of `unit`, in step then agent order.
-    pub fn steps_of(&self, unit: &Unit) -> Result<impl Iterator<Item = Result<StepRecord>> + '_> {
+    pub fn steps_of(&self, unit: &Unit) -> Result<Vec<StepRecord>> {
         let prefix = self.key_of(unit)?;
-        Ok(self.decode_steps(self.steps.scan_prefix(prefix)))
+        let mut records = Vec::new();
+        for chunk in self.steps.scan_prefix(prefix).values() {
+            self.decode_chunk(&chunk.map_err(self.err())?, |r| {
+                records.push(r);
+                Ok(())
+            })?;
+        }
+        Ok(records)
     }
 
     /// The records of one step of `unit` (one per agent alive at its start).
     pub fn step(&self, unit: &Unit, step_index: u32) -> Result<Vec<StepRecord>> {
-        let mut prefix = [0; 10];
-        prefix[..6].copy_from_slice(&self.key_of(unit)?);
-        prefix[6..].copy_from_slice(&step_index.to_be_bytes());
-        self.decode_steps(self.steps.scan_prefix(prefix)).collect()
+        let prefix = self.key_of(unit)?;
+        let mut records = Vec::new();
+        let chunk = self
+            .steps
+            .range(chunk_key(prefix, 0)..=chunk_key(prefix, step_index))
+            .next_back()
+            .transpose()
+            .map_err(self.err())?;
+        if let Some((_, chunk)) = chunk {
+            self.decode_chunk(&chunk, |r| {
+                if r.step_index == step_index {
+                    records.push(r);
+                }
+                Ok(())
+            })?;
+        }
+        Ok(records)
     }
 
-    /// Every step record of every complete unit, in operator, episode, step, agent order.
-    pub fn complete_steps(&self) -> impl Iterator<Item = Result<StepRecord>> + '_ {
-        self.units.iter().keys().flat_map(move |key| {
-            let records: Box<dyn Iterator<Item = Result<StepRecord>>> = match key {
-                Ok(key) => Box::new(self.decode_steps(self.steps.scan_prefix(key))),
-                Err(e) => Box::new(std::iter::once(Err(store_error(&self.path, e)))),
-            };
-            records
-        })
+    /// Calls `each` with every step record of every complete unit, in operator, episode,
+    /// step, agent order.
+    pub fn for_each_complete_step(
+        &self,
+        mut each: impl FnMut(StepRecord) -> Result<()>,
+    ) -> Result<()> {
+        for key in self.units.iter().keys() {
+            let key = key.map_err(self.err())?;
+            for chunk in self.steps.scan_prefix(&key).values() {
+                self.decode_chunk(&chunk.map_err(self.err())?, &mut each)?;
+            }
+        }
+        Ok(())
     }
 
-    fn decode_steps(&self, iter: sled::Iter) -> impl Iterator<Item = Result<StepRecord>> + '_ {
-        iter.values().map(move |value| {
-            let value = value.map_err(self.err())?;
-            self.decode("step record", &value)
-        })
+    fn decode_chunk(
+        &self,
+        chunk: &[u8],
+        mut each: impl FnMut(StepRecord) -> Result<()>,
+    ) -> Result<()> {
+        for line in chunk.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            each(self.decode("step record", line)?)?;
+        }
+        Ok(())
     }
 
     /// How many step records the store holds for `unit`.
     pub fn step_record_count(&self, unit: &Unit) -> Result<u64> {
         let mut count = 0;
-        for key in self.steps.scan_prefix(self.key_of(unit)?).keys() {
-            key.map_err(self.err())?;
-            count += 1;
+        for chunk in self.steps.scan_prefix(self.key_of(unit)?).values() {
+            let chunk = chunk.map_err(self.err())?;
+            count += chunk.iter().filter(|b| **b == b'\n').count() as u64;
         }
         Ok(count)
     }
@@ -450,11 +469,10 @@ impl RunStore {
     /// Returns how many step records were removed.
     pub fn discard(&self, unit: &Unit) -> Result<u64> {
         let prefix = self.key_of(unit)?;
+        let removed = self.step_record_count(unit)?;
         let mut batch = sled::Batch::default();
-        let mut removed = 0;
         for key in self.steps.scan_prefix(prefix).keys() {
             batch.remove(key.map_err(self.err())?);
-            removed += 1;
         }
         self.steps.apply_batch(batch).map_err(self.err())?;
         let mut batch = sled::Batch::default();
@@ -501,9 +519,8 @@ impl RunStore {
     pub fn writer(&self) -> StoreWriter {
         StoreWriter {
             store: self.clone(),
-            batch: sled::Batch::default(),
-            pending: 0,
             open: Vec::new(),
+            line: Vec::new(),
         }
     }
 }
@@ -529,30 +546,50 @@ fn is_locked(db_file: &Path) -> Result<bool> {
     }
 }
 
-/// Step records buffered before they are handed to the database.
-const BATCH_RECORDS: usize = 4096;
+/// Steps per chunk of step records.
+const CHUNK_STEPS: u32 = 64;
+/// Bytes after which a chunk is sealed at the next step, whatever its steps.
+const CHUNK_BYTES: usize = 256 * 1024;
 
-/// Writes records into a [`RunStore`] in batches.
+/// The step records of one unit not yet handed to the database.
+#[derive(Debug)]
+struct OpenChunk {
+    unit: [u8; 6],
+    first_step: u32,
+    last_step: u32,
+    steps: u32,
+    lines: Vec<u8>,
+    /// Step records of the unit so far (all chunks).
+    records: u64,
+}
+
+/// Writes records into a [`RunStore`].
 ///
-/// Step records are applied every few thousand records; [`StoreWriter::write_episode`]
-/// applies the rest with the roll-up and makes them durable; [`StoreWriter::mark_complete`]
-/// then enters the unit in the completion index (durable with the next flush; a mark lost
-/// in a crash only means the unit is run again).
+/// Step records (serialised lines) are gathered per unit into chunks of up to 64 steps,
+/// each stored under (unit, first step); [`StoreWriter::write_episode`] stores the rest
+/// with the roll-up; [`StoreWriter::mark_complete`] enters the unit in the completion index.
+/// The writer does not sync: the run's JSON-lines files are the durable log, and
+/// [`crate::RunDir::store`] replays complete units the store lacks after a crash.
 pub struct StoreWriter {
     store: RunStore,
-    batch: sled::Batch,
-    pending: usize,
-    /// Step records written per open unit: (unit key, count).
-    open: Vec<([u8; 6], u64)>,
+    open: Vec<OpenChunk>,
+    line: Vec<u8>,
 }
 
 impl fmt::Debug for StoreWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StoreWriter")
             .field("store", &self.store)
-            .field("pending", &self.pending)
+            .field("open_units", &self.open.len())
             .finish_non_exhaustive()
     }
+}
+
+fn chunk_key(unit: [u8; 6], first_step: u32) -> [u8; 10] {
+    let mut key = [0; 10];
+    key[..6].copy_from_slice(&unit);
+    key[6..].copy_from_slice(&first_step.to_be_bytes());
+    key
 }
 
 impl StoreWriter {
@@ -574,15 +611,74 @@ impl StoreWriter {
         })
     }
 
-    fn open_count(&mut self, unit: [u8; 6]) -> &mut u64 {
-        let index = match self.open.iter().position(|(key, _)| *key == unit) {
+    /// The key of the unit of a record, checking that it belongs to this run.
+    pub(crate) fn unit_key(
+        &self,
+        run_id: &str,
+        operator_id: &str,
+        episode_index: u32,
+    ) -> Result<[u8; 6]> {
+        self.check_run(run_id)?;
+        Ok(unit_key(self.store.ordinal(operator_id)?, episode_index))
+    }
+
+    /// Adds one serialised step record (a JSON line ending in a newline) of `unit` at
+    /// `step_index`. Records must come in step order per unit.
+    pub(crate) fn append_line(
+        &mut self,
+        unit: [u8; 6],
+        step_index: u32,
+        line: &[u8],
+    ) -> Result<()> {
+        let index = match self.open.iter().position(|c| c.unit == unit) {
             Some(index) => index,
             None => {
-                self.open.push((unit, 0));
+                self.open.push(OpenChunk {
+                    unit,
+                    first_step: step_index,
+                    last_step: step_index,
+                    steps: 0,
+                    lines: Vec::new(),
+                    records: 0,
+                });
                 self.open.len() - 1
             }
         };
-        &mut self.open[index].1
+        let new_step = self.open[index].steps == 0 || self.open[index].last_step != step_index;
+        if new_step
+            && (self.open[index].steps >= CHUNK_STEPS
+                || self.open[index].lines.len() >= CHUNK_BYTES)
+        {
+            self.seal(index)?;
+        }
+        let chunk = &mut self.open[index];
+        if chunk.lines.is_empty() {
+            chunk.first_step = step_index;
+            chunk.steps = 0;
+        }
+        if new_step || chunk.steps == 0 {
+            chunk.steps += 1;
+            chunk.last_step = step_index;
+        }
+        chunk.lines.extend_from_slice(line);
+        chunk.records += 1;
+        Ok(())
+    }
+
+    /// Hands the open chunk at `index` to the database.
+    fn seal(&mut self, index: usize) -> Result<()> {
+        let chunk = &mut self.open[index];
+        if chunk.lines.is_empty() {
+            return Ok(());
+        }
+        let key = chunk_key(chunk.unit, chunk.first_step);
+        let lines = std::mem::take(&mut chunk.lines);
+        chunk.steps = 0;
+        self.store
+            .steps
+            .insert(key, lines)
+            .map_err(self.store.err())?;
+        Ok(())
     }
 
     /// Adds the records of one step (one per agent, in agent order).
@@ -590,68 +686,46 @@ impl StoreWriter {
         let Some(first) = records.first() else {
             return Ok(());
         };
-        self.check_run(&first.run_id)?;
-        let unit = unit_key(self.store.ordinal(&first.operator_id)?, first.episode_index);
-        for (agent, record) in records.iter().enumerate() {
-            if record.operator_id != first.operator_id
-                || record.episode_index != first.episode_index
-            {
-                return Err(RecorderError::Foreign {
-                    path: self.store.path.clone(),
-                    message: format!(
-                        "one step mixes records of {} and {}",
-                        first.episode_id, record.episode_id
-                    ),
-                });
-            }
-            let key = step_key(unit, record.step_index, agent as u16);
-            self.batch.insert(&key[..], serde_json::to_vec(record)?);
+        let unit = self.unit_key(&first.run_id, &first.operator_id, first.episode_index)?;
+        let mut line = std::mem::take(&mut self.line);
+        for record in records {
+            line.clear();
+            serde_json::to_writer(&mut line, record)?;
+            line.push(b'\n');
+            self.append_line(unit, record.step_index, &line)?;
         }
-        *self.open_count(unit) += records.len() as u64;
-        self.pending += records.len();
-        if self.pending >= BATCH_RECORDS {
-            self.apply()?;
-        }
+        self.line = line;
         Ok(())
     }
 
-    fn apply(&mut self) -> Result<()> {
-        if self.pending > 0 {
-            let batch = std::mem::take(&mut self.batch);
-            self.pending = 0;
-            self.store
-                .steps
-                .apply_batch(batch)
-                .map_err(self.store.err())?;
+    /// Stores the rest of the episode's step records and its roll-up (already serialised,
+    /// or serialised here when `serialised` is `None`).
+    pub fn write_episode(
+        &mut self,
+        record: &EpisodeRecord,
+        serialised: Option<&[u8]>,
+    ) -> Result<()> {
+        let unit = self.unit_key(&record.run_id, &record.operator_id, record.episode_index)?;
+        if let Some(index) = self.open.iter().position(|c| c.unit == unit) {
+            self.seal(index)?;
         }
-        Ok(())
-    }
-
-    /// Writes the roll-up and makes every record written so far durable. The store always
-    /// syncs (its own log is in the process's memory until then), whatever the durability.
-    pub fn write_episode(&mut self, record: &EpisodeRecord) -> Result<()> {
-        self.check_run(&record.run_id)?;
-        let key = unit_key(
-            self.store.ordinal(&record.operator_id)?,
-            record.episode_index,
-        );
-        self.apply()?;
+        let value = match serialised {
+            Some(bytes) => bytes.to_vec(),
+            None => serde_json::to_vec(record)?,
+        };
         self.store
             .episodes
-            .insert(key, serde_json::to_vec(record)?)
+            .insert(unit, value)
             .map_err(self.store.err())?;
-        self.store.flush()
+        Ok(())
     }
 
     /// Enters the unit of `record` in the completion index. Call only once the episode's
-    /// records are durable everywhere they are written.
+    /// records are durable in the run's log.
     pub fn mark_complete(&mut self, record: &EpisodeRecord) -> Result<()> {
-        let key = unit_key(
-            self.store.ordinal(&record.operator_id)?,
-            record.episode_index,
-        );
-        let step_records = match self.open.iter().position(|(k, _)| *k == key) {
-            Some(index) => self.open.swap_remove(index).1,
+        let unit = self.unit_key(&record.run_id, &record.operator_id, record.episode_index)?;
+        let step_records = match self.open.iter().position(|c| c.unit == unit) {
+            Some(index) => self.open.swap_remove(index).records,
             None => 0,
         };
         let done = UnitDone {
@@ -661,27 +735,17 @@ impl StoreWriter {
         };
         self.store
             .units
-            .insert(key, serde_json::to_vec(&done)?)
+            .insert(unit, serde_json::to_vec(&done)?)
             .map_err(self.store.err())?;
         Ok(())
     }
-}
 
-impl RecordWriter for StoreWriter {
-    fn write_step(&mut self, records: &[StepRecord]) -> Result<()> {
-        StoreWriter::write_step(self, records)
-    }
-
-    fn write_episode(&mut self, record: &EpisodeRecord) -> Result<()> {
-        StoreWriter::write_episode(self, record)
-    }
-
-    fn mark_complete(&mut self, record: &EpisodeRecord) -> Result<()> {
-        StoreWriter::mark_complete(self, record)
-    }
-
-    fn close(&mut self) -> Result<()> {
-        self.apply()?;
+    /// Stores the open chunks (of episodes that did not end) and makes everything written
+    /// so far durable in the store itself.
+    pub fn sync(&mut self) -> Result<()> {
+        for index in 0..self.open.len() {
+            self.seal(index)?;
+        }
         self.store.flush()
     }
 }

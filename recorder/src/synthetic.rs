@@ -257,6 +257,28 @@ pub fn run_episodes(manifest: &RunManifest, steps: u32, agents: usize) -> Vec<Sy
         .collect()
 }
 
+/// Creates the run directory of `manifest` at `path` and records every episode of it
+/// (`steps` steps of `agents` agents each) as a run would, durably, episode by episode.
+pub fn write_run(
+    path: &std::path::Path,
+    manifest: &RunManifest,
+    steps: u32,
+    agents: usize,
+) -> crate::Result<(crate::RunDir, crate::RunStore)> {
+    let (run, store) = crate::RunDir::create(path, manifest)?;
+    let mut writer = run.writer(&store, crate::Durability::Flush)?;
+    for episode in run_episodes(manifest, steps, agents) {
+        for step in &episode.steps {
+            writer.write_step(step)?;
+        }
+        writer.write_episode(&episode.record)?;
+        writer.commit()?;
+        writer.mark_complete(&episode.record)?;
+    }
+    writer.close()?;
+    Ok((run, store))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,67 +1,103 @@
-//! What a telemetry sink writes through: the [`RecordWriter`] trait, implemented by the
-//! JSON-lines files ([`JsonlRunWriter`]) and the store ([`crate::store::StoreWriter`]).
+//! [`RunWriter`]: writes a run's records into its JSON-lines files and its store,
+//! serialising each record once.
 
 use crate::error::Result;
-use crate::jsonl::{Durability, JsonlWriter};
+use crate::jsonl::{Durability, JsonlWriter, PendingSync};
+use crate::store::StoreWriter;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
 
-/// A destination of a run's records.
+/// Writes the records of a run.
 ///
-/// The protocol per episode: [`RecordWriter::write_step`] for every step, then
-/// [`RecordWriter::write_episode`] (after which every record of the episode is durable),
-/// then, once *every* destination has the episode durably,
-/// [`RecordWriter::mark_complete`].
-pub trait RecordWriter: Send + 'static {
-    /// Adds the records of one step (one per agent alive at its start, in agent order).
-    fn write_step(&mut self, records: &[StepRecord]) -> Result<()>;
-
-    /// Adds the roll-up and makes every record written so far durable.
-    fn write_episode(&mut self, record: &EpisodeRecord) -> Result<()>;
-
-    /// Marks the unit of `record` complete, where the destination keeps such marks.
-    fn mark_complete(&mut self, record: &EpisodeRecord) -> Result<()>;
-
-    /// Makes everything buffered durable (at the end of a run).
-    fn close(&mut self) -> Result<()>;
-}
-
-/// `steps.jsonl` and `episodes.jsonl` of a run directory.
+/// The protocol per episode: [`RunWriter::write_step`] for every step, then
+/// [`RunWriter::write_episode`], then a commit ([`RunWriter::commit`], or
+/// [`RunWriter::prepare_commit`] and [`PendingSync::wait`] on another thread) after which
+/// every record written so far is durable, then [`RunWriter::mark_complete`]. One commit
+/// may cover many episodes (group commit).
+///
+/// The JSON-lines files are the durable log: an episode line reaches the operating system
+/// only after every step line before it, and the store is brought up to date from them
+/// after a crash.
 #[derive(Debug)]
-pub struct JsonlRunWriter {
+pub struct RunWriter {
     steps: JsonlWriter,
     episodes: JsonlWriter,
+    store: StoreWriter,
     durability: Durability,
+    lines: Vec<u8>,
 }
 
-impl JsonlRunWriter {
-    /// Writes through the two files, committing each episode with `durability`.
-    pub fn new(steps: JsonlWriter, episodes: JsonlWriter, durability: Durability) -> Self {
+impl RunWriter {
+    /// Writes through the two files and the store, committing with `durability`.
+    pub fn new(
+        steps: JsonlWriter,
+        episodes: JsonlWriter,
+        store: StoreWriter,
+        durability: Durability,
+    ) -> Self {
         Self {
             steps,
             episodes,
+            store,
             durability,
+            lines: Vec::with_capacity(4096),
         }
     }
-}
 
-impl RecordWriter for JsonlRunWriter {
-    fn write_step(&mut self, records: &[StepRecord]) -> Result<()> {
-        records.iter().try_for_each(|r| self.steps.append(r))
+    /// Adds the records of one step (one per agent alive at its start, in agent order).
+    pub fn write_step(&mut self, records: &[StepRecord]) -> Result<()> {
+        let Some(first) = records.first() else {
+            return Ok(());
+        };
+        let unit = self
+            .store
+            .unit_key(&first.run_id, &first.operator_id, first.episode_index)?;
+        self.lines.clear();
+        for record in records {
+            let start = self.lines.len();
+            serde_json::to_writer(&mut self.lines, record)?;
+            self.lines.push(b'\n');
+            self.store
+                .append_line(unit, record.step_index, &self.lines[start..])?;
+        }
+        self.steps.append_lines(&self.lines)
     }
 
-    fn write_episode(&mut self, record: &EpisodeRecord) -> Result<()> {
-        // Steps first: an episode line in episodes.jsonl promises its steps are there.
-        self.steps.commit(self.durability)?;
-        self.episodes.append(record)?;
-        self.episodes.commit(self.durability)
+    /// Adds the roll-up of an episode (not yet durable: commit next).
+    pub fn write_episode(&mut self, record: &EpisodeRecord) -> Result<()> {
+        // The steps reach the operating system before the line that says they are all there.
+        self.steps.flush()?;
+        self.lines.clear();
+        serde_json::to_writer(&mut self.lines, record)?;
+        self.store.write_episode(record, Some(&self.lines))?;
+        self.lines.push(b'\n');
+        self.episodes.append_lines(&self.lines)
     }
 
-    fn mark_complete(&mut self, _record: &EpisodeRecord) -> Result<()> {
-        Ok(())
+    /// Hands everything written to the operating system; the returned sync makes it durable
+    /// (nothing to wait for with [`Durability::Flush`]).
+    pub fn prepare_commit(&mut self) -> Result<PendingSync> {
+        self.steps.flush()?;
+        self.episodes.flush()?;
+        match self.durability {
+            Durability::Flush => Ok(PendingSync::default()),
+            Durability::Sync => Ok(self.steps.sync_handle()?.and(self.episodes.sync_handle()?)),
+        }
     }
 
-    fn close(&mut self) -> Result<()> {
-        self.steps.commit(self.durability)?;
-        self.episodes.commit(self.durability)
+    /// Makes everything written so far durable.
+    pub fn commit(&mut self) -> Result<()> {
+        self.prepare_commit()?.wait()
+    }
+
+    /// Marks the unit of `record` complete in the store's index. Call only after a commit
+    /// that covered the episode.
+    pub fn mark_complete(&mut self, record: &EpisodeRecord) -> Result<()> {
+        self.store.mark_complete(record)
+    }
+
+    /// Commits and syncs the store (at the end of a run).
+    pub fn close(&mut self) -> Result<()> {
+        self.commit()?;
+        self.store.sync()
     }
 }

@@ -425,56 +425,39 @@
       el('tbody', {}, ...rows));
   }
 
-  const PALETTE = ['#7c3aed', '#2563eb', '#0d9488', '#ea580c', '#db2777', '#65a30d', '#0891b2', '#b45309'];
+  const formatNumber = (x, digits = 2) => (x == null ? '–' : Number(x).toFixed(digits));
 
-  function plotReturns(episodes) {
-    const series = new Map();
-    for (const e of episodes) {
-      for (const a of e.agents) {
-        const key = `${e.operator_id} / ${a.agent_id}`;
-        if (!series.has(key)) series.set(key, []);
-        series.get(key).push([e.episode_index, a.total_reward]);
+  /** One operator's section of the recorder's report. */
+  function operatorReport(op) {
+    const withLlm = op.groups.some((g) => g.llm);
+    const headers = [['group'], ['name'], ['who'], ['mean return', 1], ['95% CI', 1], ['W / D / L', 1]];
+    if (withLlm) headers.push(['parsed', 1], ['tokens in / out', 1], ['messages', 1]);
+    const rows = op.groups.map((g) => {
+      const ci = g.mean_return;
+      const paradigm = g.kind === 'agent' ? g.who.split('/')[0] : null;
+      const cells = [
+        el('td', { class: `group-${g.kind}`, text: g.kind }),
+        el('td', { class: 'mono' }, paradigm ? badge(paradigm) : null, paradigm ? ' ' : null, g.name),
+        el('td', { class: 'muted', text: g.who }),
+        el('td', { class: 'num', text: ci ? formatNumber(ci.mean, 3) : '–' }),
+        el('td', { class: 'num', text: ci ? `[${formatNumber(ci.low, 3)}, ${formatNumber(ci.high, 3)}]` : '–' }),
+        el('td', { class: 'num', text: `${g.outcomes.wins} / ${g.outcomes.draws} / ${g.outcomes.losses}` }),
+      ];
+      if (withLlm) {
+        const l = g.llm;
+        cells.push(
+          el('td', { class: 'num', text: l && l.parses ? `${((100 * l.parse_ok) / l.parses).toFixed(1)}%` : '–' }),
+          el('td', { class: 'num', text: l ? `${l.prompt_tokens} / ${l.completion_tokens}` : '–' }),
+          el('td', { class: 'num', text: l ? l.messages : '–' }));
       }
-    }
-    const all = [...series.values()].flat();
-    const plot = $('#run-plot');
-    if (!all.length) { plot.replaceChildren(el('p', { class: 'empty', text: 'No finished episodes yet.' })); return; }
-    const [W, H, P] = [640, 220, 32];
-    const xs = all.map((p) => p[0]);
-    const ys = all.map((p) => p[1]);
-    const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
-    let [y0, y1] = [Math.min(0, ...ys), Math.max(0, ...ys)];
-    if (y0 === y1) { y0 -= 1; y1 += 1; }
-    const sx = (x) => P + (x1 === x0 ? (W - 2 * P) / 2 : ((x - x0) / (x1 - x0)) * (W - 2 * P));
-    const sy = (y) => H - P - ((y - y0) / (y1 - y0)) * (H - 2 * P);
-    const ns = 'http://www.w3.org/2000/svg';
-    const svg = document.createElementNS(ns, 'svg');
-    const add = (tag, attrs, text) => {
-      const node = document.createElementNS(ns, tag);
-      for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-      if (text != null) node.textContent = text;
-      svg.append(node);
-      return node;
-    };
-    svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
-    svg.setAttribute('width', W);
-    svg.setAttribute('height', H);
-    add('line', { x1: P, x2: W - P, y1: sy(0), y2: sy(0), stroke: '#9ca3af', 'stroke-dasharray': '3 3' });
-    add('line', { x1: P, x2: P, y1: P / 2, y2: H - P, stroke: '#9ca3af' });
-    add('text', { x: 4, y: sy(y1) + 4, 'font-size': 10, fill: '#667085' }, formatReturn(y1));
-    add('text', { x: 4, y: sy(y0) + 4, 'font-size': 10, fill: '#667085' }, formatReturn(y0));
-    add('text', { x: W - P, y: H - 8, 'font-size': 10, fill: '#667085', 'text-anchor': 'end' }, 'episode');
-    const legend = el('div', { class: 'legend' });
-    [...series.entries()].forEach(([name, points], i) => {
-      const colour = PALETTE[i % PALETTE.length];
-      points.sort((a, b) => a[0] - b[0]);
-      add('polyline', { points: points.map(([x, y]) => `${sx(x)},${sy(y)}`).join(' '), fill: 'none', stroke: colour, 'stroke-width': 2 });
-      for (const [x, y] of points) add('circle', { cx: sx(x), cy: sy(y), r: 2.5, fill: colour });
-      const item = el('span', { text: name });
-      item.style.setProperty('--swatch', colour);
-      legend.append(item);
+      return el('tr', { 'data-group': `${g.kind}:${g.name}` }, ...cells);
     });
-    plot.replaceChildren(svg, legend);
+    const metrics = Object.entries(op.metrics || {});
+    return el('section', { class: 'operator-report', 'data-operator': op.operator_id },
+      el('h4', {}, el('span', { class: 'mono', text: op.operator_id }),
+        el('span', { class: 'muted', text: ` · ${op.env} · ${op.episodes} episodes${op.failed ? ` (${op.failed} failed)` : ''} · mean length ${formatNumber(op.mean_length, 1)} · ${formatNumber(op.steps_per_s, 0)} steps/s` })),
+      table(headers, rows),
+      metrics.length ? el('p', { class: 'metrics', text: `metrics: ${metrics.map(([k, v]) => `${k} ${formatNumber(v, 3)}`).join(', ')}` }) : null);
   }
 
   async function openRun(name) {
@@ -487,17 +470,9 @@
       $('#run-detail').dataset.run = name;
       $('#run-title').textContent = `${run.experiment.name} — ${run.run_id}`;
       $('#run-meta').textContent = `${run.status} · ${run.done} / ${run.planned} episodes · started ${new Date(run.started).toLocaleString()}`;
-      $('#run-table').replaceChildren(table(
-        [['operator'], ['agent'], ['paradigm'], ['kind'], ['episodes', 1], ['mean return', 1], ['sd', 1], ['W / D / L', 1], ['mean steps', 1], ['timeouts', 1], ['errors', 1]],
-        run.table.map((r) => el('tr', {},
-          el('td', { class: 'mono', text: r.operator_id }), el('td', { class: 'mono', text: r.agent_id }),
-          el('td', {}, badge(r.paradigm)), el('td', { text: r.kind }),
-          el('td', { class: 'num', text: r.episodes }), el('td', { class: 'num', text: r.mean_return.toFixed(3) }),
-          el('td', { class: 'num', text: r.sd_return.toFixed(3) }),
-          el('td', { class: 'num', text: `${r.wins} / ${r.draws} / ${r.losses}` }),
-          el('td', { class: 'num', text: r.mean_steps.toFixed(1) }),
-          el('td', { class: 'num', text: r.timeouts }), el('td', { class: 'num', text: r.errors })))));
-      plotReturns(run.episodes);
+      $('#run-report').replaceChildren(...run.report.operators.map(operatorReport));
+      $('#run-plots').replaceChildren(...['returns', 'distribution'].map((plot) =>
+        el('img', { class: 'plot', alt: `${plot} plot`, src: withToken(`/api/runs/${enc(name)}/plots/${plot}`) })));
       $('#run-episodes').replaceChildren(table(
         [['operator'], ['episode', 1], ['seed', 1], ['steps', 1], ['returns'], ['end'], ['']],
         run.episodes.map((e) => el('tr', { 'data-episode': `${e.operator_id}/${e.episode_index}` },

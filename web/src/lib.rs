@@ -57,8 +57,9 @@ pub struct ServeConfig {
     pub envs: EnvRegistry,
     /// The operator kinds the experiment can name; `human` is added by the server.
     pub kinds: OperatorRegistry,
-    /// Environments the runs browser may rebuild for replays of any recorded run. An
-    /// environment configured in the loaded experiment is always replayable.
+    /// Environments the runs browser may rebuild for replays of any recorded run; keep
+    /// environments that start programs out of it (a run directory's settings are not
+    /// vetted). An environment configured in the loaded experiment is always replayable.
     pub replay_envs: EnvRegistry,
     /// Where to listen.
     pub bind: SocketAddr,
@@ -70,11 +71,11 @@ pub struct ServeConfig {
 
 impl ServeConfig {
     /// No experiment, no runs directory, listening on [`DEFAULT_BIND`] without a token;
-    /// replays may rebuild the environments of `envs`.
+    /// replays may rebuild the in-process environments ([`EnvRegistry::in_process`]).
     pub fn new(envs: EnvRegistry, kinds: OperatorRegistry) -> Self {
         Self {
             experiment: None,
-            replay_envs: envs.clone(),
+            replay_envs: EnvRegistry::in_process(),
             envs,
             kinds,
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),

@@ -15,7 +15,8 @@
 //! | POST | `/api/live/pause` `{}` | Pause |
 //! | POST | `/api/live/choose` `{operator, agent, action}` | a human player's move |
 //! | GET | `/api/runs` | the recorded runs |
-//! | GET | `/api/runs/{run}` | a run's tables |
+//! | GET | `/api/runs/{run}` | a run's report and episodes |
+//! | GET | `/api/runs/{run}/plots/{returns,distribution}` | its plots (SVG) |
 //! | GET | `/api/runs/{run}/replay/{operator}/{episode}` | a replay's timeline |
 //! | GET | `/api/runs/{run}/replay/{operator}/{episode}/frames/{step}` | its frames (PNG) |
 
@@ -180,7 +181,8 @@ pub(crate) fn bind(
             .service(
                 web::scope("/api/runs")
                     .route("", web::get().to(runs_list))
-                    .route("/{run}", web::get().to(run_detail))
+                    .route("/{run}", web::get().to(run_report))
+                    .route("/{run}/plots/{plot}", web::get().to(run_plot))
                     .route("/{run}/replay/{operator}/{episode}", web::get().to(replay))
                     .route(
                         "/{run}/replay/{operator}/{episode}/frames/{step}",
@@ -359,10 +361,26 @@ async fn runs_list(state: Data<AppState>) -> Result<HttpResponse, ApiError> {
     Ok(no_store().json(list))
 }
 
-async fn run_detail(state: Data<AppState>, run: Path<String>) -> Result<HttpResponse, ApiError> {
+async fn run_report(state: Data<AppState>, run: Path<String>) -> Result<HttpResponse, ApiError> {
     let runs = state.runs.clone();
-    let detail = web::block(move || runs.detail(&run)).await??;
-    Ok(no_store().json(detail))
+    let report = web::block(move || runs.report(&run)).await??;
+    Ok(no_store().json(report.json()))
+}
+
+async fn run_plot(
+    state: Data<AppState>,
+    path: Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let runs = state.runs.clone();
+    let (run, plot) = path.into_inner();
+    let report = web::block(move || runs.report(&run)).await??;
+    let svg = report.plot(&plot).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no plot `{plot}` (returns, distribution)"),
+        )
+    })?;
+    Ok(no_store().content_type("image/svg+xml").body(svg.to_vec()))
 }
 
 async fn replay(

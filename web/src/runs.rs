@@ -1,29 +1,33 @@
-//! The runs browser: recorded runs, their tables, and frame-by-frame replays.
+//! The runs browser: recorded runs, their reports and plots, and frame-by-frame replays.
 //!
-//! A replay rebuilds the episode's environment from the run's `run.json` (environment
-//! name and settings), resets it with the episode's seed and applies the recorded actions
-//! step by step, rendering each step. Every step is checked against the record (who acts,
-//! the rewards), so a replay that shows frames is one that reproduces the run. Frames are
-//! PNG encoded once and kept for the last few replays.
+//! Reports and plots are the recorder's (`mosaic_recorder::report`, `plot`), built once
+//! per run state and kept. A replay rebuilds the episode's environment from the run's
+//! `run.json` (environment name and settings) and runs the recorder's replay check (seed,
+//! recorded actions, recorded rewards and terminations), rendering every step; a replay
+//! that shows frames is one that reproduces the run. Frames are PNG encoded once and kept
+//! for the last few replays.
 //!
 //! Only environments that run no outside code are rebuilt for an arbitrary run: those of
-//! the replay registry, plus any environment configured (same name and settings) in the
-//! loaded experiment.
+//! the replay registry (by default [`EnvRegistry::in_process`]), plus any environment
+//! configured (same name and settings) in the loaded experiment.
 
 use crate::ServeConfig;
 use mosaic_adapters::EnvRegistry;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
-use mosaic_core::{Action, EnvError, Environment, OperatorSpec, Paradigm, Settings, Transition};
+use mosaic_core::{Environment, OperatorSpec, Paradigm, Settings};
+use mosaic_recorder::replay::ReplayError;
 use mosaic_recorder::run_dir::MANIFEST_FILE;
-use mosaic_recorder::{RecorderError, Records, RunDir, Unit, list_runs};
+use mosaic_recorder::{RecorderError, Records, RunDir, RunStatus, Unit, list_runs, plot, report};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Replays kept in memory.
 const REPLAY_CACHE: usize = 8;
+/// Run reports (with their plots) kept in memory.
+const REPORT_CACHE: usize = 16;
 
 /// A runs-browser request failed.
 #[derive(Debug, thiserror::Error)]
@@ -63,13 +67,11 @@ pub(crate) enum RunsError {
         message: String,
     },
     /// Replaying the recorded actions did not reproduce the record.
-    #[error("the replay does not reproduce the record at step {step}: {message}")]
-    Diverged {
-        /// The step.
-        step: u32,
-        /// What differs.
-        message: String,
-    },
+    #[error("the replay does not reproduce the record: {0}")]
+    Replay(#[from] ReplayError),
+    /// The plots could not be drawn.
+    #[error("plots: {0}")]
+    Plot(String),
     /// The run could not be read.
     #[error(transparent)]
     Recorder(#[from] RecorderError),
@@ -83,9 +85,9 @@ impl RunsError {
                 404
             }
             RunsError::NotReplayable { .. } => 403,
-            RunsError::Diverged { .. } => 422,
+            RunsError::Replay(_) => 422,
             RunsError::Recorder(e) if e.is_bad_input() => 422,
-            RunsError::Env { .. } | RunsError::Recorder(_) => 500,
+            RunsError::Env { .. } | RunsError::Plot(_) | RunsError::Recorder(_) => 500,
         }
     }
 }
@@ -137,15 +139,69 @@ impl Replay {
 
 type ReplayKey = (PathBuf, String, u32);
 
+/// A run's report as the page gets it, with the recorder's plots.
+pub(crate) struct BuiltReport {
+    /// The run's state when the report was built: a run still being written gets a new
+    /// report once it has progressed.
+    stamp: (RunStatus, usize),
+    json: Value,
+    plots: BTreeMap<&'static str, Vec<u8>>,
+}
+
+impl BuiltReport {
+    /// The page's view: manifest, progress, report, episodes.
+    pub(crate) fn json(&self) -> &Value {
+        &self.json
+    }
+
+    /// The plot called `name` (`returns` or `distribution`), SVG.
+    pub(crate) fn plot(&self, name: &str) -> Option<&[u8]> {
+        self.plots.get(name).map(Vec::as_slice)
+    }
+}
+
+/// The plots the page shows, by name, with the recorder's file names.
+const PLOTS: [(&str, &str); 2] = [
+    ("returns", plot::RETURNS_FILE),
+    ("distribution", plot::DISTRIBUTION_FILE),
+];
+
 /// The runs browser's state.
 pub(crate) struct Runs {
     dir: Option<PathBuf>,
     replay_envs: EnvRegistry,
     experiment_envs: EnvRegistry,
     configured: Vec<(String, Settings)>,
-    cache: Mutex<VecDeque<(ReplayKey, Arc<Replay>)>>,
+    replays: Mutex<VecDeque<(ReplayKey, Arc<Replay>)>>,
+    reports: Mutex<VecDeque<(PathBuf, Arc<BuiltReport>)>>,
     /// Opening a run's store takes its lock: one reader at a time.
     reading: Mutex<()>,
+}
+
+/// Locks `mutex`; the data behind these locks (caches, nothing) is valid even after a
+/// panic elsewhere.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Looks `key` up in a small most-recent-last cache.
+fn cached<K: PartialEq, V: Clone>(cache: &Mutex<VecDeque<(K, V)>>, key: &K) -> Option<V> {
+    lock(cache)
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+}
+
+/// Puts `value` in a cache of `capacity` entries, replacing an entry for the same key.
+fn remember<K: PartialEq, V>(cache: &Mutex<VecDeque<(K, V)>>, capacity: usize, key: K, value: V) {
+    let mut cache = lock(cache);
+    cache.retain(|(k, _)| *k != key);
+    if cache.len() == capacity {
+        cache.pop_front();
+    }
+    cache.push_back((key, value));
 }
 
 impl Runs {
@@ -160,7 +216,8 @@ impl Runs {
                 .flat_map(|e| &e.operators)
                 .map(|o| (o.env.clone(), o.env_settings.clone()))
                 .collect(),
-            cache: Mutex::new(VecDeque::new()),
+            replays: Mutex::new(VecDeque::new()),
+            reports: Mutex::new(VecDeque::new()),
             reading: Mutex::new(()),
         }
     }
@@ -169,16 +226,10 @@ impl Runs {
         self.dir.as_deref().ok_or(RunsError::NoDirectory)
     }
 
-    fn read_lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.reading
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// Every run of the directory, oldest first; unreadable ones with their error.
     pub(crate) fn list(&self) -> Result<Value, RunsError> {
         let dir = self.dir()?;
-        let _reading = self.read_lock();
+        let _reading = lock(&self.reading);
         let runs: Vec<Value> = list_runs(dir)?
             .into_iter()
             .map(|run| match run {
@@ -201,10 +252,7 @@ impl Runs {
     /// itself when it is a run). Nothing outside the runs directory can be named.
     fn resolve(&self, name: &str) -> Result<RunDir, RunsError> {
         let dir = self.dir()?;
-        let plain = !name.is_empty()
-            && !name.starts_with('.')
-            && !name.contains(['/', '\\'])
-            && name != "..";
+        let plain = !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\']);
         if !plain {
             return Err(RunsError::NoSuchRun(name.to_owned()));
         }
@@ -218,34 +266,47 @@ impl Runs {
         Ok(RunDir::open(&path)?)
     }
 
-    /// A run's manifest, progress, episodes and per-agent table.
-    pub(crate) fn detail(&self, name: &str) -> Result<Value, RunsError> {
+    /// The report of run `name`: built by the recorder, plots included; rebuilt when the
+    /// run has progressed since.
+    pub(crate) fn report(&self, name: &str) -> Result<Arc<BuiltReport>, RunsError> {
         let run = self.resolve(name)?;
-        let (summary, episodes) = {
-            let _reading = self.read_lock();
-            let summary = run.summary()?;
-            let episodes = run.records()?.episodes()?;
-            (summary, episodes)
-        };
+        let _reading = lock(&self.reading);
+        let records = run.records()?;
+        let summary = run.summary_with(&records)?;
+        let stamp = (summary.status, summary.done);
+        if let Some(hit) = cached(&self.reports, &run.path().to_owned())
+            && hit.stamp == stamp
+        {
+            return Ok(hit);
+        }
+        let report = report::build(&run, &records)?;
+        let episodes = records.episodes()?;
+        drop(records);
+        let plots = draw_plots(&report)?;
         let manifest = run.manifest();
-        let order: Vec<&str> = manifest
-            .experiment
-            .operators
-            .iter()
-            .map(|o| o.id.as_str())
-            .collect();
-        Ok(json!({
-            "name": name,
-            "run_id": manifest.run_id,
-            "experiment": manifest.experiment,
-            "versions": manifest.versions,
-            "status": summary.status,
-            "done": summary.done,
-            "planned": summary.planned,
-            "started": summary.started,
-            "table": agent_table(&order, &episodes),
-            "episodes": episodes,
-        }))
+        let built = Arc::new(BuiltReport {
+            stamp,
+            json: json!({
+                "name": name,
+                "run_id": manifest.run_id,
+                "experiment": manifest.experiment,
+                "versions": manifest.versions,
+                "status": summary.status,
+                "done": summary.done,
+                "planned": summary.planned,
+                "started": summary.started,
+                "report": report,
+                "episodes": episodes,
+            }),
+            plots,
+        });
+        remember(
+            &self.reports,
+            REPORT_CACHE,
+            run.path().to_owned(),
+            built.clone(),
+        );
+        Ok(built)
     }
 
     /// The replay of episode `episode` of `operator` in run `name` (built once, then
@@ -258,7 +319,7 @@ impl Runs {
     ) -> Result<Arc<Replay>, RunsError> {
         let run = self.resolve(name)?;
         let key = (run.path().to_owned(), operator.to_owned(), episode);
-        if let Some(hit) = self.cached(&key) {
+        if let Some(hit) = cached(&self.replays, &key) {
             return Ok(hit);
         }
         let missing = || RunsError::NoSuchEpisode {
@@ -266,16 +327,15 @@ impl Runs {
             operator: operator.to_owned(),
             episode,
         };
-        let spec = run
-            .manifest()
-            .experiment
+        let experiment = &run.manifest().experiment;
+        let spec = experiment
             .operators
             .iter()
             .find(|o| o.id == operator)
             .ok_or_else(missing)?;
         let envs = self.registry_for(spec)?;
         let (record, steps) = {
-            let _reading = self.read_lock();
+            let _reading = lock(&self.reading);
             let records = run.records()?;
             let record = records
                 .episodes()?
@@ -285,27 +345,9 @@ impl Runs {
             let steps = unit_steps(&records, operator, episode)?;
             (record, steps)
         };
-        let replay = Arc::new(rebuild(envs, spec, &record, steps)?);
-        let mut cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if cache.len() == REPLAY_CACHE {
-            cache.pop_front();
-        }
-        cache.push_back((key, replay.clone()));
+        let replay = Arc::new(rebuild(envs, spec, experiment.max_steps, &record, &steps)?);
+        remember(&self.replays, REPLAY_CACHE, key, replay.clone());
         Ok(replay)
-    }
-
-    fn cached(&self, key: &ReplayKey) -> Option<Arc<Replay>> {
-        let cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        cache
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, replay)| replay.clone())
     }
 
     fn registry_for(&self, spec: &OperatorSpec) -> Result<&EnvRegistry, RunsError> {
@@ -327,6 +369,21 @@ impl Runs {
     }
 }
 
+/// The recorder's plots of `report`, drawn into a scratch directory and read back.
+fn draw_plots(report: &report::Report) -> Result<BTreeMap<&'static str, Vec<u8>>, RunsError> {
+    let scratch = tempfile::tempdir().map_err(|e| RunsError::Plot(e.to_string()))?;
+    plot::write_plots(report, scratch.path())?;
+    PLOTS
+        .iter()
+        .map(|(name, file)| {
+            let path = scratch.path().join(file);
+            std::fs::read(&path)
+                .map(|svg| (*name, svg))
+                .map_err(|e| RunsError::Plot(format!("{}: {e}", path.display())))
+        })
+        .collect()
+}
+
 /// The step records of one complete unit, in step and agent order.
 fn unit_steps(
     records: &Records,
@@ -334,9 +391,7 @@ fn unit_steps(
     episode: u32,
 ) -> Result<Vec<StepRecord>, RunsError> {
     match records {
-        Records::Store(store) => Ok(store
-            .steps_of(&Unit::new(operator, episode))?
-            .collect::<Result<_, _>>()?),
+        Records::Store(store) => Ok(store.steps_of(&Unit::new(operator, episode))?),
         Records::Live { .. } => {
             let mut steps = Vec::new();
             records.for_each_step(|r| {
@@ -350,94 +405,63 @@ fn unit_steps(
     }
 }
 
-/// Replays `record` from its seed with the recorded actions, rendering every step.
+/// Replays `record` with the recorder's check, rendering the world after the reset and
+/// after every step.
 fn rebuild(
     envs: &EnvRegistry,
     operator: &OperatorSpec,
+    max_steps: Option<u32>,
     record: &EpisodeRecord,
-    steps: Vec<StepRecord>,
+    steps: &[StepRecord],
 ) -> Result<Replay, RunsError> {
-    let env_error = |e: &dyn std::fmt::Display| RunsError::Env {
+    let env_error = |message: String| RunsError::Env {
         env: operator.env.clone(),
-        message: e.to_string(),
+        message,
     };
     let mut env = envs
         .make(&operator.env, &operator.env_settings)
-        .map_err(|e| env_error(&e))?;
+        .map_err(|e| env_error(e.to_string()))?;
     let spec = env.spec().clone();
-    env.reset(record.seed).map_err(|e| env_error(&e))?;
+    let names = |agent: Option<usize>| agent.and_then(|a| spec.agents.get(a)).map(|a| a.id.clone());
+    // The replay check resets the environment itself; resetting here first (same seed,
+    // same state) gives the frame before the first step.
+    env.reset(record.seed)
+        .map_err(|e| env_error(e.to_string()))?;
     let mut frames = Vec::new();
-    render_into(env.as_ref(), &mut frames, 0)?;
-    let mut by_step: BTreeMap<u32, Vec<StepRecord>> = BTreeMap::new();
-    for step in steps {
-        by_step.entry(step.step_index).or_default().push(step);
-    }
-    if by_step.len() as u32 != record.steps || by_step.keys().copied().ne(0..record.steps) {
-        return Err(RunsError::Diverged {
-            step: 0,
-            message: format!(
-                "the run holds records of {} steps for an episode of {} steps",
-                by_step.len(),
-                record.steps
-            ),
-        });
-    }
+    render_into(env.as_ref(), &mut frames).map_err(env_error)?;
     let agents = spec.agents.len();
-    let mut transition = Transition::new(agents);
-    let mut timeline = Vec::with_capacity(by_step.len());
-    for (step, records) in by_step {
-        let diverged = |message: String| RunsError::Diverged { step, message };
-        let mut actions: Vec<Option<Action>> = vec![None; agents];
-        let mut indices = Vec::with_capacity(records.len());
-        for r in &records {
-            let agent = spec.agent_index(&r.agent_id).ok_or_else(|| {
-                diverged(format!("`{}` is not an agent of {}", r.agent_id, spec.name))
-            })?;
-            actions[agent] = r.action.map(Action);
-            indices.push(agent);
-        }
-        let movers: Vec<usize> = (0..agents).filter(|a| actions[*a].is_some()).collect();
-        let acting = env.acting();
-        if acting != movers {
-            let names = |list: &[usize]| {
-                list.iter()
-                    .map(|a| spec.agents[*a].id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+    let mut timeline = Vec::with_capacity(steps.len());
+    let summary =
+        mosaic_recorder::replay::replay(env.as_mut(), record, steps, max_steps, |env, step| {
+            let mut row = ReplayStep {
+                step: step.step_index,
+                actions: vec![None; agents],
+                rewards: vec![None; agents],
+                events: Vec::new(),
             };
-            return Err(diverged(format!(
-                "the environment expects [{}] to act, the record has [{}]",
-                names(&acting),
-                names(&movers)
-            )));
-        }
-        env.step(&actions, &mut transition)
-            .map_err(|e: EnvError| diverged(e.to_string()))?;
-        let mut row = ReplayStep {
-            step,
-            actions: vec![None; agents],
-            rewards: vec![None; agents],
-            events: Vec::new(),
-        };
-        for (r, &agent) in records.iter().zip(&indices) {
-            let replayed = transition.rewards.get(agent).copied().unwrap_or(0.0);
-            if replayed != r.reward {
-                return Err(diverged(format!(
-                    "reward of {}: recorded {}, replayed {replayed}",
-                    r.agent_id, r.reward
-                )));
+            for r in step.records {
+                if let Some(agent) = spec.agent_index(&r.agent_id) {
+                    row.actions[agent] = r.action_label.clone();
+                    row.rewards[agent] = Some(r.reward);
+                }
             }
-            row.actions[agent] = r.action_label.clone();
-            row.rewards[agent] = Some(r.reward);
-            row.events.extend(r.events.iter().map(
-                |e| match e.agent.and_then(|a| spec.agents.get(a)) {
-                    Some(who) => format!("{} ({})", e.kind, who.id),
+            row.events = step
+                .transition
+                .events
+                .iter()
+                .map(|e| match names(e.agent) {
+                    Some(who) => format!("{} ({who})", e.kind),
                     None => e.kind.clone(),
-                },
-            ));
-        }
-        render_into(env.as_ref(), &mut frames, step + 1)?;
-        timeline.push(row);
+                })
+                .collect();
+            timeline.push(row);
+            render_into(env, &mut frames)
+        })?;
+    if summary.steps != record.steps {
+        return Err(RunsError::Replay(ReplayError::Callback(format!(
+            "{}: the run holds records of {} steps for an episode of {} steps",
+            record.episode_id, summary.steps, record.steps
+        ))));
     }
     let by_agent: BTreeMap<&str, _> = record
         .agents
@@ -465,136 +489,15 @@ fn rebuild(
     })
 }
 
-/// Appends the rendered frame (environments that draw nothing leave `frames` empty).
-fn render_into(
-    env: &dyn Environment,
-    frames: &mut Vec<Vec<u8>>,
-    step: u32,
-) -> Result<(), RunsError> {
+/// Appends the rendered frame as PNG (environments that draw nothing leave `frames`
+/// empty).
+fn render_into(env: &dyn Environment, frames: &mut Vec<Vec<u8>>) -> Result<(), String> {
     if let Some(frame) = env.render() {
-        let png = frame.to_png().map_err(|e| RunsError::Env {
-            env: env.spec().name.clone(),
-            message: format!("frame of step {step}: {e}"),
-        })?;
-        frames.push(png);
+        frames.push(
+            frame
+                .to_png()
+                .map_err(|e| format!("frame {}: {e}", frames.len()))?,
+        );
     }
     Ok(())
-}
-
-/// Per operator configuration and agent: episodes, returns, outcomes, decisions.
-fn agent_table(operators: &[&str], episodes: &[EpisodeRecord]) -> Vec<Value> {
-    #[derive(Default)]
-    struct Tally {
-        team: Option<String>,
-        paradigm: Option<Paradigm>,
-        kind: String,
-        returns: Vec<f64>,
-        wins: u32,
-        draws: u32,
-        losses: u32,
-        decisions: u64,
-        timeouts: u64,
-        errors: u64,
-        steps: u64,
-    }
-    // Keyed by (operator rank, operator, agent position, agent): the map's order is the
-    // table's order.
-    let mut tallies: BTreeMap<(usize, &str, usize, &str), Tally> = BTreeMap::new();
-    for episode in episodes {
-        let rank = operators
-            .iter()
-            .position(|o| *o == episode.operator_id)
-            .unwrap_or(operators.len());
-        for (position, agent) in episode.agents.iter().enumerate() {
-            let tally = tallies
-                .entry((rank, &episode.operator_id, position, &agent.agent_id))
-                .or_default();
-            tally.team.clone_from(&agent.team);
-            tally.paradigm = Some(agent.paradigm);
-            tally.kind.clone_from(&agent.kind);
-            tally.returns.push(agent.total_reward);
-            match agent.outcome {
-                Some(mosaic_core::Outcome::Win) => tally.wins += 1,
-                Some(mosaic_core::Outcome::Draw) => tally.draws += 1,
-                Some(mosaic_core::Outcome::Loss) => tally.losses += 1,
-                None => {}
-            }
-            tally.decisions += u64::from(agent.decisions);
-            tally.timeouts += u64::from(agent.timeouts);
-            tally.errors += u64::from(agent.errors);
-            tally.steps += u64::from(episode.steps);
-        }
-    }
-    tallies
-        .into_iter()
-        .map(|((_, operator, _, agent), t)| {
-            let n = t.returns.len().max(1) as f64;
-            let mean = t.returns.iter().sum::<f64>() / n;
-            let var = t.returns.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n;
-            json!({
-                "operator_id": operator,
-                "agent_id": agent,
-                "team": t.team,
-                "paradigm": t.paradigm,
-                "kind": t.kind,
-                "episodes": t.returns.len(),
-                "mean_return": mean,
-                "sd_return": var.sqrt(),
-                "wins": t.wins,
-                "draws": t.draws,
-                "losses": t.losses,
-                "mean_steps": t.steps as f64 / n,
-                "decisions": t.decisions,
-                "timeouts": t.timeouts,
-                "errors": t.errors,
-            })
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use mosaic_recorder::synthetic;
-
-    #[test]
-    fn table_rows_follow_operator_then_agent_order() {
-        let manifest = synthetic::manifest("r", &["b", "a"], 3, 5);
-        let episodes: Vec<EpisodeRecord> = synthetic::run_episodes(&manifest, 4, 2)
-            .into_iter()
-            .map(|e| e.record)
-            .collect();
-        let rows = agent_table(&["b", "a"], &episodes);
-        let keys: Vec<(String, String)> = rows
-            .iter()
-            .map(|r| {
-                (
-                    r["operator_id"].as_str().unwrap().to_owned(),
-                    r["agent_id"].as_str().unwrap().to_owned(),
-                )
-            })
-            .collect();
-        let agents: Vec<String> = episodes[0]
-            .agents
-            .iter()
-            .map(|a| a.agent_id.clone())
-            .collect();
-        let expected: Vec<(String, String)> = ["b", "a"]
-            .iter()
-            .flat_map(|o| agents.iter().map(move |a| (o.to_string(), a.clone())))
-            .collect();
-        assert_eq!(keys, expected);
-        for row in &rows {
-            assert_eq!(row["episodes"], 3);
-            let mine: Vec<f64> = episodes
-                .iter()
-                .filter(|e| e.operator_id == row["operator_id"].as_str().unwrap())
-                .flat_map(|e| &e.agents)
-                .filter(|a| a.agent_id == row["agent_id"].as_str().unwrap())
-                .map(|a| a.total_reward)
-                .collect();
-            let mean = mine.iter().sum::<f64>() / 3.0;
-            assert!((row["mean_return"].as_f64().unwrap() - mean).abs() < 1e-9);
-        }
-    }
 }

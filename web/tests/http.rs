@@ -321,10 +321,15 @@ fn runs_are_listed_tabled_and_replayed_step_by_step() {
     }))
     .unwrap();
     let recorded = record_run(dir.path(), "run-a", spec.clone());
-    // A run of an environment this server does not know.
+    // A run whose environment would start a program: never rebuilt from a run directory.
+    let marker = dir.path().join("started");
     let mut ghost = spec.clone();
     ghost.operators.truncate(1);
-    ghost.operators[0].env = "ghost".into();
+    ghost.operators[0].env = "worker".into();
+    ghost.operators[0].env_settings = serde_json::from_value(json!({
+        "command": ["sh", "-c", format!("touch {}", marker.display())]
+    }))
+    .unwrap();
     let manifest = mosaic_core::record::RunManifest {
         schema: mosaic_core::record::RUN_SCHEMA.into(),
         run_id: "run-ghost".into(),
@@ -335,9 +340,14 @@ fn runs_are_listed_tabled_and_replayed_step_by_step() {
     };
     drop(mosaic_recorder::RunDir::create(&dir.path().join("run-ghost"), &manifest).unwrap());
 
+    // The experiment's registry can start workers; replays of other runs may not.
+    let mut envs = mosaic_adapters::EnvRegistry::native();
+    for kind in common::registry().kinds() {
+        envs.register(kind.clone());
+    }
     let mut config = config(None);
+    config.envs = envs;
     config.runs_dir = Some(dir.path().to_owned());
-    config.replay_envs = mosaic_adapters::EnvRegistry::default();
     config.experiment = Some(spec.clone());
     config.token = Some(TOKEN.into());
     let server = serve_in_background(config).unwrap();
@@ -356,10 +366,16 @@ fn runs_are_listed_tabled_and_replayed_step_by_step() {
     let detail = json_of(&get(addr, "/api/runs/run-a"));
     assert_eq!(detail["status"], "complete");
     assert_eq!(detail["episodes"].as_array().unwrap().len(), 4);
-    let table = detail["table"].as_array().unwrap();
-    assert_eq!(table.len(), 4, "two agents in each of two operators");
-    assert_eq!(table[0]["operator_id"], "pair");
-    assert_eq!(table[0]["agent_id"], "red");
+    let operators = detail["report"]["operators"].as_array().unwrap();
+    assert_eq!(operators.len(), 2);
+    assert_eq!(operators[0]["operator_id"], "pair");
+    assert_eq!(operators[0]["episodes"], 2);
+    let red = operators[0]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["kind"] == "agent" && g["name"] == "red")
+        .expect("a row for red");
     let red_mean = recorded
         .episodes
         .iter()
@@ -367,7 +383,14 @@ fn runs_are_listed_tabled_and_replayed_step_by_step() {
         .map(|e| e.agents[0].total_reward)
         .sum::<f64>()
         / 2.0;
-    assert!((table[0]["mean_return"].as_f64().unwrap() - red_mean).abs() < 1e-9);
+    assert!((red["mean_return"]["mean"].as_f64().unwrap() - red_mean).abs() < 1e-9);
+    for plot in ["returns", "distribution"] {
+        let svg = get(addr, &format!("/api/runs/run-a/plots/{plot}"));
+        assert_eq!(svg.status, 200, "{plot}");
+        assert!(svg.head.contains("image/svg+xml"));
+        assert!(svg.text().contains("<svg"), "{plot}");
+    }
+    assert_eq!(get(addr, "/api/runs/run-a/plots/pie").status, 404);
 
     for operator in ["pair", "turns"] {
         let episode = &recorded
@@ -443,6 +466,7 @@ fn a_replay_that_does_not_reproduce_the_record_says_where() {
     common::write_run(dir.path(), "run-t", &spec, &steps, &episodes);
     let mut config = config(None);
     config.runs_dir = Some(dir.path().to_owned());
+    config.replay_envs = common::registry();
     let server = serve_in_background(config).unwrap();
     let answer = http(
         server.addr,
@@ -453,9 +477,8 @@ fn a_replay_that_does_not_reproduce_the_record_says_where() {
     );
     assert_eq!(answer.status, 422, "{}", answer.text());
     let message = json_of(&answer)["error"].as_str().unwrap().to_owned();
-    assert!(message.contains("at step 2"), "{message}");
     assert!(
-        message.contains("reward of blue: recorded 0.5, replayed 0"),
+        message.contains("step 2 agent blue: recorded reward 0.5, replayed 0"),
         "{message}"
     );
 }

@@ -129,10 +129,12 @@ try {
   // ---- the runs browser: tables and a replay scrubbed frame by frame -------------------
   await page.click('.tab[data-tab="runs"]');
   await page.click(`tr[data-run="${runName}"]`);
-  await page.locator('#run-table table').waitFor();
-  const tableRows = await page.locator('#run-table tbody tr').count();
-  assert.equal(tableRows, 4, 'one row per operator and agent');
-  assert.equal(await page.locator('#run-plot svg polyline').count(), 4, 'one returns line per agent');
+  await page.locator('#run-report table').first().waitFor();
+  assert.equal(await page.locator('#run-report section.operator-report').count(), 2, 'one report table per operator');
+  assert.equal(await page.locator('#run-report tr[data-group^="agent:"]').count(), 4, 'a row per agent');
+  await page.waitForFunction(() => [...document.querySelectorAll('#run-plots img')].every(
+    (img) => img.complete && img.naturalWidth > 0));
+  assert.equal(await page.locator('#run-plots img').count(), 2, 'the returns plots');
   await page.click(`tr[data-episode="${replayOperator}/${replayEpisode}"] .replay-button`);
   await page.locator('#replay').waitFor({ state: 'visible' });
   const replayImage = '#replay-frame';

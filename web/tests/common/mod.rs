@@ -468,31 +468,54 @@ impl Recorded {
 
 type Steps = Vec<Vec<mosaic_core::record::StepRecord>>;
 
-/// Runs `spec` in script mode (walk environments, baseline operators): every step's
-/// records, by operator, episode and step, and the roll-ups.
-pub fn run_experiment(
+fn manifest(run_id: &str, spec: &mosaic_core::ExperimentSpec) -> mosaic_core::record::RunManifest {
+    mosaic_core::record::RunManifest {
+        schema: mosaic_core::record::RUN_SCHEMA.into(),
+        run_id: run_id.into(),
+        seeds: spec.episode_seeds(),
+        experiment: spec.clone(),
+        versions: Default::default(),
+        started: mosaic_core::record::now_ms(),
+    }
+}
+
+/// Runs `spec` in script mode (walk environments, baseline operators), recording into
+/// `sinks` when given, and collects every step's records (by operator, episode and step)
+/// and the roll-ups.
+fn run_with(
     run_id: &str,
     spec: &mosaic_core::ExperimentSpec,
+    record: Option<(&mosaic_recorder::RunDir, &mosaic_recorder::RunStore)>,
 ) -> (Steps, Vec<mosaic_core::record::EpisodeRecord>) {
     use actix::Actor;
     let collected = Collected::default();
     let episodes = {
         let collected = collected.clone();
-        let spec = spec.clone();
-        let run_id = run_id.to_owned();
         actix_rt::System::new().block_on(async move {
             let collector = Collector(collected).start();
-            let runner = mosaic_actors::runner::Runner::new(
-                spec,
-                mosaic_core::RunId::from(run_id.as_str()),
-                std::sync::Arc::new(registry()),
-                std::sync::Arc::new(mosaic_actors::OperatorRegistry::baselines()),
-            );
-            let subscribers = mosaic_actors::session::Subscribers {
+            let mut subscribers = mosaic_actors::session::Subscribers {
                 steps: vec![collector.clone().recipient()],
                 episodes: vec![collector.recipient()],
             };
-            runner.run(None, subscribers, |_| {}).await.unwrap()
+            let sinks = record.map(|(run, store)| {
+                mosaic_actors::sink::Sinks::start(run, store, mosaic_recorder::Durability::Flush)
+                    .unwrap()
+            });
+            if let Some(sinks) = &sinks {
+                subscribers.steps.extend(sinks.steps.iter().cloned());
+                subscribers.episodes.extend(sinks.episodes.iter().cloned());
+            }
+            let runner = mosaic_actors::runner::Runner::new(
+                spec.clone(),
+                mosaic_core::RunId::from(run_id),
+                std::sync::Arc::new(registry()),
+                std::sync::Arc::new(mosaic_actors::OperatorRegistry::baselines()),
+            );
+            let episodes = runner.run(None, subscribers, |_| {}).await.unwrap();
+            if let Some(sinks) = sinks {
+                sinks.close().await.unwrap();
+            }
+            episodes
         })
     };
     let mut steps: Steps = collected
@@ -512,8 +535,16 @@ pub fn run_experiment(
     (steps, episodes.iter().map(|e| (**e).clone()).collect())
 }
 
-/// Stores records into `runs_dir/<run_id>` the way a run is stored: JSON lines and the
-/// run store.
+/// Runs `spec` without recording it.
+pub fn run_experiment(
+    run_id: &str,
+    spec: &mosaic_core::ExperimentSpec,
+) -> (Steps, Vec<mosaic_core::record::EpisodeRecord>) {
+    run_with(run_id, spec, None)
+}
+
+/// Stores the given records as run `run_id` in `runs_dir` with the recorder's writer (for
+/// runs whose records a test has altered).
 pub fn write_run(
     runs_dir: &std::path::Path,
     run_id: &str,
@@ -521,49 +552,35 @@ pub fn write_run(
     steps: &Steps,
     episodes: &[mosaic_core::record::EpisodeRecord],
 ) -> std::path::PathBuf {
-    use mosaic_recorder::{Durability, RecordWriter, RunDir};
-    let manifest = mosaic_core::record::RunManifest {
-        schema: mosaic_core::record::RUN_SCHEMA.into(),
-        run_id: run_id.into(),
-        seeds: spec.episode_seeds(),
-        experiment: spec.clone(),
-        versions: Default::default(),
-        started: mosaic_core::record::now_ms(),
-    };
     let path = runs_dir.join(run_id);
-    let (run, store) = RunDir::create(&path, &manifest).unwrap();
-    let mut writers: Vec<Box<dyn RecordWriter>> = vec![
-        Box::new(run.jsonl_writer(Durability::Flush).unwrap()),
-        Box::new(store.writer()),
-    ];
+    let (run, store) = mosaic_recorder::RunDir::create(&path, &manifest(run_id, spec)).unwrap();
+    let mut writer = run
+        .writer(&store, mosaic_recorder::Durability::Flush)
+        .unwrap();
     for episode in episodes {
-        for writer in writers.iter_mut() {
-            for step in steps.iter().filter(|s| {
-                s[0].operator_id == episode.operator_id
-                    && s[0].episode_index == episode.episode_index
-            }) {
-                writer.write_step(step).unwrap();
-            }
-            writer.write_episode(episode).unwrap();
+        for step in steps.iter().filter(|s| {
+            s[0].operator_id == episode.operator_id && s[0].episode_index == episode.episode_index
+        }) {
+            writer.write_step(step).unwrap();
         }
-        for writer in writers.iter_mut() {
-            writer.mark_complete(episode).unwrap();
-        }
+        writer.write_episode(episode).unwrap();
+        writer.commit().unwrap();
+        writer.mark_complete(episode).unwrap();
     }
-    for writer in writers.iter_mut() {
-        writer.close().unwrap();
-    }
+    writer.close().unwrap();
     path
 }
 
-/// Runs `spec` and records it as run `run_id` in `runs_dir`.
+/// Runs `spec` and records it as run `run_id` in `runs_dir` through the telemetry sink,
+/// as `mosaic run` does.
 pub fn record_run(
     runs_dir: &std::path::Path,
     run_id: &str,
     spec: mosaic_core::ExperimentSpec,
 ) -> Recorded {
-    let (steps, episodes) = run_experiment(run_id, &spec);
-    let path = write_run(runs_dir, run_id, &spec, &steps, &episodes);
+    let path = runs_dir.join(run_id);
+    let (run, store) = mosaic_recorder::RunDir::create(&path, &manifest(run_id, &spec)).unwrap();
+    let (steps, episodes) = run_with(run_id, &spec, Some((&run, &store)));
     Recorded {
         path,
         steps,

@@ -1,0 +1,764 @@
+//! External policy workers: a decider in another process (any language) behind the worker
+//! protocol, answering [`BeginEpisode`] and [`Decide`] like every operator.
+//!
+//! The worker is spawned in its own process group with its stderr in the run log. The
+//! handshake happens when the operator is spawned (it tells what the worker reads and its
+//! paradigm); afterwards every request is answered within its deadline or fails with a typed
+//! error, which the session turns into the default action and records. Unmodified MOSAIC
+//! action-selector workers (`init_agent` / `select_action`) are driven too, detected from
+//! their `init` line.
+//!
+//! In experiment files: `{ kind = "worker", command = ["python3", "-m", "mosaic_worker",
+//! "policy", "random"] }`.
+
+use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
+use crate::{BeginEpisode, Decide, OperatorError};
+use actix::{Actor, Context, Handler, ResponseFuture};
+use mosaic_adapters::external::link::{
+    Abandoned, LinkOptions, Mode, Verdict, greet, judge, judge_mosaic, silence_limit,
+};
+use mosaic_adapters::external::{WorkerCommand, WorkerError, WorkerProcess};
+use mosaic_core::experiment::{SpecError, parse_settings};
+use mosaic_core::{Action, Decision, ObsRequest, Observation, Paradigm};
+use mosaic_protocols::codec::{Decoded, FrameReader, LineDecoder};
+use mosaic_protocols::message::{FrameEncoding, InitAgent};
+use mosaic_protocols::wire::{WireObservation, legal_indices};
+use mosaic_protocols::{Message, WorkerKind, mosaic};
+use serde::Deserialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout};
+
+/// Settings of the `worker` operator kind, one line each for `mosaic operators`.
+pub const SETTINGS_HELP: &[&str] = &[
+    "command = [...]: the worker's argument vector (required)",
+    "env = {}: extra environment variables of the worker process",
+    "cwd = <inherited>: working directory of the worker process",
+    "timeout_ms = 60000: deadline of one request (the session's decision deadline also applies)",
+    "start_timeout_ms = 60000: deadline for the worker's first line",
+    "heartbeat_ms = 1000: heartbeat interval asked of the worker",
+    "frames = \"png\": frame encoding asked of the worker, png or rgb",
+    "max_frame_bytes = 16777216: longest accepted line",
+    "grace_ms = 2000: SIGTERM-to-SIGKILL grace period on stop",
+];
+
+/// The settings of a `worker` slot.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSettings {
+    /// The worker's argument vector.
+    pub command: Vec<String>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Deadline of one request, ms.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Deadline for the worker's first line, ms.
+    #[serde(default = "default_timeout_ms")]
+    pub start_timeout_ms: u64,
+    /// Heartbeat interval asked of the worker, ms.
+    #[serde(default = "default_heartbeat_ms")]
+    pub heartbeat_ms: u64,
+    /// Frame encoding asked of the worker.
+    #[serde(default)]
+    pub frames: FrameEncoding,
+    /// Longest accepted line.
+    #[serde(default = "default_max_frame")]
+    pub max_frame_bytes: usize,
+    /// Grace period on stop, ms.
+    #[serde(default = "default_grace_ms")]
+    pub grace_ms: u64,
+}
+
+fn default_timeout_ms() -> u64 {
+    60_000
+}
+fn default_heartbeat_ms() -> u64 {
+    1_000
+}
+fn default_max_frame() -> usize {
+    mosaic_protocols::DEFAULT_MAX_FRAME
+}
+fn default_grace_ms() -> u64 {
+    2_000
+}
+
+impl WorkerSettings {
+    /// Settings running `command` with every default.
+    pub fn new(command: Vec<String>) -> Self {
+        Self {
+            command,
+            env: BTreeMap::new(),
+            cwd: None,
+            timeout_ms: default_timeout_ms(),
+            start_timeout_ms: default_timeout_ms(),
+            heartbeat_ms: default_heartbeat_ms(),
+            frames: FrameEncoding::default(),
+            max_frame_bytes: default_max_frame(),
+            grace_ms: default_grace_ms(),
+        }
+    }
+
+    fn link_options(&self) -> LinkOptions {
+        let mut options = LinkOptions::new(WorkerKind::Policy);
+        options.policy.heartbeat_ms = self.heartbeat_ms;
+        options.policy.frames = self.frames;
+        options.max_frame = self.max_frame_bytes;
+        options.handshake_timeout = Duration::from_millis(self.start_timeout_ms);
+        options.grace = Duration::from_millis(self.grace_ms);
+        options
+    }
+}
+
+/// Adds the `worker` operator kind.
+pub fn register(registry: &mut OperatorRegistry) {
+    registry.register(OperatorKind {
+        name: "worker",
+        summary: "a policy in another process speaking the worker protocol (any language)",
+        settings: SETTINGS_HELP,
+        spawn: Arc::new(|cx: &SpawnContext<'_>| {
+            let settings: WorkerSettings = parse_settings(&cx.slot.settings)?;
+            let name = format!(
+                "{}:{}",
+                cx.env_name,
+                cx.spec.agents.get(cx.agent).map_or("?", |a| a.id.as_str())
+            );
+            WorkerPolicy::spawn(&settings, &name)
+                .map_err(|e| SpecError::new("command", format!("{name}: {e}")))
+        }),
+    });
+}
+
+/// The live connection; one request at a time (the mutex around it serialises them).
+struct Conn {
+    name: String,
+    stdin: ChildStdin,
+    reader: Reader,
+    /// One timer for every wait, moved forward each time: a fresh timer per request costs a
+    /// wake-up of the runtime's driver (an eventfd write and an extra epoll round).
+    timer: Pin<Box<tokio::time::Sleep>>,
+    mode: Mode,
+    silence: Option<Duration>,
+    timeout: Duration,
+    frames: FrameEncoding,
+    next_id: u64,
+    abandoned: Abandoned,
+    process: WorkerProcess,
+    agent_id: String,
+}
+
+/// The actor around one policy worker.
+pub struct WorkerPolicy {
+    /// `None` once stopped.
+    conn: Rc<tokio::sync::Mutex<Option<Conn>>>,
+    grace: Duration,
+}
+
+impl WorkerPolicy {
+    /// Starts the worker, completes the handshake (blocking, within `start_timeout_ms`),
+    /// and starts the actor on the current arbiter.
+    pub fn spawn(settings: &WorkerSettings, name: &str) -> Result<OperatorHandle, WorkerError> {
+        let mut command = WorkerCommand::from_argv(&settings.command)?;
+        command.env = settings
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        command.cwd = settings.cwd.clone();
+        let options = settings.link_options();
+        let (mut process, stdin, stdout) = WorkerProcess::spawn(&command, name)?;
+        let (mode, stdin, stdout, pending) = match handshake(name, stdin, stdout, &options) {
+            Ok(parts) => parts,
+            Err(e) => {
+                process.stop(options.grace);
+                return Err(e);
+            }
+        };
+        let (paradigm, wants, frames) = match &mode {
+            Mode::Native { hello, welcome } => {
+                let schema = hello.policy_schema().map_err(WorkerError::Malformed)?;
+                (
+                    schema.paradigm.unwrap_or(Paradigm::External),
+                    schema.wants,
+                    welcome.frames,
+                )
+            }
+            // MOSAIC workers read whatever they are sent: text when there is some, else the
+            // symbolic tensor.
+            Mode::Mosaic { .. } => (
+                Paradigm::External,
+                ObsRequest {
+                    symbolic: true,
+                    text: true,
+                    frame: false,
+                },
+                FrameEncoding::Rgb,
+            ),
+        };
+        let to_io = |e: std::io::Error| WorkerError::Spawn {
+            command: command.display(),
+            error: format!("cannot attach the worker's pipes: {e}"),
+        };
+        let mut conn = Conn {
+            name: name.to_owned(),
+            stdin: ChildStdin::from_std(stdin).map_err(to_io)?,
+            reader: Reader {
+                stdout: BufReader::with_capacity(
+                    64 * 1024,
+                    ChildStdout::from_std(stdout).map_err(to_io)?,
+                ),
+                decoder: LineDecoder::new(options.max_frame),
+                ready: VecDeque::new(),
+            },
+            timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
+            silence: silence_limit(&mode),
+            mode,
+            timeout: Duration::from_millis(settings.timeout_ms),
+            frames,
+            next_id: 1,
+            abandoned: Abandoned::default(),
+            process,
+            agent_id: String::new(),
+        };
+        conn.reader.feed(&pending);
+        let actor = WorkerPolicy {
+            conn: Rc::new(tokio::sync::Mutex::new(Some(conn))),
+            grace: options.grace,
+        };
+        let addr = actor.start();
+        Ok(OperatorHandle {
+            kind: "worker".into(),
+            paradigm,
+            wants,
+            begin: addr.clone().recipient(),
+            decide: addr.recipient(),
+        })
+    }
+}
+
+/// Reads the worker's first line (on a helper thread, so the wait has a deadline) and
+/// answers it; returns the pipes and any bytes read past the first line.
+fn handshake(
+    name: &str,
+    mut stdin: std::process::ChildStdin,
+    stdout: std::process::ChildStdout,
+    options: &LinkOptions,
+) -> Result<
+    (
+        Mode,
+        std::process::ChildStdin,
+        std::process::ChildStdout,
+        Vec<u8>,
+    ),
+    WorkerError,
+> {
+    use std::io::Write as _;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let max_frame = options.max_frame;
+    std::thread::Builder::new()
+        .name(format!("hello:{name}"))
+        .spawn(move || {
+            let mut reader = FrameReader::new(stdout, max_frame);
+            let first = reader.next_line();
+            let _ = tx.send((first, reader.into_parts()));
+        })
+        .map_err(|e| WorkerError::Handshake(format!("cannot start the handshake reader: {e}")))?;
+    let (first, (stdout, pending)) =
+        rx.recv_timeout(options.handshake_timeout)
+            .map_err(|_| WorkerError::Timeout {
+                awaiting: "hello".into(),
+                after_ms: options.handshake_timeout.as_millis() as u64,
+            })?;
+    let first = match first {
+        Ok(Some(line)) => line,
+        Ok(None) => {
+            return Err(WorkerError::Closed {
+                during: "awaiting `hello`".into(),
+                exit: None,
+            });
+        }
+        Err(mosaic_protocols::codec::ReadError::Framing(e)) => return Err(WorkerError::Framing(e)),
+        Err(e) => return Err(WorkerError::Handshake(e.to_string())),
+    };
+    let (mode, answer) = greet(
+        &first,
+        &options.policy,
+        &format!("{name}-{}", std::process::id()),
+    );
+    if let Some(answer) = answer {
+        stdin
+            .write_all(&answer.encode())
+            .and_then(|()| stdin.flush())
+            .map_err(|e| WorkerError::Write(e.to_string()))?;
+    }
+    Ok((mode?, stdin, stdout, pending))
+}
+
+/// The worker's output, framed.
+struct Reader {
+    stdout: BufReader<ChildStdout>,
+    decoder: LineDecoder,
+    ready: VecDeque<Result<Vec<u8>, WorkerError>>,
+}
+
+impl Reader {
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let (used, decoded) = self.decoder.feed(bytes);
+            bytes = &bytes[used..];
+            match decoded {
+                Decoded::Pending => {}
+                Decoded::Line(line) => self.ready.push_back(Ok(line)),
+                Decoded::TooLong => self.ready.push_back(Err(self.too_long())),
+            }
+        }
+    }
+
+    fn too_long(&self) -> WorkerError {
+        WorkerError::Framing(mosaic_protocols::FramingError::TooLong {
+            limit: self.decoder.max(),
+        })
+    }
+
+    /// The next line, `None` at the end of the output; cancel-safe (partial lines stay in
+    /// the decoder).
+    async fn next_line(&mut self) -> Result<Option<Vec<u8>>, WorkerError> {
+        loop {
+            if let Some(ready) = self.ready.pop_front() {
+                return ready.map(Some);
+            }
+            let chunk = match self.stdout.fill_buf().await {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    return Err(WorkerError::Closed {
+                        during: format!("reading ({e})"),
+                        exit: None,
+                    });
+                }
+            };
+            if chunk.is_empty() {
+                self.decoder.finish().map_err(WorkerError::Framing)?;
+                return Ok(None);
+            }
+            let (used, decoded) = self.decoder.feed(chunk);
+            self.stdout.consume(used);
+            match decoded {
+                Decoded::Pending => {}
+                Decoded::Line(line) => return Ok(Some(line)),
+                Decoded::TooLong => return Err(self.too_long()),
+            }
+        }
+    }
+}
+
+impl Conn {
+    async fn exit_status(&mut self) -> Option<String> {
+        for _ in 0..20 {
+            if let Some(status) = self.process.try_exit() {
+                return Some(status.to_string());
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        None
+    }
+
+    async fn recv(
+        &mut self,
+        awaiting: &str,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, WorkerError> {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(WorkerError::Timeout {
+                awaiting: awaiting.to_owned(),
+                after_ms: timeout.as_millis() as u64,
+            });
+        }
+        let left = deadline - now;
+        let wait = self.silence.map_or(left, |s| s.min(left));
+        self.timer
+            .as_mut()
+            .reset(tokio::time::Instant::from_std(now + wait));
+        let line = tokio::select! {
+            biased;
+            line = self.reader.next_line() => line,
+            () = &mut self.timer => {
+                return Err(if wait < left {
+                    WorkerError::Hung {
+                        awaiting: awaiting.to_owned(),
+                        silent_ms: wait.as_millis() as u64,
+                    }
+                } else {
+                    WorkerError::Timeout {
+                        awaiting: awaiting.to_owned(),
+                        after_ms: timeout.as_millis() as u64,
+                    }
+                });
+            }
+        };
+        match line? {
+            Some(line) => Ok(line),
+            None => Err(WorkerError::Closed {
+                during: "a reply was awaited".into(),
+                exit: self.exit_status().await,
+            }),
+        }
+    }
+
+    async fn write(&mut self, line: &[u8], deadline: Instant) -> Result<(), WorkerError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let write = async {
+            self.stdin.write_all(line).await?;
+            self.stdin.flush().await
+        };
+        match tokio::time::timeout(left, write).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(WorkerError::Write(e.to_string())),
+            Err(_) => Err(WorkerError::Timeout {
+                awaiting: "the worker to read its input".into(),
+                after_ms: left.as_millis() as u64,
+            }),
+        }
+    }
+
+    fn deadline(&self, session_deadline: Option<Instant>) -> (Instant, Duration) {
+        let own = Instant::now() + self.timeout;
+        let deadline = session_deadline.map_or(own, |d| d.min(own));
+        (deadline, deadline.saturating_duration_since(Instant::now()))
+    }
+
+    async fn request(
+        &mut self,
+        build: impl FnOnce(u64) -> Message,
+        session_deadline: Option<Instant>,
+    ) -> Result<Message, WorkerError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = build(id);
+        let (deadline, timeout) = self.deadline(session_deadline);
+        let result = self.exchange(&request, id, deadline, timeout).await;
+        if result.is_err() {
+            self.abandoned.push(id);
+        }
+        result
+    }
+
+    async fn exchange(
+        &mut self,
+        request: &Message,
+        id: u64,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<Message, WorkerError> {
+        self.write(&request.encode(), deadline).await?;
+        loop {
+            let line = self.recv(request.kind(), deadline, timeout).await?;
+            match judge(&line, id, self.abandoned.ids()) {
+                Verdict::Reply(reply) => return Ok(reply),
+                Verdict::Skip(None) => {}
+                Verdict::Skip(Some(why)) => {
+                    tracing::warn!(target: "mosaic::worker", worker = %self.name, "{why}")
+                }
+                Verdict::Answer(answer) => {
+                    tracing::warn!(target: "mosaic::worker", worker = %self.name, "worker sent an unknown message type (answered with error)");
+                    self.write(&answer.encode(), deadline).await?;
+                }
+                Verdict::Fail(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn mosaic_request(
+        &mut self,
+        command: &mosaic::Command,
+        expected: &str,
+        session_deadline: Option<Instant>,
+    ) -> Result<mosaic::Reply, WorkerError> {
+        let (deadline, timeout) = self.deadline(session_deadline);
+        self.write(&command.encode(), deadline).await?;
+        loop {
+            let line = self.recv(expected, deadline, timeout).await?;
+            if let Some(reply) = judge_mosaic(&line)? {
+                return Ok(reply);
+            }
+        }
+    }
+
+    async fn begin(&mut self, msg: BeginEpisode) -> Result<(), WorkerError> {
+        self.agent_id = msg.ctx.agent_id.clone();
+        match self.mode {
+            Mode::Native { .. } => {
+                let reply = self
+                    .request(
+                        |id| {
+                            Message::InitAgent(InitAgent {
+                                id,
+                                agent_id: msg.ctx.agent_id.clone(),
+                                agent: msg.ctx.agent,
+                                seed: msg.ctx.seed,
+                                episode_seed: msg.ctx.episode_seed,
+                                env: mosaic_core::EnvSpec::clone(&msg.spec),
+                            })
+                        },
+                        None,
+                    )
+                    .await?;
+                match reply {
+                    Message::AgentReady(_) => Ok(()),
+                    other => Err(WorkerError::Unexpected {
+                        expected: "agent_ready".into(),
+                        got: other.kind().into(),
+                    }),
+                }
+            }
+            Mode::Mosaic { .. } => {
+                let command = mosaic::Command::InitAgent {
+                    game_name: msg.spec.name.clone(),
+                    player_id: msg.ctx.agent_id.clone(),
+                };
+                match self.mosaic_request(&command, "agent_ready", None).await? {
+                    mosaic::Reply::AgentReady => Ok(()),
+                    other => Err(WorkerError::Unexpected {
+                        expected: "agent_ready".into(),
+                        got: format!("{other:?}"),
+                    }),
+                }
+            }
+        }
+    }
+
+    async fn decide(&mut self, msg: Decide) -> Result<Decision, WorkerError> {
+        let obs = &msg.obs;
+        let action = match self.mode {
+            Mode::Native { .. } => {
+                let observation = WireObservation::from_observation(obs, self.frames)
+                    .map_err(|e| WorkerError::Invalid(e.to_string()))?;
+                let legal = legal_indices(&obs.legal);
+                let deadline_ms = msg
+                    .deadline
+                    .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64);
+                let reply = self
+                    .request(
+                        |id| {
+                            Message::Decide(mosaic_protocols::message::Decide {
+                                id,
+                                step: msg.step,
+                                observation,
+                                legal,
+                                deadline_ms,
+                            })
+                        },
+                        msg.deadline,
+                    )
+                    .await?;
+                let Message::Decision(reply) = reply else {
+                    return Err(WorkerError::Unexpected {
+                        expected: "decision".into(),
+                        got: reply.kind().into(),
+                    });
+                };
+                let mut detail = serde_json::Map::new();
+                for (key, value) in [
+                    ("text", reply.text.map(serde_json::Value::String)),
+                    ("message", reply.message.map(serde_json::Value::String)),
+                    ("usage", reply.usage),
+                    ("detail", reply.detail),
+                ] {
+                    if let Some(value) = value {
+                        detail.insert(key.into(), value);
+                    }
+                }
+                check_legal(obs, reply.action)?;
+                let mut decision = Decision::act(reply.action);
+                if !detail.is_empty() {
+                    decision.detail = Some(serde_json::Value::Object(detail));
+                }
+                return Ok(decision);
+            }
+            Mode::Mosaic { .. } => {
+                let command = mosaic::Command::SelectAction {
+                    observation: mosaic_observation(obs),
+                    player_id: self.agent_id.clone(),
+                    action_mask: Some(obs.legal.clone()),
+                    info: obs.info.clone(),
+                };
+                match self
+                    .mosaic_request(&command, "action_selected", msg.deadline)
+                    .await?
+                {
+                    mosaic::Reply::ActionSelected { action } => {
+                        u32::try_from(action).map(Action).map_err(|_| {
+                            WorkerError::Invalid(format!("action {action} is not an action index"))
+                        })?
+                    }
+                    other => {
+                        return Err(WorkerError::Unexpected {
+                            expected: "action_selected".into(),
+                            got: format!("{other:?}"),
+                        });
+                    }
+                }
+            }
+        };
+        check_legal(obs, action)?;
+        Ok(Decision::act(action))
+    }
+}
+
+/// What MOSAIC workers get as `observation`: the text when there is one, else the symbolic
+/// tensor as a flat list.
+fn mosaic_observation(obs: &Observation) -> serde_json::Value {
+    match (&obs.text, &obs.symbolic) {
+        (Some(text), _) => serde_json::Value::String(text.clone()),
+        (None, Some(tensor)) => serde_json::json!(tensor.data),
+        (None, None) => serde_json::Value::Null,
+    }
+}
+
+fn check_legal(obs: &Observation, action: Action) -> Result<(), WorkerError> {
+    if obs.is_legal(action) {
+        return Ok(());
+    }
+    let legal: Vec<u32> = legal_indices(&obs.legal).into_iter().take(20).collect();
+    Err(WorkerError::Invalid(format!(
+        "illegal action {} (legal: {legal:?}{})",
+        action.0,
+        if obs.legal.iter().filter(|l| **l).count() > 20 {
+            " ..."
+        } else {
+            ""
+        }
+    )))
+}
+
+impl Actor for WorkerPolicy {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(1024);
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        // Closing stdin asks a protocol worker to finish; then the group gets SIGTERM and,
+        // after the grace period, SIGKILL. Off the arbiter thread: that may take a while.
+        let Some(Conn {
+            stdin,
+            mut process,
+            name,
+            ..
+        }) = self.conn.try_lock().ok().and_then(|mut conn| conn.take())
+        else {
+            return;
+        };
+        drop(stdin);
+        let grace = self.grace;
+        let stopper = move || {
+            process.wait_exit(Duration::from_millis(200));
+            process.stop(grace);
+            tracing::debug!(target: "mosaic::worker", worker = %name, "policy worker stopped");
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("worker-stop".into())
+            .spawn(stopper)
+        {
+            tracing::warn!(target: "mosaic::worker", "cannot stop a policy worker in the background: {e}");
+        }
+    }
+}
+
+impl Handler<BeginEpisode> for WorkerPolicy {
+    type Result = ResponseFuture<Result<(), OperatorError>>;
+
+    fn handle(&mut self, msg: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
+        let conn = self.conn.clone();
+        Box::pin(async move {
+            let mut guard = conn.lock().await;
+            let conn = guard
+                .as_mut()
+                .ok_or_else(|| OperatorError::Gone("policy worker stopped".into()))?;
+            let name = conn.name.clone();
+            conn.begin(msg).await.map_err(|e| failed(&name, e))
+        })
+    }
+}
+
+impl Handler<Decide> for WorkerPolicy {
+    type Result = ResponseFuture<Result<Decision, OperatorError>>;
+
+    fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
+        let conn = self.conn.clone();
+        Box::pin(async move {
+            let mut guard = conn.lock().await;
+            let conn = guard
+                .as_mut()
+                .ok_or_else(|| OperatorError::Gone("policy worker stopped".into()))?;
+            let name = conn.name.clone();
+            conn.decide(msg).await.map_err(|e| failed(&name, e))
+        })
+    }
+}
+
+fn failed(name: &str, error: WorkerError) -> OperatorError {
+    tracing::warn!(target: "mosaic::worker", worker = name, %error, "decision failed");
+    OperatorError::Failed(format!("{name}: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_need_a_command_and_reject_typos() {
+        let s = WorkerSettings::new(vec!["w".into()]);
+        let mut only_command = mosaic_core::Settings::new();
+        only_command.insert("command".into(), serde_json::json!(["w"]));
+        let parsed: WorkerSettings = parse_settings(&only_command).unwrap();
+        assert_eq!(format!("{s:?}"), format!("{parsed:?}"));
+        assert_eq!(s.timeout_ms, 60_000);
+        let mut bad = mosaic_core::Settings::new();
+        bad.insert("command".into(), serde_json::json!(["w"]));
+        bad.insert("timeout".into(), 5.into());
+        assert!(
+            parse_settings::<WorkerSettings>(&bad)
+                .unwrap_err()
+                .message
+                .contains("timeout")
+        );
+        assert!(parse_settings::<WorkerSettings>(&mosaic_core::Settings::new()).is_err());
+    }
+
+    #[test]
+    fn mosaic_observations_prefer_text() {
+        let mut obs = Observation::with_mask(0, vec![true]);
+        assert_eq!(mosaic_observation(&obs), serde_json::Value::Null);
+        obs.symbolic = Some(mosaic_core::Tensor {
+            shape: vec![2],
+            data: vec![1.0, 2.0],
+        });
+        assert_eq!(mosaic_observation(&obs), serde_json::json!([1.0, 2.0]));
+        obs.text = Some("board".into());
+        assert_eq!(mosaic_observation(&obs), serde_json::json!("board"));
+    }
+
+    #[test]
+    fn illegal_actions_are_errors() {
+        let obs = Observation::with_mask(0, vec![false, true]);
+        assert!(check_legal(&obs, Action(1)).is_ok());
+        let err = check_legal(&obs, Action(0)).unwrap_err().to_string();
+        assert!(
+            err.contains("illegal action 0") && err.contains("[1]"),
+            "{err}"
+        );
+        assert!(check_legal(&obs, Action(7)).is_err());
+    }
+}

@@ -1,0 +1,328 @@
+"""The mosaic/1 worker protocol: framing, handshake, frames and the request loop.
+
+One JSON object per line. The worker speaks first (``hello``), the orchestrator answers
+``welcome`` or ``reject``, then sends requests carrying an ``id`` that every reply echoes.
+See docs/protocol.md in the mosaic repository for the full specification.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+import traceback
+import zlib
+from typing import Any, Callable, Dict, Optional
+
+PROTOCOL = "mosaic/1"
+
+# Built once: the module-level json.loads/dumps re-create or re-check these on every call,
+# which is a third of the cost of a small message.
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def _make_encode() -> Callable[[Any], str]:
+    encoder = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+    c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if c_make_encoder is None:
+        return encoder.encode
+    # CPython's C encoder, built once (JSONEncoder.encode builds a new one per call).
+    one_shot = c_make_encoder(None, encoder.default, json.encoder.encode_basestring_ascii, None, ":", ",",
+                              False, False, False)
+    return lambda obj: "".join(one_shot(obj, 0))
+
+
+_encode = _make_encode()
+MAX_FRAME = 16 << 20
+
+# Error codes (docs/protocol.md, "Errors").
+BAD_FRAME = "bad_frame"
+UNKNOWN_TYPE = "unknown_type"
+BAD_REQUEST = "bad_request"
+UNSUPPORTED = "unsupported"
+ILLEGAL_ACTION = "illegal_action"
+INTERNAL = "internal"
+
+
+class WorkerError(Exception):
+    """A request that cannot be served; answered with ``error{code, message}``."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Rejected(Exception):
+    """The orchestrator refused this worker (``reject``)."""
+
+
+def log(message: str) -> None:
+    """Writes one line to the worker's log (stderr)."""
+    sys.stderr.write(f"[mosaic_worker] {message}\n")
+    sys.stderr.flush()
+
+
+_protocol_out = None
+
+
+def guard_stdout() -> Any:
+    """Keeps stdout for protocol frames only.
+
+    Libraries print banners and debug output to stdout, which would corrupt the stream.
+    The protocol gets a private duplicate of file descriptor 1, and descriptor 1 itself is
+    pointed at stderr, so stray prints land in the worker's log. Idempotent.
+    """
+    global _protocol_out
+    if _protocol_out is None:
+        sys.stdout.flush()
+        _protocol_out = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    return _protocol_out
+
+
+class Channel:
+    """Line-framed JSON over a pair of binary files."""
+
+    def __init__(self, rfile: Any, wfile: Any, max_frame: int = MAX_FRAME) -> None:
+        self._rfile = rfile
+        self._wfile = wfile
+        # Writing to the descriptor directly: one system call per message instead of a
+        # buffered write and a flush. In-memory files (tests) have no descriptor.
+        self._fd: Optional[int] = None
+        try:
+            wfile.flush()
+            self._fd = wfile.fileno()
+        except (AttributeError, OSError, ValueError):
+            self._fd = None
+        self._max = max_frame
+        self._lock = threading.Lock()
+        self._closers: list = []
+
+    def read(self) -> Optional[Dict[str, Any]]:
+        """The next message, or ``None`` at end of stream.
+
+        Raises ``WorkerError(bad_frame)`` for a line that is too long, not JSON, or not an
+        object; the rest of an over-long line is skipped without holding it in memory.
+        """
+        line = self._rfile.readline(self._max + 1)
+        if not line:
+            return None
+        if len(line) > self._max and not line.endswith(b"\n"):
+            while True:
+                rest = self._rfile.readline(1 << 16)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            raise WorkerError(BAD_FRAME, f"frame longer than the limit of {self._max} bytes")
+        try:
+            text = line.decode("utf-8").strip()
+            message, end = _raw_decode(text)
+            if end != len(text):
+                raise ValueError(f"extra data at column {end + 1}")
+        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
+            raise WorkerError(BAD_FRAME, f"not JSON: {exc}") from None
+        if not isinstance(message, dict):
+            raise WorkerError(BAD_FRAME, f"a JSON {type(message).__name__} where an object was expected")
+        return message
+
+    def write(self, message: Dict[str, Any]) -> None:
+        """Sends one message (thread-safe)."""
+        data = _encode(message).encode() + b"\n"
+        with self._lock:
+            if self._fd is None:
+                self._wfile.write(data)
+                self._wfile.flush()
+                return
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+
+    def close(self) -> None:
+        for close in self._closers:
+            try:
+                close()
+            except OSError:
+                pass
+
+
+def stdio_channel(max_frame: int = MAX_FRAME) -> Channel:
+    """The channel on stdin/stdout (stdout guarded, see ``guard_stdout``)."""
+    out = guard_stdout()
+    return Channel(sys.stdin.buffer, out, max_frame)
+
+
+def listen_channel(address: str, max_frame: int = MAX_FRAME) -> Channel:
+    """Listens on ``tcp://host:port`` or ``unix:///path`` and accepts one orchestrator."""
+    if address.startswith("tcp://"):
+        host, _, port = address[len("tcp://"):].rpartition(":")
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind((host, int(port)))
+    elif address.startswith("unix://"):
+        path = address[len("unix://"):]
+        if os.path.exists(path):
+            os.unlink(path)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(path)
+    else:
+        raise ValueError(f"{address!r} is not a worker address (tcp://host:port or unix:///path)")
+    server.listen(1)
+    log(f"listening on {address}")
+    conn, _ = server.accept()
+    server.close()
+    if conn.family == socket.AF_INET:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    channel = Channel(conn.makefile("rb"), conn.makefile("wb"), max_frame)
+    channel._closers.append(conn.close)
+    return channel
+
+
+# ---------------------------------------------------------------------------------------
+# Frames: base64 of raw RGB rows or of a PNG, never nested lists.
+
+
+def encode_frame(rgb: Any, encoding: str = "png") -> Dict[str, Any]:
+    """A frame message for an ``H x W x 3`` uint8 array (numpy or anything with ``shape``
+    and ``tobytes``)."""
+    height, width = int(rgb.shape[0]), int(rgb.shape[1])
+    raw = rgb[:, :, :3].tobytes() if rgb.shape[2] != 3 else rgb.tobytes()
+    if encoding == "png":
+        data = _png(raw, width, height)
+    else:
+        encoding, data = "rgb", raw
+    return {
+        "width": width,
+        "height": height,
+        "encoding": encoding,
+        "data": base64.b64encode(data).decode("ascii"),
+    }
+
+
+def _png(raw: bytes, width: int, height: int) -> bytes:
+    stride = width * 3
+    rows = b"".join(b"\x00" + raw[y * stride:(y + 1) * stride] for y in range(height))
+
+    def chunk(tag: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + tag + body + struct.pack(">I", zlib.crc32(tag + body) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
+
+
+# ---------------------------------------------------------------------------------------
+# The request loop shared by env and policy workers.
+
+
+class Handler:
+    """Base of env and policy handlers: ``handlers()`` maps request types to methods that
+    take the request and return the reply's fields (its ``type`` included)."""
+
+    kind = "env"
+    frames = "png"
+
+    def hello(self) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def handlers(self) -> Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]]:
+        raise NotImplementedError
+
+    def welcome(self, welcome: Dict[str, Any]) -> None:
+        self.frames = welcome.get("frames", "png")
+
+    def close(self) -> None:
+        """Called once when the worker stops."""
+
+
+class _Heartbeat:
+    """Sends ``heartbeat`` while a request runs longer than the interval."""
+
+    def __init__(self, channel: Channel, interval_ms: int) -> None:
+        self._channel = channel
+        self._interval = max(interval_ms, 10) / 1000.0
+        # When the request being handled started (None while idle); set by the serve loop.
+        self.busy_since: Optional[float] = None
+        thread = threading.Thread(target=self._run, name="mosaic-heartbeat", daemon=True)
+        thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self._interval)
+            since = self.busy_since
+            if since is not None and time.monotonic() - since >= self._interval:
+                try:
+                    self._channel.write({"type": "heartbeat"})
+                except (OSError, ValueError):
+                    return
+
+
+def serve(handler: Handler, listen: Optional[str] = None, channel: Optional[Channel] = None) -> int:
+    """Runs the handshake and answers requests until ``stop`` or end of input.
+
+    Returns the process exit status: 0 after ``stop`` or end of input, 3 when rejected.
+    """
+    if channel is None:
+        channel = listen_channel(listen) if listen else stdio_channel()
+    try:
+        channel.write(handler.hello())
+        welcome = channel.read()
+        if welcome is None:
+            log("orchestrator closed the connection during the handshake")
+            return 1
+        if welcome.get("type") == "reject":
+            log(f"rejected: {welcome.get('reason', '')}")
+            return 3
+        if welcome.get("type") != "welcome":
+            log(f"expected welcome, got {str(welcome.get('type'))!r}")
+            return 1
+        handler.welcome(welcome)
+        heartbeat = _Heartbeat(channel, int(welcome.get("heartbeat_ms", 1000)))
+        table = handler.handlers()
+        read, write, monotonic = channel.read, channel.write, time.monotonic
+        while True:
+            try:
+                message = read()
+            except WorkerError as exc:
+                write({"type": "error", "code": exc.code, "message": str(exc)})
+                continue
+            if message is None:
+                return 0
+            kind = message.get("type")
+            rid = message.get("id")
+            if kind == "stop":
+                handler.close()
+                channel.write({"type": "stopped", "id": rid})
+                return 0
+            if kind == "ping":
+                channel.write({"type": "pong", "id": rid})
+                continue
+            method = table.get(kind) if isinstance(kind, str) else None
+            if method is None:
+                reply = {"type": "error", "code": UNKNOWN_TYPE, "message": f"unknown message type {kind!r}"}
+            else:
+                heartbeat.busy_since = monotonic()
+                try:
+                    reply = method(message)
+                except WorkerError as exc:
+                    reply = {"type": "error", "code": exc.code, "message": str(exc)}
+                except Exception as exc:  # the wrapped library failed: report, keep serving
+                    log(traceback.format_exc())
+                    reply = {"type": "error", "code": INTERNAL, "message": f"{type(exc).__name__}: {exc}"}
+                heartbeat.busy_since = None
+            if rid is not None:
+                reply["id"] = rid
+            write(reply)
+    except (BrokenPipeError, ConnectionResetError):
+        return 0
+    finally:
+        channel.close()
+
+
+def hello(kind: str, schema: Dict[str, Any], name: str, capabilities: Optional[list] = None) -> Dict[str, Any]:
+    """A ``hello`` message."""
+    caps = ["heartbeat", "frames:rgb", "frames:png"] + list(capabilities or [])
+    return {"type": "hello", "protocol": PROTOCOL, "worker_kind": kind, "capabilities": caps, "schema": schema, "name": name}

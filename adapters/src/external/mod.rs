@@ -1,0 +1,146 @@
+//! External workers: environments (and, through `mosaic-actors`, policies) that run in
+//! their own process and speak the worker protocol (`docs/protocol.md`).
+//!
+//! - [`process`]: spawning a worker in its own process group, logging its stderr, stopping
+//!   the whole group.
+//! - [`link`]: the blocking request/reply connection with deadlines, the handshake, and the
+//!   pure reply classification shared with the async policy actor.
+//! - [`env`]: [`ExternalEnv`], an [`mosaic_core::Environment`] served by a worker.
+//!
+//! Experiment files name external environments as `gymnasium:<id>`, `pettingzoo:<module
+//! path>` or `worker` (with a `command` or `connect` setting); [`register`] adds them to
+//! an [`crate::EnvRegistry`].
+
+pub mod env;
+pub mod link;
+pub mod process;
+
+pub use env::{ExternalEnv, ExternalEnvSettings};
+pub use link::{Link, Mode};
+pub use process::{WorkerCommand, WorkerProcess};
+
+use mosaic_protocols::{DecodeError, FramingError};
+
+/// Something went wrong with an external worker. Every malformed input has its own
+/// variant; none of them panics.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkerError {
+    /// The settings do not describe a worker.
+    #[error("worker settings: {0}")]
+    Config(String),
+    /// The command could not be started.
+    #[error("cannot start worker `{command}`: {error}")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// Why.
+        error: String,
+    },
+    /// The socket could not be reached.
+    #[error("cannot connect to worker at {endpoint}: {error}")]
+    Connect {
+        /// The address.
+        endpoint: String,
+        /// Why.
+        error: String,
+    },
+    /// Writing to the worker failed (it closed its input or exited).
+    #[error("cannot write to the worker: {0}")]
+    Write(String),
+    /// The worker closed its output (or exited) while a reply was awaited.
+    #[error("worker closed its output while {during}{}", exit.as_ref().map(|s| format!(" ({s})")).unwrap_or_default())]
+    Closed {
+        /// What was awaited.
+        during: String,
+        /// The exit status, when the worker process has exited.
+        exit: Option<String>,
+    },
+    /// A line could not be framed (too long, cut off).
+    #[error("bad frame from the worker: {0}")]
+    Framing(FramingError),
+    /// A line is not a valid message.
+    #[error("malformed message from the worker: {0}")]
+    Malformed(DecodeError),
+    /// The worker's first line is not a greeting.
+    #[error("handshake failed: {0}")]
+    Handshake(String),
+    /// The worker was refused (version or kind mismatch).
+    #[error("worker rejected: {0}")]
+    Rejected(String),
+    /// No reply before the deadline.
+    #[error("no `{awaiting}` reply within {after_ms} ms")]
+    Timeout {
+        /// The reply awaited.
+        awaiting: String,
+        /// The deadline, ms after the request.
+        after_ms: u64,
+    },
+    /// The worker fell silent (no reply, no heartbeat) for longer than allowed.
+    #[error(
+        "worker silent for {silent_ms} ms (no reply, no heartbeat) while `{awaiting}` was awaited"
+    )]
+    Hung {
+        /// The reply awaited.
+        awaiting: String,
+        /// How long it was silent.
+        silent_ms: u64,
+    },
+    /// A reply to a different request.
+    #[error(
+        "reply out of order: awaited the reply to request {expected}, got `{got}` {}",
+        got_id.map_or("without an id".to_owned(), |id| format!("for request {id}"))
+    )]
+    OutOfOrder {
+        /// The request id awaited.
+        expected: u64,
+        /// The message type received.
+        got: String,
+        /// Its id.
+        got_id: Option<u64>,
+    },
+    /// A message of the wrong type.
+    #[error("expected `{expected}`, got `{got}`")]
+    Unexpected {
+        /// The type awaited.
+        expected: String,
+        /// The type received.
+        got: String,
+    },
+    /// The worker answered with `error`.
+    #[error("worker error [{code}]: {message}")]
+    Remote {
+        /// Its code.
+        code: String,
+        /// Its message.
+        message: String,
+    },
+    /// A reply whose content does not fit (wrong sizes, bad frames, illegal actions).
+    #[error("invalid reply: {0}")]
+    Invalid(String),
+}
+
+/// Names that [`register`] adds to an [`crate::EnvRegistry`].
+pub const ENV_NAMES: &[&str] = &["worker", "gymnasium:<id>", "pettingzoo:<module path>"];
+
+/// Adds the external environments: `worker` (any command or socket), and the prefixes
+/// `gymnasium:` and `pettingzoo:` (served by the `mosaic_worker` Python package).
+pub fn register(registry: &mut crate::EnvRegistry) {
+    use crate::registry::{EnvKind, EnvPrefix};
+    registry.register(EnvKind {
+        name: "worker",
+        summary: "an environment in another process speaking the worker protocol",
+        settings: env::SETTINGS_HELP,
+        make: |settings| env::make_external(None, settings),
+        scripted: None,
+    });
+    registry.register_prefix(EnvPrefix {
+        prefix: "gymnasium:",
+        summary: "a Gymnasium environment (discrete actions), e.g. gymnasium:MiniGrid-DoorKey-5x5-v0",
+        make: |id, settings| env::make_external(Some(env::Family::Gymnasium(id)), settings),
+    });
+    registry.register_prefix(EnvPrefix {
+        prefix: "pettingzoo:",
+        summary: "a PettingZoo environment (AEC or parallel), e.g. pettingzoo:classic/chess_v6",
+        make: |path, settings| env::make_external(Some(env::Family::PettingZoo(path)), settings),
+    });
+}

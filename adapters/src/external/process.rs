@@ -1,0 +1,302 @@
+//! Worker processes: spawned in their own process group, stderr routed to the log, stopped
+//! as a group (SIGTERM, then SIGKILL after a grace period).
+
+use super::WorkerError;
+use mosaic_protocols::codec::{Decoded, LineDecoder};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a stopped worker gets between SIGTERM and SIGKILL by default.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+
+/// Longest stderr line logged whole; longer ones are cut.
+const MAX_LOG_LINE: usize = 64 * 1024;
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerCommand {
+    /// The program.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
+}
+
+impl WorkerCommand {
+    /// A command from an argument vector (`["python3", "-m", "mosaic_worker", ...]`).
+    pub fn from_argv(argv: &[String]) -> Result<Self, WorkerError> {
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| WorkerError::Config("`command` is empty".into()))?;
+        Ok(Self {
+            program: program.clone(),
+            args: args.to_vec(),
+            env: Vec::new(),
+            cwd: None,
+        })
+    }
+
+    /// The command line, for logs and errors.
+    pub fn display(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|a| {
+                if a.contains(' ') {
+                    format!("'{a}'")
+                } else {
+                    a.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// A [`Command`] with piped stdio, in a new process group, with `MOSAIC_PROTOCOL` set.
+    pub fn to_command(&self) -> Command {
+        use std::os::unix::process::CommandExt as _;
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env("MOSAIC_PROTOCOL", mosaic_protocols::PROTOCOL)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        command
+    }
+}
+
+/// A running worker process. Dropping it stops the whole process group.
+#[derive(Debug)]
+pub struct WorkerProcess {
+    child: Child,
+    name: String,
+    exit: Option<ExitStatus>,
+}
+
+impl WorkerProcess {
+    /// Starts `command`; its stderr lines are logged (target `mosaic::worker`) with the
+    /// worker's `name`.
+    pub fn spawn(
+        command: &WorkerCommand,
+        name: &str,
+    ) -> Result<(Self, ChildStdin, ChildStdout), WorkerError> {
+        let mut child = command
+            .to_command()
+            .spawn()
+            .map_err(|e| WorkerError::Spawn {
+                command: command.display(),
+                error: e.to_string(),
+            })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(WorkerError::Spawn {
+                command: command.display(),
+                error: "stdio pipes missing".into(),
+            });
+        };
+        let log_name = name.to_owned();
+        std::thread::Builder::new()
+            .name(format!("stderr:{name}"))
+            .spawn(move || log_lines(stderr, &log_name))
+            .map_err(|e| WorkerError::Spawn {
+                command: command.display(),
+                error: format!("cannot start the stderr logger: {e}"),
+            })?;
+        tracing::info!(target: "mosaic::worker", worker = name, pid = child.id(), command = %command.display(), "worker started");
+        Ok((
+            Self {
+                child,
+                name: name.to_owned(),
+                exit: None,
+            },
+            stdin,
+            stdout,
+        ))
+    }
+
+    /// The process id (also the process group id).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The exit status, if the process has exited.
+    pub fn try_exit(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_none() {
+            self.exit = self.child.try_wait().ok().flatten();
+        }
+        self.exit
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.try_exit() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Stops the whole process group: SIGTERM, then SIGKILL after `grace`. Returns the
+    /// exit status (also logged).
+    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        let group = Pid::from_raw(self.child.id() as i32);
+        if self.try_exit().is_none() {
+            let _ = killpg(group, Signal::SIGTERM);
+            if self.wait_exit(grace).is_none() {
+                tracing::warn!(target: "mosaic::worker", worker = %self.name, "no exit {} ms after SIGTERM: SIGKILL", grace.as_millis());
+                let _ = killpg(group, Signal::SIGKILL);
+                self.exit = self.child.wait().ok();
+            }
+        }
+        // Children the worker left behind in its group go too.
+        let _ = killpg(group, Signal::SIGKILL);
+        match self.exit {
+            Some(status) => {
+                tracing::info!(target: "mosaic::worker", worker = %self.name, %status, "worker exited")
+            }
+            None => {
+                tracing::warn!(target: "mosaic::worker", worker = %self.name, "worker exit status unknown")
+            }
+        }
+        self.exit
+    }
+
+    /// The exit status, described, once the process has exited.
+    pub fn describe_exit(&mut self) -> Option<String> {
+        self.try_exit().map(|s| s.to_string())
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            self.stop(DEFAULT_GRACE);
+        }
+    }
+}
+
+fn log_lines(mut stderr: impl Read, name: &str) {
+    let mut decoder = LineDecoder::new(MAX_LOG_LINE);
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match stderr.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            let (used, decoded) = decoder.feed(rest);
+            rest = &rest[used..];
+            match decoded {
+                Decoded::Pending => {}
+                Decoded::Line(line) => {
+                    tracing::info!(target: "mosaic::worker", worker = name, "{}", String::from_utf8_lossy(&line))
+                }
+                Decoded::TooLong => {
+                    tracing::info!(target: "mosaic::worker", worker = name, "(a log line longer than {MAX_LOG_LINE} bytes was skipped)")
+                }
+            }
+        }
+    }
+    if decoder.finish().is_err() {
+        tracing::info!(target: "mosaic::worker", worker = name, "(log ended without a final newline)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> WorkerCommand {
+        WorkerCommand::from_argv(&["sh".into(), "-c".into(), script.into()]).unwrap()
+    }
+
+    #[test]
+    fn stop_kills_the_whole_group_after_the_grace_period() {
+        // The shell ignores SIGTERM and leaves a grandchild: both must die.
+        let (mut worker, _stdin, stdout) = WorkerProcess::spawn(
+            &sh("trap '' TERM; echo ready; sleep 30 & sleep 30; wait"),
+            "t",
+        )
+        .unwrap();
+        let mut ready = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready).unwrap();
+        assert_eq!(ready, "ready\n");
+        let started = Instant::now();
+        let status = worker.stop(Duration::from_millis(200)).unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(!status.success());
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            live_members(worker.pid()),
+            Vec::<u32>::new(),
+            "process group still alive"
+        );
+    }
+
+    /// Processes of group `pgid` that are not zombies (a container's init may not reap).
+    fn live_members(pgid: u32) -> Vec<u32> {
+        let mut live = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid pgrp ...: comm may contain spaces, so split after ')'.
+            let Some((head, rest)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if fields.get(2) == Some(&pgid.to_string().as_str()) && fields.first() != Some(&"Z") {
+                live.extend(
+                    head.split_whitespace()
+                        .next()
+                        .and_then(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+        live
+    }
+
+    #[test]
+    fn a_cooperative_worker_exits_on_sigterm() {
+        let (mut worker, _stdin, _stdout) = WorkerProcess::spawn(&sh("sleep 30"), "t").unwrap();
+        let started = Instant::now();
+        worker.stop(Duration::from_secs(5)).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(4));
+        assert!(worker.describe_exit().unwrap().contains("signal"));
+    }
+
+    #[test]
+    fn spawn_failures_name_the_command() {
+        let cmd = WorkerCommand::from_argv(&["/no/such/worker".into(), "a b".into()]).unwrap();
+        let err = WorkerProcess::spawn(&cmd, "t").unwrap_err().to_string();
+        assert!(err.contains("/no/such/worker 'a b'"), "{err}");
+        assert!(WorkerCommand::from_argv(&[]).is_err());
+    }
+
+    #[test]
+    fn exit_status_is_reported() {
+        let (mut worker, _stdin, _stdout) = WorkerProcess::spawn(&sh("exit 7"), "t").unwrap();
+        let status = worker.wait_exit(Duration::from_secs(5)).unwrap();
+        assert_eq!(status.code(), Some(7));
+    }
+}

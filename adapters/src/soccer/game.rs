@@ -1,0 +1,494 @@
+//! The rules: pitch, players, ball and one step of play.
+//!
+//! A faithful port of `SoccerGameIndAgObsEnv` of `mosaic-multigrid` 7.0.0 (2v2, 16×11) on
+//! flat, allocation-free state: the terrain is implicit (walls on the border, two fixed
+//! goals), so the world is four players and one ball.
+
+use super::settings::SoccerSettings;
+use mosaic_core::rng::{Rng, seeded};
+use mosaic_core::{Action, Event, Transition};
+use rand::Rng as _;
+use serde::{Deserialize, Serialize};
+
+/// Pitch width in cells, walls included.
+pub const WIDTH: i32 = 16;
+/// Pitch height in cells, walls included.
+pub const HEIGHT: i32 = 11;
+/// Number of players.
+pub const AGENTS: usize = 4;
+/// Agent slot names, in index order (two green, then two blue).
+pub const AGENT_IDS: [&str; AGENTS] = ["green_0", "green_1", "blue_0", "blue_1"];
+/// Team names; team `t` defends the goal in column [`GOAL_X`]`[t]`.
+pub const TEAMS: [&str; 2] = ["green", "blue"];
+/// Column of the goal each team defends (green on the left, blue on the right).
+pub const GOAL_X: [i32; 2] = [1, WIDTH - 2];
+/// First row of both goals.
+pub const GOAL_TOP: i32 = 4;
+/// Middle row of both goals (the reference's shaping target).
+pub const GOAL_MIDDLE: i32 = 5;
+/// Last row of both goals.
+pub const GOAL_BOTTOM: i32 = 6;
+/// Action labels, in index order (MultiGrid's `Action` enum).
+pub const ACTION_LABELS: [&str; 8] = [
+    "noop", "left", "right", "forward", "pickup", "drop", "toggle", "done",
+];
+/// Direction names, index 0 = east (+x), 1 = south (+y), 2 = west, 3 = north.
+pub const DIRECTION_NAMES: [&str; 4] = ["east", "south", "west", "north"];
+
+/// Turn left.
+pub const LEFT: u32 = 1;
+/// Turn right.
+pub const RIGHT: u32 = 2;
+/// Move one cell forward.
+pub const FORWARD: u32 = 3;
+/// Pick up the ball in front, or steal it from an opponent in front.
+pub const PICKUP: u32 = 4;
+/// Pass the ball to the teammate.
+pub const DROP: u32 = 5;
+
+const GOAL_REWARD: f32 = 1.0;
+const TIME_BONUS_PER_STEP: f32 = 0.05;
+const STEAL_BONUS: f32 = 0.3;
+const DISTANCE_SHAPING: f32 = 0.01;
+
+/// The team (0 green, 1 blue) of agent `agent`.
+pub const fn team_of(agent: usize) -> usize {
+    agent / 2
+}
+
+/// The teammate of agent `agent`.
+pub const fn teammate(agent: usize) -> usize {
+    agent ^ 1
+}
+
+/// The other team.
+pub const fn rival(team: usize) -> usize {
+    1 - team
+}
+
+/// A cell of the pitch, `x` to the east and `y` to the south, (0, 0) the top-left wall.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Pos {
+    /// Column.
+    pub x: i32,
+    /// Row.
+    pub y: i32,
+}
+
+impl Pos {
+    /// Off the pitch: where players wait before they are placed.
+    pub const NOWHERE: Pos = Pos { x: -1, y: -1 };
+
+    /// The cell at (x, y).
+    pub const fn new(x: i32, y: i32) -> Self {
+        Self { x, y }
+    }
+
+    /// The neighbouring cell in direction `dir` (0 east, 1 south, 2 west, 3 north).
+    pub const fn step(self, dir: u8) -> Pos {
+        match dir & 3 {
+            0 => Pos::new(self.x + 1, self.y),
+            1 => Pos::new(self.x, self.y + 1),
+            2 => Pos::new(self.x - 1, self.y),
+            _ => Pos::new(self.x, self.y - 1),
+        }
+    }
+
+    /// Manhattan distance.
+    pub const fn distance(self, other: Pos) -> i32 {
+        (self.x - other.x).abs() + (self.y - other.y).abs()
+    }
+
+    /// Inside the walls.
+    pub const fn is_inside(self) -> bool {
+        self.x > 0 && self.y > 0 && self.x < WIDTH - 1 && self.y < HEIGHT - 1
+    }
+}
+
+/// The static content of a cell plus the loose ball (players are not cells: they may share
+/// one, as in the reference, which allows agents to overlap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cell {
+    /// Walkable grass.
+    Empty,
+    /// The border.
+    Wall,
+    /// A goal cell, defended by `team`; walkable.
+    Goal {
+        /// The defending team.
+        team: usize,
+    },
+    /// The loose ball; blocks movement.
+    Ball,
+}
+
+/// Where the ball is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ball {
+    /// On the ground.
+    Loose(Pos),
+    /// Carried by this agent.
+    Carried(usize),
+}
+
+/// One player.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Player {
+    /// Position.
+    pub pos: Pos,
+    /// Facing direction, 0 east, 1 south, 2 west, 3 north.
+    pub dir: u8,
+    /// Steps left before this player may steal again.
+    pub cooldown: u32,
+    /// Position at the end of the previous step (distance shaping).
+    pub prev_pos: Pos,
+}
+
+/// Per-team counters for metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamStats {
+    /// Goals scored.
+    pub goals: u32,
+    /// Completed passes.
+    pub passes: u32,
+    /// Balls stolen from the other team.
+    pub steals: u32,
+    /// Loose balls picked up.
+    pub pickups: u32,
+}
+
+/// The whole mutable state of an episode (everything a snapshot needs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Game {
+    /// The rules in force.
+    pub settings: SoccerSettings,
+    /// Players in agent index order.
+    pub players: [Player; AGENTS],
+    /// The ball.
+    pub ball: Ball,
+    /// Per-team counters, green then blue.
+    pub teams: [TeamStats; 2],
+    /// Steps taken since reset.
+    pub steps: u32,
+    /// A team reached `goals_to_win`.
+    pub terminated: bool,
+    /// `steps` reached `max_steps`.
+    pub truncated: bool,
+    /// The episode's random stream (placement, turn order, pass receiver, respawn).
+    pub rng: Rng,
+}
+
+impl Game {
+    /// A new episode: the ball, then each player (position, then direction) on uniformly
+    /// random free cells, as the reference's `place_obj`/`place_agent` do.
+    pub fn new(settings: SoccerSettings, seed: u64) -> Self {
+        let idle = Player {
+            pos: Pos::NOWHERE,
+            dir: 0,
+            cooldown: 0,
+            prev_pos: Pos::NOWHERE,
+        };
+        let mut game = Self {
+            settings,
+            players: [idle; AGENTS],
+            ball: Ball::Loose(Pos::NOWHERE),
+            teams: [TeamStats::default(); 2],
+            steps: 0,
+            terminated: false,
+            truncated: false,
+            rng: seeded(seed),
+        };
+        game.ball = Ball::Loose(game.random_free_cell());
+        for agent in 0..AGENTS {
+            let pos = game.random_free_cell();
+            let dir = game.rng.random_range(0..4u8);
+            game.players[agent] = Player {
+                pos,
+                dir,
+                cooldown: 0,
+                prev_pos: pos,
+            };
+        }
+        game
+    }
+
+    /// The episode has ended (a team won or time ran out).
+    pub fn is_over(&self) -> bool {
+        self.terminated || self.truncated
+    }
+
+    /// The cell content at `pos`; outside the pitch counts as wall.
+    pub fn cell(&self, pos: Pos) -> Cell {
+        if !pos.is_inside() {
+            return Cell::Wall;
+        }
+        if (GOAL_TOP..=GOAL_BOTTOM).contains(&pos.y) {
+            if pos.x == GOAL_X[0] {
+                return Cell::Goal { team: 0 };
+            }
+            if pos.x == GOAL_X[1] {
+                return Cell::Goal { team: 1 };
+            }
+        }
+        if self.ball == Ball::Loose(pos) {
+            return Cell::Ball;
+        }
+        Cell::Empty
+    }
+
+    /// The agent carrying the ball.
+    pub fn carrier(&self) -> Option<usize> {
+        match self.ball {
+            Ball::Carried(agent) => Some(agent),
+            Ball::Loose(_) => None,
+        }
+    }
+
+    /// Where the ball is: its cell, or its carrier's.
+    pub fn ball_pos(&self) -> Pos {
+        match self.ball {
+            Ball::Loose(pos) => pos,
+            Ball::Carried(agent) => self.players[agent].pos,
+        }
+    }
+
+    /// The lowest-index agent on `pos` that is still playing (the reference's `_agent_at`).
+    pub fn agent_at(&self, pos: Pos) -> Option<usize> {
+        if self.terminated {
+            return None;
+        }
+        self.players.iter().position(|p| p.pos == pos)
+    }
+
+    /// The cell in front of `agent`.
+    pub fn front(&self, agent: usize) -> Pos {
+        let player = &self.players[agent];
+        player.pos.step(player.dir)
+    }
+
+    /// Whether `pos` is a goal cell that `team` scores on.
+    pub fn is_scoring_cell(team: usize, pos: Pos) -> bool {
+        pos.x == GOAL_X[rival(team)] && (GOAL_TOP..=GOAL_BOTTOM).contains(&pos.y)
+    }
+
+    /// Advances one step. `actions` must hold one (valid) entry per agent; `None` skips the
+    /// agent, like a missing key in the reference's action dict.
+    pub fn step(&mut self, actions: &[Option<Action>], out: &mut Transition) {
+        out.clear(AGENTS);
+        self.steps += 1;
+        for player in &mut self.players {
+            player.cooldown = player.cooldown.saturating_sub(1);
+        }
+        let mut stole = [false; AGENTS];
+        for agent in self.turn_order() {
+            if let Some(action) = actions.get(agent).copied().flatten() {
+                self.act(agent, action, &mut stole, out);
+            }
+        }
+        self.score_walk_in(out);
+        if self.settings.reward_shaping {
+            self.shape_rewards(&stole, out);
+        }
+        self.truncated = self.steps >= self.settings.max_steps;
+        out.terminated.fill(self.terminated);
+        out.truncated.fill(self.truncated);
+    }
+
+    /// A uniformly random permutation of the agents: who acts first when actions conflict.
+    fn turn_order(&mut self) -> [usize; AGENTS] {
+        let mut order = [0, 1, 2, 3];
+        for i in (1..AGENTS).rev() {
+            let j = self.rng.random_range(0..=i);
+            order.swap(i, j);
+        }
+        order
+    }
+
+    fn act(
+        &mut self,
+        agent: usize,
+        action: Action,
+        stole: &mut [bool; AGENTS],
+        out: &mut Transition,
+    ) {
+        match action.0 {
+            LEFT => self.players[agent].dir = (self.players[agent].dir + 3) % 4,
+            RIGHT => self.players[agent].dir = (self.players[agent].dir + 1) % 4,
+            FORWARD => {
+                let front = self.front(agent);
+                if matches!(self.cell(front), Cell::Empty | Cell::Goal { .. }) {
+                    self.players[agent].pos = front;
+                }
+            }
+            PICKUP => stole[agent] = self.pickup(agent, out),
+            DROP => self.pass(agent, out),
+            // noop, toggle (nothing on a soccer pitch reacts to it) and done.
+            _ => {}
+        }
+    }
+
+    /// Picks the ball up from the cell in front, or steals it from an opponent standing
+    /// there (unless this agent is cooling down). Returns whether it was a steal.
+    fn pickup(&mut self, agent: usize, out: &mut Transition) -> bool {
+        if self.carrier() == Some(agent) {
+            return false;
+        }
+        let front = self.front(agent);
+        let team = team_of(agent);
+        if self.ball == Ball::Loose(front) {
+            self.ball = Ball::Carried(agent);
+            self.teams[team].pickups += 1;
+            out.events.push(event("pickup", agent, None));
+            return false;
+        }
+        let Some(victim) = self.agent_at(front) else {
+            return false;
+        };
+        if self.carrier() != Some(victim)
+            || self.players[agent].cooldown > 0
+            || team_of(victim) == team
+        {
+            return false;
+        }
+        self.ball = Ball::Carried(agent);
+        self.players[agent].cooldown = self.settings.steal_cooldown;
+        self.players[victim].cooldown = self.settings.steal_cooldown;
+        self.teams[team].steals += 1;
+        out.events.push(event(
+            "steal",
+            agent,
+            Some(serde_json::json!({ "from": AGENT_IDS[victim] })),
+        ));
+        true
+    }
+
+    /// Passes by teleport to the teammate, wherever it is. The reference draws the
+    /// receiver among the free teammates and falls back to dropping the ball in front when
+    /// there is none; in 2v2 there is exactly one, always free (there is one ball, and
+    /// players only leave the game together, at the end), so a drop is always this pass.
+    fn pass(&mut self, agent: usize, out: &mut Transition) {
+        if self.carrier() != Some(agent) {
+            return;
+        }
+        let team = team_of(agent);
+        let receiver = teammate(agent);
+        self.ball = Ball::Carried(receiver);
+        self.teams[team].passes += 1;
+        out.events.push(event(
+            "pass",
+            agent,
+            Some(serde_json::json!({ "to": AGENT_IDS[receiver] })),
+        ));
+    }
+
+    /// A carrier standing on the opponent goal scores: its team gets the goal reward plus a
+    /// time bonus, the ball respawns on a random free cell, and reaching `goals_to_win`
+    /// ends the episode.
+    fn score_walk_in(&mut self, out: &mut Transition) {
+        let Some(scorer) = self.carrier() else {
+            return;
+        };
+        let team = team_of(scorer);
+        if self.terminated || !Self::is_scoring_cell(team, self.players[scorer].pos) {
+            return;
+        }
+        let left = self.settings.max_steps as f32 - self.steps as f32;
+        let reward = GOAL_REWARD + left * TIME_BONUS_PER_STEP;
+        for agent in (0..AGENTS).filter(|a| team_of(*a) == team) {
+            out.rewards[agent] += reward;
+        }
+        self.ball = Ball::Loose(self.random_free_cell());
+        self.teams[team].goals += 1;
+        let score = [self.teams[0].goals, self.teams[1].goals];
+        out.events.push(event(
+            "goal",
+            scorer,
+            Some(serde_json::json!({
+                "team": TEAMS[team],
+                "score": { TEAMS[0]: score[0], TEAMS[1]: score[1] },
+            })),
+        ));
+        if self.teams[team].goals >= self.settings.goals_to_win {
+            self.terminated = true;
+        }
+    }
+
+    /// The reference's dense shaping: steal bonus, then ±0.01 per cell of Manhattan distance
+    /// gained towards the opponent goal's middle (carrier) or the loose ball (others).
+    fn shape_rewards(&mut self, stole: &[bool; AGENTS], out: &mut Transition) {
+        let carrier = self.carrier();
+        let loose = match self.ball {
+            Ball::Loose(pos) => Some(pos),
+            Ball::Carried(_) => None,
+        };
+        for (agent, player) in self.players.iter_mut().enumerate() {
+            if stole[agent] {
+                out.rewards[agent] += STEAL_BONUS;
+            }
+            let target = if carrier == Some(agent) {
+                Some(Pos::new(GOAL_X[rival(team_of(agent))], GOAL_MIDDLE))
+            } else {
+                loose
+            };
+            if let Some(target) = target {
+                let gained = player.prev_pos.distance(target) - player.pos.distance(target);
+                out.rewards[agent] += DISTANCE_SHAPING * gained as f32;
+            }
+            player.prev_pos = player.pos;
+        }
+    }
+
+    /// A uniformly random cell with nothing on it and no player (there are always more than
+    /// 100 such cells: 126 inside the walls, minus 6 goal cells, the ball and 4 players).
+    fn random_free_cell(&mut self) -> Pos {
+        let is_free = |game: &Self, pos: Pos| {
+            game.cell(pos) == Cell::Empty && game.players.iter().all(|p| p.pos != pos)
+        };
+        let interior = (1..HEIGHT - 1).flat_map(|y| (1..WIDTH - 1).map(move |x| Pos::new(x, y)));
+        let free = interior.clone().filter(|p| is_free(self, *p)).count();
+        let pick = self.rng.random_range(0..free);
+        interior
+            .filter(|p| is_free(self, *p))
+            .nth(pick)
+            .unwrap_or(Pos::NOWHERE)
+    }
+
+    /// Checks a state read from outside (a snapshot) so that play cannot index out of range.
+    pub fn validate(&self) -> Result<(), String> {
+        self.settings
+            .validate()
+            .map_err(|e| format!("{}: {}", e.path, e.message))?;
+        for (agent, player) in self.players.iter().enumerate() {
+            if !player.pos.is_inside() || !player.prev_pos.is_inside() {
+                return Err(format!("{} is off the pitch", AGENT_IDS[agent]));
+            }
+            if player.dir > 3 {
+                return Err(format!(
+                    "{} faces direction {}",
+                    AGENT_IDS[agent], player.dir
+                ));
+            }
+        }
+        match self.ball {
+            Ball::Carried(agent) if agent >= AGENTS => {
+                Err(format!("ball carried by unknown agent {agent}"))
+            }
+            Ball::Loose(pos) if self.cell(pos) != Cell::Ball => {
+                Err("loose ball must lie on an empty cell inside the walls".into())
+            }
+            Ball::Loose(pos) if self.players.iter().any(|p| p.pos == pos) => {
+                Err("loose ball lies under a player".into())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn event(kind: &str, agent: usize, detail: Option<serde_json::Value>) -> Event {
+    Event {
+        kind: kind.to_owned(),
+        agent: Some(agent),
+        detail,
+    }
+}

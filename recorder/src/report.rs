@@ -1,0 +1,732 @@
+//! Reports: per operator, per team and per agent statistics of a run's complete episodes.
+//!
+//! Figures come from the records only:
+//!
+//! - returns, outcomes, lengths, steps/s and environment metrics from the episode records
+//!   (episodes that failed are counted, not averaged);
+//! - LLM figures from the step records' `decision` JSON, when present. The contract with
+//!   LLM operators: `usage.prompt_tokens` and `usage.completion_tokens` (integers),
+//!   `parse_ok` (bool: the reply parsed into a legal action), `retries` (integer: re-prompts
+//!   after a format error), `message` (string: text sent to teammates; counted when
+//!   non-empty). Missing fields are simply not counted.
+//!
+//! An operator's return is the episode's summed reward over all agents; a team's is the
+//! sum over its members; an agent's its own. Steps/s is total steps over total episode
+//! wall time.
+
+use crate::error::Result;
+use crate::run_dir::{Records, RunDir, RunSummary};
+use crate::stats::{MeanCi, Outcomes, bootstrap_mean};
+use mosaic_core::Outcome;
+use mosaic_core::record::{EpisodeRecord, StepRecord};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// LLM figures of an agent (or summed over a team / an operator).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LlmStats {
+    /// Decisions whose details were read.
+    pub decisions: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Decisions that reported a parse outcome.
+    pub parses: u64,
+    /// Of those, parsed into a legal action.
+    pub parse_ok: u64,
+    /// Re-prompts after format errors.
+    pub retries: u64,
+    /// Messages sent to teammates.
+    pub messages: u64,
+}
+
+impl LlmStats {
+    /// Reads the details of one decision; `false` when they hold none of the fields.
+    fn add_decision(&mut self, decision: &serde_json::Value) -> bool {
+        let number = |v: Option<&serde_json::Value>| v.and_then(serde_json::Value::as_u64);
+        let usage = decision.get("usage");
+        let prompt = number(usage.and_then(|u| u.get("prompt_tokens")));
+        let completion = number(usage.and_then(|u| u.get("completion_tokens")));
+        let parse_ok = decision
+            .get("parse_ok")
+            .and_then(serde_json::Value::as_bool);
+        let retries = number(decision.get("retries"));
+        let message = decision.get("message").and_then(serde_json::Value::as_str);
+        if prompt.is_none()
+            && completion.is_none()
+            && parse_ok.is_none()
+            && retries.is_none()
+            && message.is_none()
+        {
+            return false;
+        }
+        self.decisions += 1;
+        self.prompt_tokens += prompt.unwrap_or(0);
+        self.completion_tokens += completion.unwrap_or(0);
+        if let Some(ok) = parse_ok {
+            self.parses += 1;
+            self.parse_ok += u64::from(ok);
+        }
+        self.retries += retries.unwrap_or(0);
+        self.messages += u64::from(message.is_some_and(|m| !m.is_empty()));
+        true
+    }
+
+    fn merge(&mut self, other: &LlmStats) {
+        self.decisions += other.decisions;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.parses += other.parses;
+        self.parse_ok += other.parse_ok;
+        self.retries += other.retries;
+        self.messages += other.messages;
+    }
+
+    /// Share of parse outcomes that succeeded.
+    pub fn parse_rate(&self) -> Option<f64> {
+        (self.parses > 0).then(|| self.parse_ok as f64 / self.parses as f64)
+    }
+}
+
+/// Whom a row of an operator's table is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupKind {
+    /// Every agent of the operator.
+    Operator,
+    /// A team.
+    Team,
+    /// One agent slot.
+    Agent,
+}
+
+/// One row of an operator's table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupReport {
+    /// Operator, team or agent.
+    pub kind: GroupKind,
+    /// Its name.
+    pub name: String,
+    /// The paradigms/kinds of its agents, e.g. `llm/llm, random/random`.
+    pub who: String,
+    /// Mean return with its interval.
+    pub mean_return: Option<MeanCi>,
+    /// Win / draw / loss counts.
+    pub outcomes: Outcomes,
+    /// LLM figures, when the records have any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmStats>,
+}
+
+/// One operator's statistics.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OperatorReport {
+    /// The operator.
+    pub operator_id: String,
+    /// Its environment.
+    pub env: String,
+    /// Complete episodes.
+    pub episodes: usize,
+    /// Of those, episodes that failed (counted, not in the averages).
+    pub failed: usize,
+    /// Mean episode length in steps.
+    pub mean_length: Option<f64>,
+    /// Environment steps per second of episode wall time.
+    pub steps_per_s: Option<f64>,
+    /// Operator, team and agent rows.
+    pub groups: Vec<GroupReport>,
+    /// Means of the environment's numeric metrics.
+    pub metrics: BTreeMap<String, f64>,
+    /// (episode index, operator return) of every averaged episode, for plots.
+    #[serde(skip)]
+    pub returns: Vec<(u32, f64)>,
+}
+
+/// A report of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// The run.
+    pub run: RunSummary,
+    /// Whether the run was still being written (figures from its JSON-lines files).
+    pub live: bool,
+    /// Per operator, in experiment order.
+    pub operators: Vec<OperatorReport>,
+}
+
+#[derive(Default)]
+struct GroupAcc {
+    who: Vec<String>,
+    values: Vec<(u64, f64)>,
+    outcomes: Outcomes,
+    llm: LlmStats,
+    has_llm: bool,
+}
+
+impl GroupAcc {
+    fn add(&mut self, seed: u64, value: f64, outcome: Option<Outcome>) {
+        self.values.push((seed, value));
+        match outcome {
+            Some(Outcome::Win) => self.outcomes.wins += 1,
+            Some(Outcome::Draw) => self.outcomes.draws += 1,
+            Some(Outcome::Loss) => self.outcomes.losses += 1,
+            None => {}
+        }
+    }
+
+    fn finish(self, kind: GroupKind, name: String) -> GroupReport {
+        GroupReport {
+            kind,
+            name,
+            who: self.who.join(", "),
+            mean_return: bootstrap_mean(&self.values),
+            outcomes: self.outcomes,
+            llm: self.has_llm.then_some(self.llm),
+        }
+    }
+}
+
+/// Builds the report of `run` from its complete units.
+pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
+    let summary = run.summary_with(records)?;
+    let episodes = records.episodes()?;
+    let mut llm: BTreeMap<(String, String), LlmStats> = BTreeMap::new();
+    records.for_each_step(|step: &StepRecord| {
+        if let Some(decision) = &step.decision {
+            let key = (step.operator_id.clone(), step.agent_id.clone());
+            let mut stats = llm.get(&key).copied().unwrap_or_default();
+            if stats.add_decision(decision) {
+                llm.insert(key, stats);
+            }
+        }
+        Ok(())
+    })?;
+    let operators = run
+        .manifest()
+        .experiment
+        .operators
+        .iter()
+        .map(|op| {
+            let mine: Vec<&EpisodeRecord> =
+                episodes.iter().filter(|e| e.operator_id == op.id).collect();
+            operator_report(&op.id, &op.env, &mine, &llm)
+        })
+        .collect();
+    Ok(Report {
+        run: summary,
+        live: records.is_live(),
+        operators,
+    })
+}
+
+fn operator_report(
+    operator_id: &str,
+    env: &str,
+    episodes: &[&EpisodeRecord],
+    llm: &BTreeMap<(String, String), LlmStats>,
+) -> OperatorReport {
+    let ok: Vec<&&EpisodeRecord> = episodes.iter().filter(|e| e.error.is_none()).collect();
+    let mut all = GroupAcc::default();
+    let mut teams: BTreeMap<String, GroupAcc> = BTreeMap::new();
+    let mut agents: Vec<(String, GroupAcc)> = Vec::new();
+    let mut returns = Vec::new();
+    let mut metric_sums: BTreeMap<String, (f64, u32)> = BTreeMap::new();
+    for episode in &ok {
+        let total: f64 = episode.agents.iter().map(|a| a.total_reward).sum();
+        all.add(episode.seed, total, None);
+        returns.push((episode.episode_index, total));
+        let mut team_totals: BTreeMap<&str, (f64, Option<Outcome>)> = BTreeMap::new();
+        for agent in &episode.agents {
+            let who = format!("{}/{}", agent.paradigm, agent.kind);
+            let index = match agents.iter().position(|(id, _)| *id == agent.agent_id) {
+                Some(index) => index,
+                None => {
+                    agents.push((agent.agent_id.clone(), GroupAcc::default()));
+                    agents.len() - 1
+                }
+            };
+            let acc = &mut agents[index].1;
+            if !acc.who.contains(&who) {
+                acc.who.push(who.clone());
+            }
+            acc.add(episode.seed, agent.total_reward, agent.outcome);
+            if let Some(team) = &agent.team {
+                let entry = team_totals.entry(team).or_insert((0.0, None));
+                entry.0 += agent.total_reward;
+                entry.1 = entry.1.or(agent.outcome);
+                let acc = teams.entry(team.clone()).or_default();
+                if !acc.who.contains(&who) {
+                    acc.who.push(who);
+                }
+            }
+        }
+        for (team, (total, outcome)) in team_totals {
+            if let Some(acc) = teams.get_mut(team) {
+                acc.add(episode.seed, total, outcome);
+            }
+        }
+        for (name, value) in &episode.metrics {
+            let number = match value {
+                serde_json::Value::Number(n) => n.as_f64(),
+                serde_json::Value::Bool(b) => Some(f64::from(u8::from(*b))),
+                _ => None,
+            };
+            if let Some(number) = number {
+                let entry = metric_sums.entry(name.clone()).or_default();
+                entry.0 += number;
+                entry.1 += 1;
+            }
+        }
+    }
+    for (agent_id, acc) in &mut agents {
+        if let Some(stats) = llm.get(&(operator_id.to_owned(), agent_id.clone())) {
+            acc.llm = *stats;
+            acc.has_llm = true;
+        }
+    }
+    // Team and operator LLM totals: sums over their agents.
+    let team_of: BTreeMap<&str, &str> = ok
+        .iter()
+        .flat_map(|e| &e.agents)
+        .filter_map(|a| a.team.as_deref().map(|t| (a.agent_id.as_str(), t)))
+        .collect();
+    for (agent_id, acc) in &agents {
+        if !acc.has_llm {
+            continue;
+        }
+        all.llm.merge(&acc.llm);
+        all.has_llm = true;
+        if let Some(team) = team_of.get(agent_id.as_str())
+            && let Some(team_acc) = teams.get_mut(*team)
+        {
+            team_acc.llm.merge(&acc.llm);
+            team_acc.has_llm = true;
+        }
+    }
+    let mut whos: Vec<String> = Vec::new();
+    for (_, acc) in &agents {
+        for who in &acc.who {
+            if !whos.contains(who) {
+                whos.push(who.clone());
+            }
+        }
+    }
+    all.who = whos;
+    let mut groups = vec![all.finish(GroupKind::Operator, operator_id.to_owned())];
+    groups.extend(
+        teams
+            .into_iter()
+            .map(|(name, acc)| acc.finish(GroupKind::Team, name)),
+    );
+    groups.extend(
+        agents
+            .into_iter()
+            .map(|(name, acc)| acc.finish(GroupKind::Agent, name)),
+    );
+    let steps: u64 = ok.iter().map(|e| u64::from(e.steps)).sum();
+    let wall_ms: u64 = ok.iter().map(|e| e.duration_ms).sum();
+    OperatorReport {
+        operator_id: operator_id.to_owned(),
+        env: env.to_owned(),
+        episodes: episodes.len(),
+        failed: episodes.len() - ok.len(),
+        mean_length: (!ok.is_empty()).then(|| steps as f64 / ok.len() as f64),
+        steps_per_s: (wall_ms > 0).then(|| steps as f64 * 1000.0 / wall_ms as f64),
+        groups,
+        metrics: metric_sums
+            .into_iter()
+            .map(|(name, (sum, n))| (name, sum / f64::from(n)))
+            .collect(),
+        returns,
+    }
+}
+
+/// How a report is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Markdown tables.
+    Markdown,
+    /// One JSON document.
+    Json,
+    /// Tidy CSV: `operator,group,name,statistic,value`.
+    Csv,
+}
+
+impl Report {
+    /// The report in `format`.
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Markdown => self.markdown(),
+            Format::Json => serde_json::to_string_pretty(self).unwrap_or_default() + "\n",
+            Format::Csv => self.csv(),
+        }
+    }
+
+    fn markdown(&self) -> String {
+        let mut out = String::new();
+        let run = &self.run;
+        let _ = writeln!(out, "# Run `{}`: {}\n", run.run_id, run.experiment);
+        let _ = writeln!(
+            out,
+            "Status **{}**, {} of {} episodes complete{}. Intervals: 95% bootstrap, stratified over seeds.\n",
+            run.status.name(),
+            run.done,
+            run.planned,
+            if self.live {
+                " (run still being written: figures from its JSON-lines files)"
+            } else {
+                ""
+            }
+        );
+        if self.operators.len() > 1 {
+            out.push_str(&self.side_by_side());
+        }
+        for op in &self.operators {
+            let _ = writeln!(out, "## Operator `{}` ({})\n", op.operator_id, op.env);
+            let _ = writeln!(
+                out,
+                "{} episodes{}, mean length {}, {} steps/s\n",
+                op.episodes,
+                if op.failed > 0 {
+                    format!(" ({} failed, not averaged)", op.failed)
+                } else {
+                    String::new()
+                },
+                fmt_opt(op.mean_length, 1),
+                fmt_opt(op.steps_per_s, 0)
+            );
+            let llm = op.groups.iter().any(|g| g.llm.is_some());
+            out.push_str("| | who | mean return [95% CI] | win | draw | loss |");
+            if llm {
+                out.push_str(" prompt tok | completion tok | parse ok | retries | messages |");
+            }
+            out.push_str("\n|---|---|---|---|---|---|");
+            if llm {
+                out.push_str("---|---|---|---|---|");
+            }
+            out.push('\n');
+            for g in &op.groups {
+                let name = match g.kind {
+                    GroupKind::Operator => "**all**".to_owned(),
+                    GroupKind::Team => format!("team {}", g.name),
+                    GroupKind::Agent => g.name.clone(),
+                };
+                let (w, d, l) = match g.outcomes.rates() {
+                    Some((w, d, l)) => (pct(w), pct(d), pct(l)),
+                    None => ("–".into(), "–".into(), "–".into()),
+                };
+                let _ = write!(
+                    out,
+                    "| {name} | {} | {} | {w} | {d} | {l} |",
+                    g.who,
+                    fmt_ci(g.mean_return)
+                );
+                if llm {
+                    match &g.llm {
+                        Some(s) => {
+                            let _ = write!(
+                                out,
+                                " {} | {} | {} | {} | {} |",
+                                s.prompt_tokens,
+                                s.completion_tokens,
+                                s.parse_rate().map_or("–".into(), pct),
+                                s.retries,
+                                s.messages
+                            );
+                        }
+                        None => out.push_str(" – | – | – | – | – |"),
+                    }
+                }
+                out.push('\n');
+            }
+            if !op.metrics.is_empty() {
+                out.push_str("\n| metric | mean |\n|---|---|\n");
+                for (name, mean) in &op.metrics {
+                    let _ = writeln!(out, "| {name} | {mean:.3} |");
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Operators as columns, one row per figure.
+    fn side_by_side(&self) -> String {
+        let mut out = String::from("## Side by side\n\n|");
+        for op in &self.operators {
+            let _ = write!(out, " | `{}`", op.operator_id);
+        }
+        out.push_str(" |\n|---|");
+        for _ in &self.operators {
+            out.push_str("---|");
+        }
+        out.push('\n');
+        let mut row = |label: &str, cell: &dyn Fn(&OperatorReport) -> String| {
+            let _ = write!(out, "| {label} |");
+            for op in &self.operators {
+                let _ = write!(out, " {} |", cell(op));
+            }
+            out.push('\n');
+        };
+        row("env", &|op| op.env.clone());
+        row("episodes", &|op| op.episodes.to_string());
+        row("mean return [95% CI]", &|op| {
+            fmt_ci(op.groups[0].mean_return)
+        });
+        row("mean length", &|op| fmt_opt(op.mean_length, 1));
+        row("steps/s", &|op| fmt_opt(op.steps_per_s, 0));
+        let mut teams: Vec<&str> = Vec::new();
+        for op in &self.operators {
+            for g in op.groups.iter().filter(|g| g.kind == GroupKind::Team) {
+                if !teams.contains(&g.name.as_str()) {
+                    teams.push(&g.name);
+                }
+            }
+        }
+        for team in teams {
+            let group = |op: &OperatorReport| {
+                op.groups
+                    .iter()
+                    .find(|g| g.kind == GroupKind::Team && g.name == team)
+                    .cloned()
+            };
+            row(&format!("team {team}: who"), &|op| {
+                group(op).map_or("–".into(), |g| g.who)
+            });
+            row(&format!("team {team}: win / draw / loss"), &|op| {
+                group(op)
+                    .and_then(|g| g.outcomes.rates())
+                    .map_or("–".into(), |(w, d, l)| {
+                        format!("{} / {} / {}", pct(w), pct(d), pct(l))
+                    })
+            });
+        }
+        if self.operators.iter().any(|op| op.groups[0].llm.is_some()) {
+            row("LLM tokens (prompt + completion)", &|op| {
+                op.groups[0].llm.map_or("–".into(), |s| {
+                    format!("{} + {}", s.prompt_tokens, s.completion_tokens)
+                })
+            });
+            row("LLM parse ok", &|op| {
+                op.groups[0]
+                    .llm
+                    .and_then(|s| s.parse_rate())
+                    .map_or("–".into(), pct)
+            });
+        }
+        let mut metrics: Vec<&String> = self
+            .operators
+            .iter()
+            .flat_map(|op| op.metrics.keys())
+            .collect();
+        metrics.sort();
+        metrics.dedup();
+        for metric in metrics {
+            row(&format!("metric {metric}"), &|op| {
+                op.metrics
+                    .get(metric)
+                    .map_or("–".into(), |m| format!("{m:.3}"))
+            });
+        }
+        out.push('\n');
+        out
+    }
+
+    fn csv(&self) -> String {
+        let mut out = String::from("operator,group,name,statistic,value\n");
+        let mut put = |op: &str, group: &str, name: &str, statistic: &str, value: String| {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{}",
+                csv_field(op),
+                group,
+                csv_field(name),
+                statistic,
+                value
+            );
+        };
+        for op in &self.operators {
+            let id = op.operator_id.as_str();
+            put(id, "operator", id, "episodes", op.episodes.to_string());
+            put(id, "operator", id, "failed", op.failed.to_string());
+            if let Some(v) = op.mean_length {
+                put(id, "operator", id, "mean_length", v.to_string());
+            }
+            if let Some(v) = op.steps_per_s {
+                put(id, "operator", id, "steps_per_s", v.to_string());
+            }
+            for g in &op.groups {
+                let group = match g.kind {
+                    GroupKind::Operator => "operator",
+                    GroupKind::Team => "team",
+                    GroupKind::Agent => "agent",
+                };
+                if let Some(ci) = g.mean_return {
+                    put(id, group, &g.name, "mean_return", ci.mean.to_string());
+                    put(id, group, &g.name, "mean_return_ci_low", ci.low.to_string());
+                    put(
+                        id,
+                        group,
+                        &g.name,
+                        "mean_return_ci_high",
+                        ci.high.to_string(),
+                    );
+                }
+                if let Some((w, d, l)) = g.outcomes.rates() {
+                    put(id, group, &g.name, "win_rate", w.to_string());
+                    put(id, group, &g.name, "draw_rate", d.to_string());
+                    put(id, group, &g.name, "loss_rate", l.to_string());
+                }
+                if let Some(s) = g.llm {
+                    put(
+                        id,
+                        group,
+                        &g.name,
+                        "prompt_tokens",
+                        s.prompt_tokens.to_string(),
+                    );
+                    put(
+                        id,
+                        group,
+                        &g.name,
+                        "completion_tokens",
+                        s.completion_tokens.to_string(),
+                    );
+                    if let Some(rate) = s.parse_rate() {
+                        put(id, group, &g.name, "parse_ok_rate", rate.to_string());
+                    }
+                    put(id, group, &g.name, "retries", s.retries.to_string());
+                    put(id, group, &g.name, "messages", s.messages.to_string());
+                }
+            }
+            for (name, mean) in &op.metrics {
+                put(id, "metric", name, "mean", mean.to_string());
+            }
+        }
+        out
+    }
+}
+
+/// Quotes a CSV field when it needs it.
+pub fn csv_field(value: &str) -> String {
+    if value.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", value.replace('"', "\"\""))
+    } else {
+        value.to_owned()
+    }
+}
+
+fn pct(rate: f64) -> String {
+    format!("{:.1}%", rate * 100.0)
+}
+
+fn fmt_opt(value: Option<f64>, decimals: usize) -> String {
+    value.map_or("–".into(), |v| format!("{v:.decimals$}"))
+}
+
+fn fmt_ci(ci: Option<MeanCi>) -> String {
+    ci.map_or("–".into(), |ci| {
+        format!("{:.3} [{:.3}, {:.3}]", ci.mean, ci.low, ci.high)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic;
+
+    fn report(operators: &[&str]) -> (tempfile::TempDir, Report) {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("rep", operators, 8, 40);
+        let (run, store) = synthetic::write_run(&dir.path().join("rep"), &manifest, 30, 4).unwrap();
+        let report = build(&run, &Records::Store(Box::new(store))).unwrap();
+        (dir, report)
+    }
+
+    #[test]
+    fn figures_trace_back_to_the_records() {
+        let (_dir, report) = report(&["a", "b"]);
+        let manifest = synthetic::manifest("rep", &["a", "b"], 8, 40);
+        let episodes = synthetic::run_episodes(&manifest, 30, 4);
+        let a = &report.operators[0];
+        assert_eq!((a.operator_id.as_str(), a.episodes, a.failed), ("a", 8, 0));
+        assert_eq!(a.mean_length, Some(30.0));
+        let returns: Vec<f64> = episodes[..8]
+            .iter()
+            .map(|e| e.record.agents.iter().map(|a| a.total_reward).sum())
+            .collect();
+        let mean = returns.iter().sum::<f64>() / 8.0;
+        let all = &a.groups[0];
+        assert_eq!(all.kind, GroupKind::Operator);
+        assert!((all.mean_return.unwrap().mean - mean).abs() < 1e-12);
+        // Teams: green and blue; agents: four.
+        let kinds: Vec<_> = a.groups.iter().map(|g| (g.kind, g.name.as_str())).collect();
+        assert_eq!(
+            kinds[1..3],
+            [(GroupKind::Team, "blue"), (GroupKind::Team, "green")]
+        );
+        assert_eq!(kinds.len(), 7);
+        let green = &a.groups[2];
+        assert_eq!(green.outcomes.total(), 8);
+        // LLM figures: agent green_0, from the decisions of its step records.
+        let prompt: u64 = episodes[..8]
+            .iter()
+            .flat_map(|e| e.steps.iter().map(|s| &s[0]))
+            .map(|r| {
+                r.decision.as_ref().unwrap()["usage"]["prompt_tokens"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .sum();
+        let green_0 = a.groups.iter().find(|g| g.name == "green_0").unwrap();
+        assert_eq!(green_0.llm.unwrap().prompt_tokens, prompt);
+        assert_eq!(green_0.llm.unwrap().decisions, 8 * 30);
+        assert_eq!(green.llm.unwrap().prompt_tokens, prompt);
+        assert_eq!(all.llm.unwrap().completion_tokens, 8 * 30 * 12);
+        assert!(
+            a.groups
+                .iter()
+                .find(|g| g.name == "blue_0")
+                .unwrap()
+                .llm
+                .is_none()
+        );
+        assert!(a.metrics.contains_key("goals"));
+    }
+
+    #[test]
+    fn renders_are_complete_and_reproducible() {
+        let (dir, report) = report(&["a", "b"]);
+        let (_, again) = self::report(&["a", "b"]);
+        assert_eq!(report.operators, again.operators);
+        let md = report.render(Format::Markdown);
+        assert!(md.contains("## Side by side"), "{md}");
+        assert!(md.contains("| team green: win / draw / loss |"), "{md}");
+        assert!(md.contains("## Operator `b`"), "{md}");
+        let json: serde_json::Value = serde_json::from_str(&report.render(Format::Json)).unwrap();
+        assert_eq!(json["operators"][1]["episodes"], 8);
+        let csv = report.render(Format::Csv);
+        assert!(csv.lines().all(|l| l.split(',').count() == 5), "{csv}");
+        assert!(csv.contains("a,team,green,win_rate,"), "{csv}");
+        let (_, single) = self::report(&["solo"]);
+        assert!(!single.render(Format::Markdown).contains("Side by side"));
+        let plots = crate::plot::write_plots(&report, &dir.path().join("plots")).unwrap();
+        for plot in plots {
+            let svg = std::fs::read_to_string(&plot).unwrap();
+            assert!(
+                svg.starts_with("<svg") && svg.contains("</svg>"),
+                "{}",
+                plot.display()
+            );
+            // Each operator is named (legend or panel caption).
+            for operator in ["a", "b"] {
+                assert!(
+                    svg.contains(&format!("\n{operator}\n</text>")),
+                    "{}",
+                    plot.display()
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! Script mode: run an experiment into a run directory.
+
+use crate::Experiment;
+use mosaic_actors::error::SinkError;
+use mosaic_actors::runner::{RunError, Runner};
+use mosaic_actors::session::Subscribers;
+use mosaic_actors::sink::Sinks;
+use mosaic_core::record::{EpisodeRecord, RUN_SCHEMA, RunManifest, now_ms};
+use mosaic_core::{RunId, SpecError};
+use mosaic_recorder::{Durability, RunDir};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where and how to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Parent directory of run directories.
+    pub out: PathBuf,
+    /// The run id (default: the experiment name and the UTC start time).
+    pub run_id: Option<String>,
+    /// Show a progress bar on the terminal.
+    pub progress: bool,
+    /// How far an episode's records must have gone before it counts as done.
+    pub durability: Durability,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            out: PathBuf::from("runs"),
+            run_id: None,
+            progress: false,
+            durability: Durability::Sync,
+        }
+    }
+}
+
+/// A finished run.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// The run id.
+    pub run_id: String,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Every episode's roll-up, operator configuration by episode.
+    pub episodes: Vec<Arc<EpisodeRecord>>,
+    /// Wall time of the whole run.
+    pub wall: Duration,
+}
+
+/// A run could not start or did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum RunFailure {
+    /// The experiment does not fit the registries (nothing was written).
+    #[error("{0}")]
+    Spec(SpecError),
+    /// The run directory could not be created or written.
+    #[error(transparent)]
+    Recorder(#[from] mosaic_recorder::RecorderError),
+    /// A session failed (what was recorded before is kept).
+    #[error(transparent)]
+    Run(RunError),
+    /// Recording failed (what was made durable before is kept).
+    #[error("recording failed: {0}")]
+    Sink(SinkError),
+}
+
+impl RunFailure {
+    /// The exit code of the `mosaic` command for this failure: 2 for bad input.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunFailure::Spec(_) => 2,
+            RunFailure::Recorder(e) if e.is_bad_input() => 2,
+            _ => 1,
+        }
+    }
+}
+
+impl Experiment {
+    fn runner(&self, run_id: &str) -> Runner {
+        Runner::new(
+            self.spec().clone(),
+            RunId::from(run_id),
+            Arc::new(self.envs().clone()),
+            Arc::new(self.kinds().clone()),
+        )
+    }
+
+    /// Checks the experiment against the registries (builds every environment and
+    /// operator once). Runs its own actix system: call it outside one.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let runner = self.runner("validate");
+        actix::System::new().block_on(async move { runner.validate() })
+    }
+
+    /// Runs every episode into a new run directory under `options.out`. Runs its own actix
+    /// system: call it outside one (inside, use [`Experiment::run_async`]).
+    pub fn run(&self, options: &RunOptions) -> Result<RunOutcome, RunFailure> {
+        actix::System::new().block_on(self.run_async(options))
+    }
+
+    /// [`Experiment::run`] inside a running actix system.
+    pub async fn run_async(&self, options: &RunOptions) -> Result<RunOutcome, RunFailure> {
+        let started = Instant::now();
+        let run_id = match &options.run_id {
+            Some(id) => id.clone(),
+            None => default_run_id(&self.spec().name, now_ms() / 1000),
+        };
+        let runner = self.runner(&run_id);
+        runner.validate().map_err(RunFailure::Spec)?;
+        let dir = options.out.join(&run_id);
+        let manifest = RunManifest {
+            schema: RUN_SCHEMA.to_owned(),
+            run_id: run_id.clone(),
+            experiment: self.spec().clone(),
+            seeds: self.spec().episode_seeds(),
+            versions: versions(),
+            started: now_ms(),
+        };
+        let (run_dir, store) = RunDir::create(&dir, &manifest)?;
+        let sinks = Sinks::start(&run_dir, &store, options.durability).map_err(RunFailure::Sink)?;
+        let subscribers = Subscribers {
+            steps: sinks.steps.clone(),
+            episodes: sinks.episodes.clone(),
+        };
+        let bar = progress_bar(options.progress, runner.all_units().len() as u64);
+        let episodes = runner
+            .run(None, subscribers, |record| {
+                bar.inc(1);
+                bar.set_message(format!(
+                    "{} ep {}",
+                    record.operator_id, record.episode_index
+                ));
+            })
+            .await;
+        bar.finish_and_clear();
+        let closed = sinks.close().await;
+        let episodes = episodes.map_err(RunFailure::Run)?;
+        closed.map_err(RunFailure::Sink)?;
+        Ok(RunOutcome {
+            run_id,
+            dir,
+            episodes,
+            wall: started.elapsed(),
+        })
+    }
+}
+
+fn progress_bar(show: bool, units: u64) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    // indicatif draws nothing when stderr is not a terminal.
+    let bar = indicatif::ProgressBar::new(units);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} episodes {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn versions() -> serde_json::Map<String, serde_json::Value> {
+    let mut versions = serde_json::Map::new();
+    versions.insert("mosaic".into(), env!("CARGO_PKG_VERSION").into());
+    versions.insert(
+        "step_schema".into(),
+        mosaic_core::record::STEP_SCHEMA.into(),
+    );
+    versions.insert(
+        "episode_schema".into(),
+        mosaic_core::record::EPISODE_SCHEMA.into(),
+    );
+    versions
+}
+
+/// `{name}-{YYYYMMDDTHHMMSS}` in UTC, with the name reduced to id characters.
+fn default_run_id(name: &str, unix_seconds: u64) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let days = (unix_seconds / 86_400) as i64;
+    let secs = unix_seconds % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{clean}-{y:04}{m:02}{d:02}T{:02}{:02}{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Whether `path` already holds a run.
+pub fn is_run_dir(path: &Path) -> bool {
+    path.join(mosaic_recorder::run_dir::MANIFEST_FILE).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_are_readable_utc_stamps() {
+        assert_eq!(default_run_id("a7 vs/x", 0), "a7_vs_x-19700101T000000");
+        assert_eq!(default_run_id("d", 1_795_305_950), "d-20261122T000550");
+        assert_eq!(default_run_id("d", 951_782_400), "d-20000229T000000");
+    }
+}
