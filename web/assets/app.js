@@ -30,16 +30,19 @@
     return node;
   };
 
+  const MAX_FRAME_WIDTH = 720;
+
   /**
-   * Shows grid-like frames at a whole multiple of their size (crisp cells) when they fit,
-   * else scaled down smoothly.
+   * Fills the room available: at a whole multiple of the frame's size when that is at
+   * least twice (crisp cells), else scaled smoothly.
    */
   function fitFrame(img, room) {
     const natural = img.naturalWidth;
     if (!natural || !room) return;
-    const scale = natural <= room ? Math.floor(room / natural) : room / natural;
+    const fill = Math.min(room, MAX_FRAME_WIDTH) / natural;
+    const scale = fill >= 2 ? Math.floor(fill) : fill;
     img.style.width = `${Math.round(natural * scale)}px`;
-    img.classList.toggle('smooth', scale < 1);
+    img.classList.toggle('smooth', !Number.isInteger(scale));
   }
 
   const withToken = (url) =>
@@ -104,7 +107,12 @@
   const views = new Map(); // operator id -> DOM handles
   let appliedNextSeed = null;
 
-  /** The key that picks `action` for a seat whose legal actions are `legal`. */
+  /**
+   * The key that picks `action` for a seat whose legal actions are `legal`: a named key
+   * when the label fits one (arrows, space, p, d, t), else a digit — the number in the
+   * label when every label ends in a different one (board columns), else the action's
+   * position (up to nine actions), else its position among the legal ones.
+   */
   function keyFor(labels, legal, action) {
     const label = labels[action];
     for (const [key, names] of Object.entries(KEY_LABELS)) {
@@ -113,18 +121,17 @@
       const owner = legal.find((a) => names.includes(labels[a]));
       if (owner === action) return key;
     }
-    const position = legal.indexOf(action);
-    return position >= 0 && position < 9 ? String(position + 1) : null;
+    const numbers = labels.map((l) => (/(\d+)$/.exec(l) || [])[1]);
+    let digit;
+    if (numbers.every(Boolean) && new Set(numbers).size === labels.length) digit = Number(numbers[action]);
+    else if (labels.length <= 9) digit = action + 1;
+    else digit = legal.indexOf(action) + 1;
+    return digit >= 1 && digit <= 9 ? String(digit) : null;
   }
 
   function actionForKey(labels, legal, key) {
-    if (/^[1-9]$/.test(key)) {
-      const action = legal[Number(key) - 1];
-      return action === undefined ? null : action;
-    }
-    const names = KEY_LABELS[key.length === 1 ? key.toLowerCase() : key];
-    if (!names) return null;
-    const action = legal.find((a) => names.includes(labels[a]));
+    const pressed = key.length === 1 ? key.toLowerCase() : key;
+    const action = legal.find((a) => keyFor(labels, legal, a) === pressed);
     return action === undefined ? null : action;
   }
 
@@ -230,7 +237,8 @@
         el('span', { text: 'Waiting for ' }), el('span', { class: 'who', text: seat.agent_id }),
         el('span', { text: ` (human) to move at step ${seat.step}` }),
         el('div', { class: 'choices' }, ...choices),
-        seat.text ? el('p', { class: 'obs', text: seat.text }) : null));
+        seat.text ? el('details', { class: 'obs' }, el('summary', { text: 'what the agent sees' }),
+          el('pre', { text: seat.text })) : null));
     }
   }
 
@@ -333,6 +341,11 @@
     }
   });
   $('#step-all').addEventListener('click', () => control('/api/live/step', {}));
+  // After a mouse click a control gives the focus back, so that Space goes to a human
+  // player's move rather than clicking the control again.
+  for (const button of document.querySelectorAll('#controls button')) {
+    button.addEventListener('click', (event) => { if (event.detail > 0) button.blur(); });
+  }
   $('#run-pause').addEventListener('click', () => {
     if (latest && latest.running) control('/api/live/pause', {});
     else control('/api/live/run', { pace_ms: Number($('#pace').value) });

@@ -367,7 +367,8 @@ impl Live {
                 Err(message) => b.error = Some(format!("Reset All failed: {message}")),
             }
         });
-        self.refresh_all();
+        // Answer once every viewport shows its new world.
+        futures::future::join_all((0..self.operators.len()).map(|i| self.fetch(i, false))).await;
         result.map(|_| ())
     }
 
@@ -529,7 +530,50 @@ impl Live {
         }
     }
 
-    /// Fetches the status and frame of one viewport (again, if asked while fetching).
+    /// Fetches the status and frame of one viewport into the board once; answers whether
+    /// it was asked for again meanwhile (only when `coalescing`).
+    async fn fetch(&self, index: usize, coalescing: bool) -> bool {
+        let operator = &self.operators[index];
+        let (status, frame) = futures::join!(
+            operator.session.send(GetStatus),
+            operator.env_actor.send(Render)
+        );
+        let png = match frame {
+            Ok(Some(frame)) => match frame.to_png() {
+                Ok(png) => Some(Arc::new(png)),
+                Err(error) => {
+                    tracing::warn!(operator = %operator.id, %error, "cannot encode frame");
+                    None
+                }
+            },
+            _ => None,
+        };
+        self.update(|b| {
+            let viewport = &mut b.viewports[index];
+            if let Ok(Some(status)) = status {
+                viewport.status = Some(status);
+            }
+            if png.is_some() {
+                viewport.frame = png;
+                viewport.frame_version += 1;
+            }
+            let again = coalescing && std::mem::take(&mut viewport.dirty);
+            if coalescing {
+                viewport.refreshing = again;
+            }
+            if b.running
+                && b.viewports
+                    .iter()
+                    .all(|v| v.status.as_ref().is_none_or(|s| s.done))
+            {
+                b.running = false;
+            }
+            again
+        })
+    }
+
+    /// Fetches the status and frame of one viewport in the background (again, if asked
+    /// while fetching).
     fn refresh(self: &Arc<Self>, index: usize) {
         {
             let mut board = self.board();
@@ -541,48 +585,7 @@ impl Live {
             viewport.refreshing = true;
         }
         let live = self.clone();
-        actix::spawn(async move {
-            loop {
-                let operator = &live.operators[index];
-                let (status, frame) = futures::join!(
-                    operator.session.send(GetStatus),
-                    operator.env_actor.send(Render)
-                );
-                let png = match frame {
-                    Ok(Some(frame)) => match frame.to_png() {
-                        Ok(png) => Some(Arc::new(png)),
-                        Err(error) => {
-                            tracing::warn!(operator = %operator.id, %error, "cannot encode frame");
-                            None
-                        }
-                    },
-                    _ => None,
-                };
-                let again = live.update(|b| {
-                    let viewport = &mut b.viewports[index];
-                    if let Ok(Some(status)) = status {
-                        viewport.status = Some(status);
-                    }
-                    if png.is_some() {
-                        viewport.frame = png;
-                        viewport.frame_version += 1;
-                    }
-                    let again = std::mem::take(&mut viewport.dirty);
-                    viewport.refreshing = again;
-                    if b.running
-                        && b.viewports
-                            .iter()
-                            .all(|v| v.status.as_ref().is_none_or(|s| s.done))
-                    {
-                        b.running = false;
-                    }
-                    again
-                });
-                if !again {
-                    break;
-                }
-            }
-        });
+        actix::spawn(async move { while live.fetch(index, true).await {} });
     }
 }
 

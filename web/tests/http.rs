@@ -482,3 +482,131 @@ fn a_replay_that_does_not_reproduce_the_record_says_where() {
         "{message}"
     );
 }
+
+/// Decides the first legal action and reports it the way language-model operators do.
+struct Annotated;
+
+impl actix::Actor for Annotated {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<mosaic_actors::BeginEpisode> for Annotated {
+    type Result = Result<(), mosaic_actors::OperatorError>;
+    fn handle(&mut self, _: mosaic_actors::BeginEpisode, _: &mut Self::Context) -> Self::Result {
+        Ok(())
+    }
+}
+
+impl actix::Handler<mosaic_actors::Decide> for Annotated {
+    type Result = Result<mosaic_core::Decision, mosaic_actors::OperatorError>;
+    fn handle(&mut self, msg: mosaic_actors::Decide, _: &mut Self::Context) -> Self::Result {
+        let action = msg.obs.legal_actions().next().unwrap();
+        Ok(mosaic_core::Decision {
+            action,
+            source: mosaic_core::DecisionSource::Policy,
+            detail: Some(json!({
+                "raw": format!("<action>{}</action>", action.0),
+                "think": format!("step {}: the first legal move", msg.step),
+                "message": "going first",
+                "scratchpad": "keep left",
+                "parse_ok": true,
+            })),
+        })
+    }
+}
+
+#[test]
+fn language_model_agents_show_their_reasoning() {
+    use actix::Actor;
+    let mut kinds = mosaic_actors::OperatorRegistry::baselines();
+    kinds.register(mosaic_actors::OperatorKind {
+        name: "annotated",
+        summary: "first legal action, with model-style details",
+        settings: &[],
+        spawn: std::sync::Arc::new(|_| {
+            let addr = Annotated.start();
+            Ok(mosaic_actors::OperatorHandle {
+                kind: "annotated".into(),
+                paradigm: mosaic_core::Paradigm::Llm,
+                wants: mosaic_core::ObsRequest::MASK_ONLY,
+                begin: addr.clone().recipient(),
+                decide: addr.recipient(),
+            })
+        }),
+    });
+    let spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "talk",
+        "episodes": 1,
+        "operators": [{"id": "talk", "env": "walk", "agents": {"red": {"kind": "annotated"}, "blue": {"kind": "noop"}}}]
+    }))
+    .unwrap();
+    let mut config = config(Some(spec));
+    config.kinds = kinds;
+    config.token = Some(TOKEN.into());
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+    assert_eq!(
+        json_of(&get(addr, "/api/live"))["operators"][0]["agents"][0]["paradigm"],
+        "llm"
+    );
+    state_until(addr, "the first reset", |s| steps(s, 0) == Some(0));
+    assert_eq!(post(addr, "/api/live/step", json!({})).status, 202);
+    let state = state_until(addr, "the step", |s| steps(s, 0) == Some(1));
+    let detail = &state["viewports"][0]["details"][0];
+    assert_eq!(detail["step"], 0);
+    assert_eq!(detail["source"], "policy");
+    let decision = &detail["decision"];
+    assert_eq!(decision["think"], "step 0: the first legal move");
+    assert_eq!(decision["message"], "going first");
+    assert_eq!(decision["scratchpad"], "keep left");
+    assert_eq!(decision["parse_ok"], true);
+    assert_eq!(decision["raw"], "<action>0</action>");
+}
+
+#[test]
+fn the_manual_mode_example_serves_real_games() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/experiments/manual-mode.toml");
+    let spec: ExperimentSpec = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut config = ServeConfig::new(
+        mosaic_adapters::EnvRegistry::native(),
+        mosaic_actors::OperatorRegistry::baselines(),
+    );
+    config.experiment = Some(spec);
+    config.bind = "127.0.0.1:0".parse().unwrap();
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+    let setup = json_of(&http(addr, "GET", "/api/live", &[], b""));
+    let ids: Vec<&str> = setup["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["you_in_green", "scripted_green", "connect_four"]);
+    let state = json_of(&http(addr, "GET", "/api/live/state", &[], b""));
+    for id in ids {
+        let frame = http(addr, "GET", &format!("/api/live/{id}/frame"), &[], b"");
+        assert_eq!(frame.status, 200, "{id}");
+        assert_eq!(&frame.body[1..4], b"PNG", "{id}");
+    }
+    let first = |i: usize| {
+        http(
+            addr,
+            "GET",
+            &format!(
+                "/api/live/{}/frame",
+                setup["operators"][i]["id"].as_str().unwrap()
+            ),
+            &[],
+            b"",
+        )
+        .body
+    };
+    assert_eq!(
+        first(0),
+        first(1),
+        "the two pitches start alike under one seed"
+    );
+    assert_eq!(state["seed"], "7");
+}

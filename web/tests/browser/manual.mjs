@@ -126,6 +126,25 @@ try {
   await page.screenshot({ path: path.join(artifacts, 'manual.png') });
   log('second Step All answered with the stay button');
 
+  // ---- Run at the slider's pace, a human answering with Space, then Pause --------------
+  await page.focus('#pace');
+  await page.keyboard.press('Home');
+  assert.equal(await page.textContent('#pace-value'), '0 ms');
+  const duelSteps = async () => Number(await viewport('duel').getAttribute('data-steps'));
+  const startedAt = await duelSteps();
+  await page.click('#run-pause');
+  await page.waitForFunction(() => document.querySelector('#run-pause').textContent === 'Pause');
+  assert.ok(await page.isDisabled('#step-all'), 'no Step All while running');
+  for (let k = 1; k <= 3; k += 1) {
+    await viewport('duel').locator('.waiting').waitFor({ state: 'visible' });
+    await page.keyboard.press(' ');
+    await page.waitForFunction(([s]) => Number(document.querySelector('.viewport[data-op="duel"]').dataset.steps) >= s, [startedAt + k]);
+  }
+  await page.click('#run-pause');
+  await page.waitForFunction(() => document.querySelector('#run-pause').textContent === 'Run');
+  assert.equal(await viewport('duel').locator('tr[data-agent="0"] .last').textContent(), 'stay');
+  log(`Run / Pause: the duel went from step ${startedAt} to ${await duelSteps()} with Space`);
+
   // ---- the runs browser: tables and a replay scrubbed frame by frame -------------------
   await page.click('.tab[data-tab="runs"]');
   await page.click(`tr[data-run="${runName}"]`);
