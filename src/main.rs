@@ -7,6 +7,7 @@ use mosaic::Experiment;
 use mosaic::experiment_file::ExperimentFile;
 use mosaic::run::RunOptions;
 use std::io::IsTerminal;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -25,6 +26,9 @@ struct Cli {
 enum Command {
     /// Run an experiment file headless into a run directory.
     Run(RunArgs),
+    /// Watch an experiment's operators side by side in the browser (Step All, Reset All,
+    /// human players) and browse recorded runs.
+    Serve(ServeArgs),
     /// List the registered environments and their settings.
     Envs,
     /// List the registered operator kinds and their settings.
@@ -59,6 +63,21 @@ struct RunArgs {
     parallelism: Option<usize>,
 }
 
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// The experiment file whose operator configurations are shown side by side.
+    experiment: Option<PathBuf>,
+    /// Address to listen on; anything but a loopback address needs a token.
+    #[arg(long, default_value = mosaic_web::DEFAULT_BIND)]
+    bind: SocketAddr,
+    /// The token every request must carry (default: the MOSAIC_TOKEN variable).
+    #[arg(long)]
+    token: Option<String>,
+    /// Directory of recorded runs for the runs browser (default: `runs`, if it exists).
+    #[arg(long)]
+    runs: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -70,6 +89,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run(args),
+        Command::Serve(args) => serve(args),
         Command::Envs => {
             print!(
                 "{}",
@@ -144,6 +164,54 @@ fn run(args: RunArgs) -> ExitCode {
         Err(failure) => {
             eprintln!("error: {failure}");
             ExitCode::from(failure.exit_code())
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let llm = std::sync::Arc::new(mosaic::actors::llm::LlmResources::new());
+    let mut config = mosaic_web::ServeConfig::new(
+        mosaic::experiment::default_envs(),
+        mosaic::experiment::default_operators(&llm),
+    );
+    let file = match args
+        .experiment
+        .as_deref()
+        .map(ExperimentFile::load)
+        .transpose()
+    {
+        Ok(file) => file,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    config.experiment = file.as_ref().map(|f| f.spec.clone());
+    config.bind = args.bind;
+    config.token = mosaic_web::resolve_token(args.token);
+    config.runs_dir = args
+        .runs
+        .or_else(|| Some(PathBuf::from("runs")).filter(|d| d.is_dir()));
+    let served = actix_rt::System::new().block_on(async move {
+        let server = mosaic_web::start(config).await?;
+        eprintln!(
+            "mosaic: serving on http://{}/ (Ctrl-C stops)",
+            server.local_addr()
+        );
+        server.run().await
+    });
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(mosaic_web::WebError::Experiment(error)) => {
+            match &file {
+                Some(file) => eprintln!("error: {}", file.error_at(&error)),
+                None => eprintln!("error: {error}"),
+            }
+            ExitCode::from(2)
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
         }
     }
 }

@@ -7,6 +7,7 @@
 //!   synchronous [`mosaic_core::Policy`], and the registry of operator kinds.
 //! - [`worker`]: external policy workers (any language) behind the worker protocol.
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
+//! - [`human`]: the `human` operator kind, whose decisions wait for a person.
 //! - [`sink::Sinks`]: the telemetry sink writing a run's records into its run directory.
 //! - [`channel::Channel`] carries messages between the agents of a session.
 //! - `llm` (cargo feature `llm`, on by default): the LLM and VLM operators, their
@@ -18,6 +19,7 @@ pub mod channel;
 pub mod env_actor;
 pub mod error;
 pub mod group;
+pub mod human;
 #[cfg(feature = "llm")]
 pub mod llm;
 pub mod messages;

@@ -54,11 +54,19 @@ impl EnvRegistry {
     /// Every environment of this crate: the native ones and the external ones (`worker`,
     /// `gymnasium:<id>`, `pettingzoo:<module path>`).
     pub fn native() -> Self {
+        let mut registry = Self::in_process();
+        crate::external::register(&mut registry);
+        registry
+    }
+
+    /// The native environments only: they run inside this process and start no other
+    /// program, whatever their settings, so they can be built from settings nobody vetted
+    /// (e.g. to replay a run recorded elsewhere).
+    pub fn in_process() -> Self {
         let mut registry = Self::default();
         for kind in native_kinds() {
             registry.register(kind);
         }
-        crate::external::register(&mut registry);
         registry
     }
 

@@ -1,0 +1,576 @@
+// mosaic's page: manual mode (live viewports) and the runs browser. Plain JavaScript, no
+// build step: the server embeds this file as is.
+'use strict';
+
+(() => {
+  // ---- access token -------------------------------------------------------------------
+  // Given once as ?token=...; kept for this tab and removed from the address bar so it
+  // does not end up in screenshots or shared links.
+  const params = new URLSearchParams(location.search);
+  let token = sessionStorage.getItem('mosaic-token') || '';
+  if (params.has('token')) {
+    token = params.get('token') || '';
+    sessionStorage.setItem('mosaic-token', token);
+    params.delete('token');
+    const rest = params.toString();
+    history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : '') + location.hash);
+  }
+
+  const $ = (selector, root = document) => root.querySelector(selector);
+  const el = (tag, props = {}, ...children) => {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props)) {
+      if (key === 'class') node.className = value;
+      else if (key === 'text') node.textContent = value;
+      else if (key.startsWith('data-')) node.setAttribute(key, value);
+      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else node[key] = value;
+    }
+    for (const child of children) if (child != null) node.append(child);
+    return node;
+  };
+
+  const MAX_FRAME_WIDTH = 720;
+
+  /**
+   * Fills the room available: at a whole multiple of the frame's size when that is at
+   * least twice (crisp cells), else scaled smoothly.
+   */
+  function fitFrame(img, room) {
+    const natural = img.naturalWidth;
+    if (!natural || !room) return;
+    const fill = Math.min(room, MAX_FRAME_WIDTH) / natural;
+    const scale = fill >= 2 ? Math.floor(fill) : fill;
+    img.style.width = `${Math.round(natural * scale)}px`;
+    img.classList.toggle('smooth', !Number.isInteger(scale));
+  }
+
+  const withToken = (url) =>
+    token ? `${url}${url.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}` : url;
+
+  async function api(path, body) {
+    const options = { headers: {} };
+    if (token) options.headers['X-Mosaic-Token'] = token;
+    if (body !== undefined) {
+      options.method = 'POST';
+      options.headers['Content-Type'] = 'application/json';
+      options.body = JSON.stringify(body);
+    }
+    const response = await fetch(path, options);
+    let data = null;
+    try { data = await response.json(); } catch (_) { /* not JSON */ }
+    if (!response.ok) {
+      const error = new Error((data && data.error) || `${response.status} ${response.statusText}`);
+      error.status = response.status;
+      throw error;
+    }
+    return data;
+  }
+
+  const showError = (node, message) => {
+    node.textContent = message || '';
+    node.hidden = !message;
+  };
+
+  const BASELINES = new Set(['scripted', 'random', 'noop', 'external']);
+  const badge = (paradigm) =>
+    el('span', { class: `badge ${paradigm}${BASELINES.has(paradigm) ? ' baseline' : ''}`, text: paradigm });
+  const formatReturn = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(2));
+
+  // ---- tabs -------------------------------------------------------------------------------
+  function selectTab(name) {
+    for (const tab of document.querySelectorAll('.tab')) {
+      tab.setAttribute('aria-selected', String(tab.dataset.tab === name));
+    }
+    for (const panel of document.querySelectorAll('.panel')) panel.hidden = panel.dataset.panel !== name;
+    if (name === 'runs') loadRuns();
+  }
+  for (const tab of document.querySelectorAll('.tab')) {
+    tab.addEventListener('click', () => selectTab(tab.dataset.tab));
+  }
+
+  // ---- live: manual mode ------------------------------------------------------------------
+  const KEY_LABELS = {
+    ArrowLeft: ['left', 'west', 'move_left', 'turn_left'],
+    ArrowRight: ['right', 'east', 'move_right', 'turn_right'],
+    ArrowUp: ['up', 'forward', 'north', 'move_up'],
+    ArrowDown: ['down', 'backward', 'back', 'south', 'move_down'],
+    ' ': ['noop', 'stay', 'wait', 'pass', 'none'],
+    p: ['pickup', 'pick_up'],
+    d: ['drop'],
+    t: ['toggle'],
+  };
+  const KEY_NAMES = { ArrowLeft: '←', ArrowRight: '→', ArrowUp: '↑', ArrowDown: '↓', ' ': 'Space' };
+
+  let setup = null;
+  let latest = null;
+  const views = new Map(); // operator id -> DOM handles
+  let appliedNextSeed = null;
+
+  /**
+   * The key that picks `action` for a seat whose legal actions are `legal`: a named key
+   * when the label fits one (arrows, space, p, d, t), else a digit — the number in the
+   * label when every label ends in a different one (board columns), else the action's
+   * position (up to nine actions), else its position among the legal ones.
+   */
+  function keyFor(labels, legal, action) {
+    const label = labels[action];
+    for (const [key, names] of Object.entries(KEY_LABELS)) {
+      if (!names.includes(label)) continue;
+      // The first legal action answering to this key owns it.
+      const owner = legal.find((a) => names.includes(labels[a]));
+      if (owner === action) return key;
+    }
+    const numbers = labels.map((l) => (/(\d+)$/.exec(l) || [])[1]);
+    let digit;
+    if (numbers.every(Boolean) && new Set(numbers).size === labels.length) digit = Number(numbers[action]);
+    else if (labels.length <= 9) digit = action + 1;
+    else digit = legal.indexOf(action) + 1;
+    return digit >= 1 && digit <= 9 ? String(digit) : null;
+  }
+
+  function actionForKey(labels, legal, key) {
+    const pressed = key.length === 1 ? key.toLowerCase() : key;
+    const action = legal.find((a) => keyFor(labels, legal, a) === pressed);
+    return action === undefined ? null : action;
+  }
+
+  function buildViewports() {
+    const root = $('#viewports');
+    root.replaceChildren();
+    views.clear();
+    for (const op of setup.operators) {
+      const agentRows = op.agents.map((agent, index) =>
+        el('tr', { 'data-agent': String(index) },
+          el('td', {}, badge(agent.paradigm)),
+          el('td', {},
+            el('span', { class: 'mono agent-id', text: agent.id }),
+            el('span', { class: 'outcome' }),
+            el('div', { class: 'kind', text: agent.team && agent.team !== agent.id ? `${agent.kind} · team ${agent.team}` : agent.kind })),
+          el('td', { class: 'num return', text: '0' }),
+          el('td', { class: 'last mono', text: '–' })));
+      const llmAgents = op.agents
+        .map((agent, index) => ({ agent, index }))
+        .filter(({ agent }) => agent.paradigm === 'llm' || agent.paradigm === 'vlm');
+      const details = llmAgents.map(({ agent, index }) =>
+        el('details', { 'data-agent': String(index), open: true },
+          el('summary', { text: `${agent.id} · ${agent.paradigm.toUpperCase()} reasoning` }),
+          el('dl', {})));
+      const img = el('img', { class: 'frame', alt: `frame of ${op.id}` });
+      const card = el('article', { class: 'viewport', 'data-op': op.id },
+        el('header', {}, el('h2', { text: op.id }),
+          el('span', { class: 'env', text: `${op.env} · ${op.stepping === 'sequential' ? 'AEC' : op.stepping === 'simultaneous' ? 'POSG' : 'single'}` })),
+        el('div', { class: 'status' },
+          el('span', { class: 'episode' }), el('span', { class: 'seed' }),
+          el('span', { class: 'steps', 'data-testid': 'steps' }),
+          el('span', { class: 'turn' }), el('span', { class: 'done' })),
+        el('div', { class: 'frame-wrap' }, img),
+        el('div', { class: 'waiting', hidden: true }),
+        el('table', { class: 'agents' },
+          el('thead', {}, el('tr', {},
+            el('th', { text: 'paradigm' }), el('th', { text: 'agent' }),
+            el('th', { class: 'num', text: 'return' }), el('th', { text: 'last action' }))),
+          el('tbody', {}, ...agentRows)),
+        details.length ? el('div', { class: 'llm-details' }, ...details) : null,
+        el('ul', { class: 'events' }));
+      root.append(card);
+      views.set(op.id, { op, card, img, frameVersion: null, pendingFrame: null });
+    }
+  }
+
+  function loadFrame(view, version) {
+    if (version == null || view.frameVersion === version || view.pendingFrame === version) return;
+    view.pendingFrame = version;
+    const url = withToken(`/api/live/${encodeURIComponent(view.op.id)}/frame?v=${version}`);
+    // Load off screen first so a running game does not flicker.
+    const next = new Image();
+    next.onload = () => {
+      if (view.pendingFrame !== version) return;
+      view.img.src = next.src;
+      fitFrame(view.img, view.img.parentElement.clientWidth - 12);
+      view.img.dataset.version = String(version);
+      view.frameVersion = version;
+      view.pendingFrame = null;
+    };
+    next.onerror = () => { if (view.pendingFrame === version) view.pendingFrame = null; };
+    next.src = url;
+  }
+
+  function renderDetail(dl, detail) {
+    dl.replaceChildren();
+    if (!detail) { dl.append(el('dt', { text: '–' }), el('dd', { text: 'no decision yet' })); return; }
+    const d = detail.decision || {};
+    const rows = [
+      ['step', String(detail.step)],
+      ['action', `${detail.action ?? '–'}${detail.source && detail.source !== 'policy' ? ` (${detail.source})` : ''}`],
+      ['reasoning', d.think],
+      ['message', d.message == null ? null : `${d.message_to ? `to ${d.message_to}: ` : ''}${d.message}`],
+      ['scratchpad', d.scratchpad],
+      ['parsed', d.parse_ok == null ? null : (d.parse_ok ? 'yes' : 'no')],
+      ['output', d.raw],
+      ['error', d.error],
+    ];
+    for (const [name, value] of rows) {
+      if (value == null || value === '') continue;
+      dl.append(el('dt', { text: name }), el('dd', { text: String(value) }));
+    }
+  }
+
+  function renderWaiting(view, box, waiting) {
+    box.hidden = waiting.length === 0;
+    view.card.dataset.waiting = String(waiting.length > 0);
+    const signature = JSON.stringify(waiting);
+    if (box.dataset.signature === signature) return;
+    box.dataset.signature = signature;
+    box.replaceChildren();
+    const labels = view.op.action_labels;
+    for (const seat of waiting) {
+      const choices = seat.legal.map((action) => {
+        const key = keyFor(labels, seat.legal, action);
+        return el('button', {
+          'data-action': String(action),
+          title: key ? `key: ${KEY_NAMES[key] || key}` : '',
+          onclick: () => choose(view.op.id, seat.agent, action),
+        }, labels[action], key ? el('kbd', { text: KEY_NAMES[key] || key }) : null);
+      });
+      box.append(el('div', { class: 'seat', 'data-agent': String(seat.agent) },
+        el('span', { text: 'Waiting for ' }), el('span', { class: 'who', text: seat.agent_id }),
+        el('span', { text: ` (human) to move at step ${seat.step}` }),
+        el('div', { class: 'choices' }, ...choices),
+        seat.text ? el('details', { class: 'obs' }, el('summary', { text: 'what the agent sees' }),
+          el('pre', { text: seat.text })) : null));
+    }
+  }
+
+  function render(state) {
+    latest = state;
+    const seedInput = $('#seed');
+    if (appliedNextSeed !== state.next_seed && document.activeElement !== seedInput) {
+      seedInput.value = String(state.next_seed);
+      appliedNextSeed = state.next_seed;
+    }
+    const runButton = $('#run-pause');
+    runButton.textContent = state.running ? 'Pause' : 'Run';
+    runButton.dataset.running = String(state.running);
+    $('#step-all').disabled = state.stepping || state.running || state.resetting;
+    $('#reset-all').disabled = state.resetting;
+    if (document.activeElement !== $('#pace')) {
+      $('#pace').value = String(state.pace_ms);
+      $('#pace-value').textContent = `${state.pace_ms} ms`;
+    }
+    const first = state.viewports.find((v) => v.status);
+    $('#episode-counter').textContent = first
+      ? `Episode ${first.status.episode_index} · seed ${first.status.seed}` : 'Episode –';
+    const status = $('#live-status');
+    status.dataset.waiting = String(state.waiting > 0);
+    status.textContent = state.waiting > 0 ? 'Waiting for a human player…'
+      : state.resetting ? 'resetting…' : state.stepping ? 'stepping…' : state.running ? 'running' : '';
+    showError($('#live-error'), state.error);
+
+    for (const v of state.viewports) {
+      const view = views.get(v.id);
+      if (!view) continue;
+      const { card, op } = view;
+      const s = v.status;
+      card.dataset.steps = s ? String(s.steps) : '';
+      card.dataset.done = s ? String(s.done) : '';
+      $('.episode', card).textContent = s ? `episode ${s.episode_index}` : '';
+      $('.seed', card).textContent = s ? `seed ${s.seed}` : '';
+      $('.steps', card).textContent = s ? `step ${s.steps}` : 'no episode';
+      $('.done', card).textContent = s && s.done ? 'done' : '';
+      $('.turn', card).textContent = s && !s.done && op.stepping === 'sequential' && s.acting.length
+        ? `turn: ${s.acting.map((a) => op.agents[a].id).join(', ')}` : '';
+      loadFrame(view, v.frame);
+      renderWaiting(view, $('.waiting', card), v.waiting);
+      const awaited = new Set(v.waiting.map((w) => w.agent));
+      op.agents.forEach((agent, index) => {
+        const row = $(`tbody tr[data-agent="${index}"]`, card);
+        row.classList.toggle('acting', Boolean(s && !s.done && s.acting.includes(index)));
+        row.classList.toggle('awaited', awaited.has(index));
+        $('.return', row).textContent = s ? formatReturn(s.returns[index]) : '0';
+        $('.last', row).textContent = (s && s.last_actions[index]) || '–';
+        const outcome = v.ending && v.ending.outcomes[index];
+        const cell = $('.outcome', row);
+        cell.textContent = outcome || '';
+        cell.className = `outcome${outcome ? ` outcome-${outcome}` : ''}`;
+        cell.hidden = !outcome;
+      });
+      for (const details of card.querySelectorAll('.llm-details details')) {
+        renderDetail($('dl', details), v.details[Number(details.dataset.agent)]);
+      }
+      const events = $('.events', card);
+      const lines = [...v.events];
+      if (v.ending && v.ending.error) lines.push(`episode failed: ${v.ending.error}`);
+      if (events.dataset.signature !== JSON.stringify(lines)) {
+        events.dataset.signature = JSON.stringify(lines);
+        events.replaceChildren(...lines.map((line) => el('li', { text: line })));
+      }
+    }
+  }
+
+  async function control(path, body) {
+    try {
+      await api(path, body);
+      showError($('#live-error'), '');
+    } catch (error) {
+      showError($('#live-error'), error.message);
+    }
+  }
+
+  function choose(operator, agent, action) {
+    return control('/api/live/choose', { operator, agent, action });
+  }
+
+  // The reset body is written by hand: seeds are u64 and must keep every digit (a
+  // JavaScript number would round seeds above 2^53).
+  $('#reset-all').addEventListener('click', async () => {
+    const text = $('#seed').value.trim();
+    if (!/^\d{1,20}$/.test(text)) { showError($('#live-error'), 'The seed must be a whole number ≥ 0.'); return; }
+    appliedNextSeed = null;
+    try {
+      const headers = { 'Content-Type': 'application/json' };
+      if (token) headers['X-Mosaic-Token'] = token;
+      const response = await fetch('/api/live/reset', { method: 'POST', headers, body: `{"seed":${text}}` });
+      if (!response.ok) {
+        const data = await response.json().catch(() => ({}));
+        throw new Error(data.error || `${response.status} ${response.statusText}`);
+      }
+      showError($('#live-error'), '');
+    } catch (error) {
+      showError($('#live-error'), error.message);
+    }
+  });
+  $('#step-all').addEventListener('click', () => control('/api/live/step', {}));
+  // After a mouse click a control gives the focus back, so that Space goes to a human
+  // player's move rather than clicking the control again.
+  for (const button of document.querySelectorAll('#controls button')) {
+    button.addEventListener('click', (event) => { if (event.detail > 0) button.blur(); });
+  }
+  $('#run-pause').addEventListener('click', () => {
+    if (latest && latest.running) control('/api/live/pause', {});
+    else control('/api/live/run', { pace_ms: Number($('#pace').value) });
+  });
+  $('#pace').addEventListener('input', () => { $('#pace-value').textContent = `${$('#pace').value} ms`; });
+  $('#pace').addEventListener('change', () => {
+    if (latest && latest.running) control('/api/live/run', { pace_ms: Number($('#pace').value) });
+  });
+
+  document.addEventListener('keydown', (event) => {
+    if (event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement) return;
+    if (event.ctrlKey || event.metaKey || event.altKey || !latest || !setup) return;
+    // The first awaited human seat, in viewport order, takes the key.
+    for (const v of latest.viewports) {
+      const seat = v.waiting[0];
+      if (!seat) continue;
+      const op = setup.operators.find((o) => o.id === v.id);
+      const action = actionForKey(op.action_labels, seat.legal, event.key);
+      if (action == null) return;
+      event.preventDefault();
+      choose(v.id, seat.agent, action);
+      return;
+    }
+  });
+
+  function connect() {
+    const connection = $('#connection');
+    const source = new EventSource(withToken('/api/live/events'));
+    source.addEventListener('state', (event) => {
+      connection.dataset.state = 'live';
+      connection.textContent = 'live';
+      render(JSON.parse(event.data));
+    });
+    source.addEventListener('error', () => {
+      connection.dataset.state = 'lost';
+      connection.textContent = 'reconnecting…';
+    });
+  }
+
+  async function startLive() {
+    try {
+      setup = await api('/api/live');
+    } catch (error) {
+      if (error.status === 404) {
+        $('#no-experiment').hidden = false;
+        $('#controls').hidden = true;
+        $('#connection').textContent = 'no experiment';
+        return;
+      }
+      showError($('#live-error'), error.message);
+      return;
+    }
+    $('#experiment-name').textContent = setup.experiment;
+    document.title = `${setup.experiment} · mosaic`;
+    buildViewports();
+    connect();
+  }
+
+  // ---- runs browser -----------------------------------------------------------------------
+  const enc = encodeURIComponent;
+  let replay = null;
+  let playing = null;
+
+  async function loadRuns() {
+    const list = $('#runs-list');
+    try {
+      const { runs } = await api('/api/runs');
+      showError($('#runs-error'), '');
+      if (!runs.length) { list.replaceChildren(el('p', { class: 'empty', text: 'No recorded runs in the runs directory.' })); return; }
+      const rows = runs.map((run) => run.error
+        ? el('tr', {}, el('td', { colSpan: 5, class: 'error', text: run.error }))
+        : el('tr', { 'data-run': run.name, onclick: () => openRun(run.name) },
+          el('td', { class: 'mono', text: run.name }),
+          el('td', { text: run.experiment }),
+          el('td', { class: `status-${run.status}`, text: run.status }),
+          el('td', { class: 'num', text: `${run.done} / ${run.planned}` }),
+          el('td', { text: new Date(run.started).toLocaleString() })));
+      list.replaceChildren(el('table', {},
+        el('thead', {}, el('tr', {}, ...['run', 'experiment', 'status', 'episodes', 'started'].map((h) => el('th', { text: h })))),
+        el('tbody', {}, ...rows)));
+    } catch (error) {
+      list.replaceChildren();
+      showError($('#runs-error'), error.message);
+    }
+  }
+
+  function table(headers, rows) {
+    return el('table', {},
+      el('thead', {}, el('tr', {}, ...headers.map(([text, num]) => el('th', { class: num ? 'num' : '', text })))),
+      el('tbody', {}, ...rows));
+  }
+
+  const formatNumber = (x, digits = 2) => (x == null ? '–' : Number(x).toFixed(digits));
+
+  /** One operator's section of the recorder's report. */
+  function operatorReport(op) {
+    const withLlm = op.groups.some((g) => g.llm);
+    const headers = [['group'], ['name'], ['who'], ['mean return', 1], ['95% CI', 1], ['W / D / L', 1]];
+    if (withLlm) headers.push(['parsed', 1], ['tokens in / out', 1], ['messages', 1]);
+    const rows = op.groups.map((g) => {
+      const ci = g.mean_return;
+      const paradigm = g.kind === 'agent' ? g.who.split('/')[0] : null;
+      const cells = [
+        el('td', { class: `group-${g.kind}`, text: g.kind }),
+        el('td', { class: 'mono' }, paradigm ? badge(paradigm) : null, paradigm ? ' ' : null, g.name),
+        el('td', { class: 'muted', text: g.who }),
+        el('td', { class: 'num', text: ci ? formatNumber(ci.mean, 3) : '–' }),
+        el('td', { class: 'num', text: ci ? `[${formatNumber(ci.low, 3)}, ${formatNumber(ci.high, 3)}]` : '–' }),
+        el('td', { class: 'num', text: `${g.outcomes.wins} / ${g.outcomes.draws} / ${g.outcomes.losses}` }),
+      ];
+      if (withLlm) {
+        const l = g.llm;
+        cells.push(
+          el('td', { class: 'num', text: l && l.parses ? `${((100 * l.parse_ok) / l.parses).toFixed(1)}%` : '–' }),
+          el('td', { class: 'num', text: l ? `${l.prompt_tokens} / ${l.completion_tokens}` : '–' }),
+          el('td', { class: 'num', text: l ? l.messages : '–' }));
+      }
+      return el('tr', { 'data-group': `${g.kind}:${g.name}` }, ...cells);
+    });
+    const metrics = Object.entries(op.metrics || {});
+    return el('section', { class: 'operator-report', 'data-operator': op.operator_id },
+      el('h4', {}, el('span', { class: 'mono', text: op.operator_id }),
+        el('span', { class: 'muted', text: ` · ${op.env} · ${op.episodes} episodes${op.failed ? ` (${op.failed} failed)` : ''} · mean length ${formatNumber(op.mean_length, 1)} · ${formatNumber(op.steps_per_s, 0)} steps/s` })),
+      table(headers, rows),
+      metrics.length ? el('p', { class: 'metrics', text: `metrics: ${metrics.map(([k, v]) => `${k} ${formatNumber(v, 3)}`).join(', ')}` }) : null);
+  }
+
+  async function openRun(name) {
+    stopPlaying();
+    $('#replay').hidden = true;
+    try {
+      const run = await api(`/api/runs/${enc(name)}`);
+      showError($('#runs-error'), '');
+      $('#run-detail').hidden = false;
+      $('#run-detail').dataset.run = name;
+      $('#run-title').textContent = `${run.experiment.name} — ${run.run_id}`;
+      $('#run-meta').textContent = `${run.status} · ${run.done} / ${run.planned} episodes · started ${new Date(run.started).toLocaleString()}`;
+      $('#run-report').replaceChildren(...run.report.operators.map(operatorReport));
+      $('#run-plots').replaceChildren(...['returns', 'distribution'].map((plot) =>
+        el('img', { class: 'plot', alt: `${plot} plot`, src: withToken(`/api/runs/${enc(name)}/plots/${plot}`) })));
+      $('#run-episodes').replaceChildren(table(
+        [['operator'], ['episode', 1], ['seed', 1], ['steps', 1], ['returns'], ['end'], ['']],
+        run.episodes.map((e) => el('tr', { 'data-episode': `${e.operator_id}/${e.episode_index}` },
+          el('td', { class: 'mono', text: e.operator_id }),
+          el('td', { class: 'num', text: e.episode_index }), el('td', { class: 'num', text: e.seed }),
+          el('td', { class: 'num', text: e.steps }),
+          el('td', { class: 'mono', text: e.agents.map((a) => `${a.agent_id} ${formatReturn(a.total_reward)}`).join(', ') }),
+          el('td', { text: e.error ? `error: ${e.error}` : e.terminated ? 'terminated' : e.truncated ? 'truncated' : '' }),
+          el('td', {}, el('button', { class: 'replay-button', text: 'Replay', onclick: () => openReplay(name, e.operator_id, e.episode_index) }))))));
+    } catch (error) {
+      showError($('#runs-error'), error.message);
+    }
+  }
+
+  async function openReplay(run, operator, episode) {
+    stopPlaying();
+    try {
+      const data = await api(`/api/runs/${enc(run)}/replay/${enc(operator)}/${episode}`);
+      showError($('#runs-error'), '');
+      replay = { run, operator, episode, data };
+      const section = $('#replay');
+      section.hidden = false;
+      section.dataset.replay = `${run}/${operator}/${episode}`;
+      $('#replay-title').textContent = `Replay: ${operator}, episode ${episode} (seed ${data.seed}, ${data.steps} steps)`;
+      const scrubber = $('#scrubber');
+      scrubber.max = String(data.steps);
+      scrubber.value = '0';
+      $('#replay-noframe').hidden = data.frames > 0;
+      $('#replay-frame').hidden = data.frames === 0;
+      showStep(0);
+      section.scrollIntoView({ behavior: 'smooth', block: 'start' });
+    } catch (error) {
+      showError($('#runs-error'), error.message);
+    }
+  }
+
+  function showStep(step) {
+    if (!replay) return;
+    const { run, operator, episode, data } = replay;
+    step = Math.max(0, Math.min(step, data.steps));
+    $('#scrubber').value = String(step);
+    $('#replay-step').textContent = `step ${step} / ${data.steps}`;
+    const img = $('#replay-frame');
+    if (data.frames > 0) {
+      img.src = withToken(`/api/runs/${enc(run)}/replay/${enc(operator)}/${episode}/frames/${step}`);
+      img.dataset.step = String(step);
+    }
+    // Frame k shows the world after k steps: the actions that led to it are step k - 1's.
+    const row = step > 0 ? data.timeline[step - 1] : null;
+    const returns = data.agents.map((_, i) =>
+      data.timeline.slice(0, step).reduce((sum, r) => sum + (r.rewards[i] || 0), 0));
+    $('#replay-agents').replaceChildren(
+      el('thead', {}, el('tr', {}, ...['paradigm', 'agent', 'action', 'return'].map((h) => el('th', { text: h })))),
+      el('tbody', {}, ...data.agents.map((agent, i) => el('tr', {},
+        el('td', {}, agent.paradigm ? badge(agent.paradigm) : null),
+        el('td', { class: 'mono', text: agent.id }),
+        el('td', { class: 'mono', text: (row && row.actions[i]) || '–' }),
+        el('td', { class: 'num', text: formatReturn(returns[i]) })))));
+    $('#replay-events').textContent = row && row.events.length ? `events: ${row.events.join(', ')}` : '';
+  }
+
+  function stopPlaying() {
+    if (playing) clearInterval(playing);
+    playing = null;
+    $('#replay-play').textContent = '▶';
+  }
+
+  $('#replay-frame').addEventListener('load', () => fitFrame($('#replay-frame'), 480));
+  window.addEventListener('resize', () => {
+    for (const view of views.values()) fitFrame(view.img, view.img.parentElement.clientWidth - 12);
+  });
+  $('#scrubber').addEventListener('input', () => showStep(Number($('#scrubber').value)));
+  $('#replay-prev').addEventListener('click', () => { stopPlaying(); showStep(Number($('#scrubber').value) - 1); });
+  $('#replay-next').addEventListener('click', () => { stopPlaying(); showStep(Number($('#scrubber').value) + 1); });
+  $('#replay-play').addEventListener('click', () => {
+    if (playing) { stopPlaying(); return; }
+    if (!replay) return;
+    if (Number($('#scrubber').value) >= replay.data.steps) showStep(0);
+    $('#replay-play').textContent = '❚❚';
+    playing = setInterval(() => {
+      const next = Number($('#scrubber').value) + 1;
+      if (next > replay.data.steps) { stopPlaying(); return; }
+      showStep(next);
+    }, 250);
+  });
+
+  startLive();
+})();

@@ -1,0 +1,37 @@
+//! The page, embedded in the binary: no files to install, no build step.
+
+/// One embedded file.
+pub(crate) struct Asset {
+    /// Name under `/assets/`.
+    pub(crate) name: &'static str,
+    /// Its media type.
+    pub(crate) content_type: &'static str,
+    /// Its bytes.
+    pub(crate) body: &'static [u8],
+}
+
+/// The page itself.
+pub(crate) const INDEX: &str = include_str!("../assets/index.html");
+
+const ASSETS: &[Asset] = &[
+    Asset {
+        name: "app.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../assets/app.js"),
+    },
+    Asset {
+        name: "app.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_bytes!("../assets/app.css"),
+    },
+    Asset {
+        name: "favicon.svg",
+        content_type: "image/svg+xml",
+        body: include_bytes!("../assets/favicon.svg"),
+    },
+];
+
+/// The asset called `name`.
+pub(crate) fn find(name: &str) -> Option<&'static Asset> {
+    ASSETS.iter().find(|a| a.name == name)
+}

@@ -1,0 +1,188 @@
+//! The browser interface of mosaic (`mosaic serve`).
+//!
+//! - **Manual mode**: one viewport per operator configuration of the loaded experiment,
+//!   side by side under one shared seed — the environment's frame, the agents with their
+//!   paradigm badges, returns, last actions and, for LLM agents, their reasoning, messages
+//!   and scratchpad. Reset All, Step All (every operator advances exactly one environment
+//!   step), Run / Pause with a pacing slider. Agents of kind `human` take their actions
+//!   from the keyboard or buttons of the page (legal actions only).
+//! - **Runs browser**: the recorded runs of a directory, their episode and per-agent
+//!   tables, a returns plot, and a frame-by-frame replay of any episode, rebuilt from the
+//!   recorded actions and checked against the recorded rewards.
+//!
+//! The page is plain HTML, CSS and JavaScript embedded in the binary; live updates travel
+//! as server-sent events, controls as small JSON posts. See `docs/manual-mode.md`.
+//!
+//! Security: the server listens on a loopback address unless given a token; with a token
+//! every request must carry it (`Authorization: Bearer`, `X-Mosaic-Token`, the `token`
+//! query parameter, or the cookie the page receives after its first authorised load). No
+//! endpoint runs anything that the loaded experiment file does not name; request bodies are
+//! limited to [`MAX_BODY_BYTES`].
+//!
+//! ```no_run
+//! use mosaic_web::{ServeConfig, serve};
+//! # fn envs() -> mosaic_adapters::EnvRegistry { mosaic_adapters::EnvRegistry::native() }
+//! let mut config = ServeConfig::new(envs(), mosaic_actors::OperatorRegistry::baselines());
+//! config.runs_dir = Some("runs".into());
+//! actix_rt::System::new().block_on(serve(config)).unwrap();
+//! ```
+
+mod assets;
+mod live;
+mod routes;
+mod runs;
+mod security;
+
+use mosaic_actors::OperatorRegistry;
+use mosaic_adapters::EnvRegistry;
+use mosaic_core::{ExperimentSpec, SpecError};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+pub use security::{TOKEN_ENV, resolve_token};
+
+/// The largest request body accepted, in bytes (controls are a few numbers).
+pub const MAX_BODY_BYTES: usize = 4096;
+
+/// The address `mosaic serve` listens on by default.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
+
+/// What to serve.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// The experiment whose operator configurations are shown side by side; `None` serves
+    /// only the runs browser.
+    pub experiment: Option<ExperimentSpec>,
+    /// The environments the experiment can name.
+    pub envs: EnvRegistry,
+    /// The operator kinds the experiment can name; `human` is added by the server.
+    pub kinds: OperatorRegistry,
+    /// Environments the runs browser may rebuild for replays of any recorded run; keep
+    /// environments that start programs out of it (a run directory's settings are not
+    /// vetted). An environment configured in the loaded experiment is always replayable.
+    pub replay_envs: EnvRegistry,
+    /// Where to listen.
+    pub bind: SocketAddr,
+    /// The token every request must carry; required unless `bind` is a loopback address.
+    pub token: Option<String>,
+    /// The directory of recorded runs shown by the runs browser.
+    pub runs_dir: Option<PathBuf>,
+}
+
+impl ServeConfig {
+    /// No experiment, no runs directory, listening on [`DEFAULT_BIND`] without a token;
+    /// replays may rebuild the in-process environments ([`EnvRegistry::in_process`]).
+    pub fn new(envs: EnvRegistry, kinds: OperatorRegistry) -> Self {
+        Self {
+            experiment: None,
+            replay_envs: EnvRegistry::in_process(),
+            envs,
+            kinds,
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            token: None,
+            runs_dir: None,
+        }
+    }
+}
+
+/// The server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    /// A non-loopback address was asked for without a token.
+    #[error(
+        "listening on {bind} (not a loopback address) needs a token: pass --token or set {TOKEN_ENV}"
+    )]
+    TokenRequired {
+        /// The address asked for.
+        bind: SocketAddr,
+    },
+    /// The token is too short or has characters that cannot travel in a cookie or URL.
+    #[error("bad token: {0}")]
+    BadToken(String),
+    /// The experiment does not fit the registered environments and operator kinds.
+    #[error("experiment: {0}")]
+    Experiment(#[from] SpecError),
+    /// The first Reset All of the experiment failed.
+    #[error("experiment: {0}")]
+    Start(String),
+    /// The runs directory is not a directory.
+    #[error("runs directory {}: {message}", path.display())]
+    RunsDir {
+        /// The directory given.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The address could not be bound.
+    #[error("cannot listen on {bind}: {source}")]
+    Bind {
+        /// The address asked for.
+        bind: SocketAddr,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The HTTP server failed while running.
+    #[error("web server: {0}")]
+    Server(#[source] std::io::Error),
+}
+
+/// A started server: where it listens, and the future that runs it.
+pub struct WebServer {
+    addr: SocketAddr,
+    server: actix_web::dev::Server,
+}
+
+impl std::fmt::Debug for WebServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebServer {
+    /// The address the server listens on (with the real port when port 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A handle that stops the server.
+    pub fn handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until stopped (Ctrl-C, or [`WebServer::handle`]).
+    pub async fn run(self) -> Result<(), WebError> {
+        self.server.await.map_err(WebError::Server)
+    }
+}
+
+/// Builds the experiment's sessions, resets them with the first planned seed and binds the
+/// address. Must run inside an actix system (the sessions live on the current arbiter).
+pub async fn start(config: ServeConfig) -> Result<WebServer, WebError> {
+    security::check_bind(config.bind, config.token.as_deref())?;
+    if let Some(dir) = &config.runs_dir
+        && !dir.is_dir()
+    {
+        return Err(WebError::RunsDir {
+            path: dir.clone(),
+            message: "not a directory".into(),
+        });
+    }
+    let live = match &config.experiment {
+        Some(spec) => Some(live::Live::start(spec.clone(), &config.envs, &config.kinds).await?),
+        None => None,
+    };
+    let runs = runs::Runs::new(&config);
+    let security = security::Security::new(config.bind, config.token.clone());
+    routes::bind(config.bind, security, live, runs)
+}
+
+/// Starts the server and serves until Ctrl-C. Must run inside an actix system, e.g.
+/// `actix_rt::System::new().block_on(mosaic_web::serve(config))`.
+pub async fn serve(config: ServeConfig) -> Result<(), WebError> {
+    let server = start(config).await?;
+    tracing::info!(addr = %server.local_addr(), "serving");
+    server.run().await
+}

@@ -1,0 +1,508 @@
+//! The runs browser: recorded runs, their reports and plots, and frame-by-frame replays.
+//!
+//! Reports and plots are the recorder's (`mosaic_recorder::report`, `plot`), built once
+//! per run state and kept. A replay rebuilds the episode's environment from the run's
+//! `run.json` (environment name and settings) and runs the recorder's replay check (seed,
+//! recorded actions, recorded rewards and terminations), rendering every step; a replay
+//! that shows frames is one that reproduces the run. Frames are PNG encoded once and kept
+//! for the last few replays.
+//!
+//! Only environments that run no outside code are rebuilt for an arbitrary run: those of
+//! the replay registry (by default [`EnvRegistry::in_process`]), plus any environment
+//! configured (same name and settings) in the loaded experiment.
+
+use crate::ServeConfig;
+use mosaic_adapters::EnvRegistry;
+use mosaic_core::record::{EpisodeRecord, StepRecord};
+use mosaic_core::{Environment, OperatorSpec, Paradigm, Settings};
+use mosaic_recorder::replay::ReplayError;
+use mosaic_recorder::run_dir::MANIFEST_FILE;
+use mosaic_recorder::{RecorderError, Records, RunDir, RunStatus, Unit, list_runs, plot, report};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Replays kept in memory.
+const REPLAY_CACHE: usize = 8;
+/// Run reports (with their plots) kept in memory.
+const REPORT_CACHE: usize = 16;
+
+/// A runs-browser request failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RunsError {
+    /// The server was started without a runs directory.
+    #[error("no runs directory: start the server with --runs DIR")]
+    NoDirectory,
+    /// The name is not a run of the runs directory.
+    #[error("no run `{0}` in the runs directory")]
+    NoSuchRun(String),
+    /// The run has no such operator configuration or complete episode.
+    #[error("run `{run}` has no complete episode {episode} of `{operator}`")]
+    NoSuchEpisode {
+        /// The run.
+        run: String,
+        /// The operator configuration asked for.
+        operator: String,
+        /// The episode index asked for.
+        episode: u32,
+    },
+    /// The environment may not be rebuilt by this server.
+    #[error(
+        "environment `{env}` of `{operator}` is not replayable here: only built-in environments and those configured in the loaded experiment are rebuilt"
+    )]
+    NotReplayable {
+        /// The operator configuration.
+        operator: String,
+        /// Its environment.
+        env: String,
+    },
+    /// The environment could not be built.
+    #[error("environment `{env}`: {message}")]
+    Env {
+        /// The environment.
+        env: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Replaying the recorded actions did not reproduce the record.
+    #[error("the replay does not reproduce the record: {0}")]
+    Replay(#[from] ReplayError),
+    /// The plots could not be drawn.
+    #[error("plots: {0}")]
+    Plot(String),
+    /// The run could not be read.
+    #[error(transparent)]
+    Recorder(#[from] RecorderError),
+}
+
+impl RunsError {
+    /// The HTTP status that fits.
+    pub(crate) fn status(&self) -> u16 {
+        match self {
+            RunsError::NoDirectory | RunsError::NoSuchRun(_) | RunsError::NoSuchEpisode { .. } => {
+                404
+            }
+            RunsError::NotReplayable { .. } => 403,
+            RunsError::Replay(_) => 422,
+            RunsError::Recorder(e) if e.is_bad_input() => 422,
+            RunsError::Env { .. } | RunsError::Plot(_) | RunsError::Recorder(_) => 500,
+        }
+    }
+}
+
+/// One step of a replay, for the page's timeline.
+#[derive(Clone, Debug, Serialize)]
+struct ReplayStep {
+    step: u32,
+    /// Per agent: the label of its action (`None`: did not act or was gone).
+    actions: Vec<Option<String>>,
+    /// Per agent: its reward (`None`: no record, the agent was gone).
+    rewards: Vec<Option<f32>>,
+    events: Vec<String>,
+}
+
+/// A replayed episode.
+#[derive(Debug, Serialize)]
+pub(crate) struct Replay {
+    operator_id: String,
+    episode_index: u32,
+    seed: u64,
+    env: String,
+    steps: u32,
+    agents: Vec<ReplayAgent>,
+    timeline: Vec<ReplayStep>,
+    /// Frame `k` shows the world after `k` steps (0: after the reset).
+    #[serde(rename = "frames", serialize_with = "count")]
+    frames: Vec<Vec<u8>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct ReplayAgent {
+    id: String,
+    team: Option<String>,
+    paradigm: Option<Paradigm>,
+    kind: Option<String>,
+}
+
+fn count<S: serde::Serializer>(frames: &[Vec<u8>], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(frames.len() as u64)
+}
+
+impl Replay {
+    /// Frame `step` as PNG.
+    pub(crate) fn frame(&self, step: usize) -> Option<&[u8]> {
+        self.frames.get(step).map(Vec::as_slice)
+    }
+}
+
+type ReplayKey = (PathBuf, String, u32);
+
+/// A run's report as the page gets it, with the recorder's plots.
+pub(crate) struct BuiltReport {
+    /// The run's state when the report was built: a run still being written gets a new
+    /// report once it has progressed.
+    stamp: (RunStatus, usize),
+    json: Value,
+    plots: BTreeMap<&'static str, Vec<u8>>,
+}
+
+impl BuiltReport {
+    /// The page's view: manifest, progress, report, episodes.
+    pub(crate) fn json(&self) -> &Value {
+        &self.json
+    }
+
+    /// The plot called `name` (`returns` or `distribution`), SVG.
+    pub(crate) fn plot(&self, name: &str) -> Option<&[u8]> {
+        self.plots.get(name).map(Vec::as_slice)
+    }
+}
+
+/// The plots the page shows, by name, with the recorder's file names.
+const PLOTS: [(&str, &str); 2] = [
+    ("returns", plot::RETURNS_FILE),
+    ("distribution", plot::DISTRIBUTION_FILE),
+];
+
+/// The runs browser's state.
+pub(crate) struct Runs {
+    dir: Option<PathBuf>,
+    replay_envs: EnvRegistry,
+    experiment_envs: EnvRegistry,
+    configured: Vec<(String, Settings)>,
+    replays: Mutex<VecDeque<(ReplayKey, Arc<Replay>)>>,
+    reports: Mutex<VecDeque<(PathBuf, Arc<BuiltReport>)>>,
+    /// Opening a run's store takes its lock: one reader at a time.
+    reading: Mutex<()>,
+}
+
+/// Locks `mutex`; the data behind these locks (caches, nothing) is valid even after a
+/// panic elsewhere.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Looks `key` up in a small most-recent-last cache.
+fn cached<K: PartialEq, V: Clone>(cache: &Mutex<VecDeque<(K, V)>>, key: &K) -> Option<V> {
+    lock(cache)
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+}
+
+/// Puts `value` in a cache of `capacity` entries, replacing an entry for the same key.
+fn remember<K: PartialEq, V>(cache: &Mutex<VecDeque<(K, V)>>, capacity: usize, key: K, value: V) {
+    let mut cache = lock(cache);
+    cache.retain(|(k, _)| *k != key);
+    if cache.len() == capacity {
+        cache.pop_front();
+    }
+    cache.push_back((key, value));
+}
+
+impl Runs {
+    pub(crate) fn new(config: &ServeConfig) -> Self {
+        Self {
+            dir: config.runs_dir.clone(),
+            replay_envs: config.replay_envs.clone(),
+            experiment_envs: config.envs.clone(),
+            configured: config
+                .experiment
+                .iter()
+                .flat_map(|e| &e.operators)
+                .map(|o| (o.env.clone(), o.env_settings.clone()))
+                .collect(),
+            replays: Mutex::new(VecDeque::new()),
+            reports: Mutex::new(VecDeque::new()),
+            reading: Mutex::new(()),
+        }
+    }
+
+    fn dir(&self) -> Result<&Path, RunsError> {
+        self.dir.as_deref().ok_or(RunsError::NoDirectory)
+    }
+
+    /// Every run of the directory, oldest first; unreadable ones with their error.
+    pub(crate) fn list(&self) -> Result<Value, RunsError> {
+        let dir = self.dir()?;
+        let _reading = lock(&self.reading);
+        let runs: Vec<Value> = list_runs(dir)?
+            .into_iter()
+            .map(|run| match run {
+                Ok(summary) => json!({
+                    "name": summary.path.file_name().map(|n| n.to_string_lossy()),
+                    "run_id": summary.run_id,
+                    "experiment": summary.experiment,
+                    "status": summary.status,
+                    "done": summary.done,
+                    "planned": summary.planned,
+                    "started": summary.started,
+                }),
+                Err(error) => json!({ "error": error.to_string() }),
+            })
+            .collect();
+        Ok(json!({ "runs": runs }))
+    }
+
+    /// The run called `name` (a directory of the runs directory, or the runs directory
+    /// itself when it is a run). Nothing outside the runs directory can be named.
+    fn resolve(&self, name: &str) -> Result<RunDir, RunsError> {
+        let dir = self.dir()?;
+        let plain = !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\']);
+        if !plain {
+            return Err(RunsError::NoSuchRun(name.to_owned()));
+        }
+        let path = if dir.join(name).join(MANIFEST_FILE).is_file() {
+            dir.join(name)
+        } else if dir.join(MANIFEST_FILE).is_file() && dir.file_name().is_some_and(|n| n == name) {
+            dir.to_owned()
+        } else {
+            return Err(RunsError::NoSuchRun(name.to_owned()));
+        };
+        Ok(RunDir::open(&path)?)
+    }
+
+    /// The report of run `name`: built by the recorder, plots included; rebuilt when the
+    /// run has progressed since.
+    pub(crate) fn report(&self, name: &str) -> Result<Arc<BuiltReport>, RunsError> {
+        let run = self.resolve(name)?;
+        let _reading = lock(&self.reading);
+        let records = run.records()?;
+        let summary = run.summary_with(&records)?;
+        let stamp = (summary.status, summary.done);
+        if let Some(hit) = cached(&self.reports, &run.path().to_owned())
+            && hit.stamp == stamp
+        {
+            return Ok(hit);
+        }
+        let report = report::build(&run, &records)?;
+        let episodes = records.episodes()?;
+        drop(records);
+        let plots = draw_plots(&report)?;
+        let manifest = run.manifest();
+        let built = Arc::new(BuiltReport {
+            stamp,
+            json: json!({
+                "name": name,
+                "run_id": manifest.run_id,
+                "experiment": manifest.experiment,
+                "versions": manifest.versions,
+                "status": summary.status,
+                "done": summary.done,
+                "planned": summary.planned,
+                "started": summary.started,
+                "report": report,
+                "episodes": episodes,
+            }),
+            plots,
+        });
+        remember(
+            &self.reports,
+            REPORT_CACHE,
+            run.path().to_owned(),
+            built.clone(),
+        );
+        Ok(built)
+    }
+
+    /// The replay of episode `episode` of `operator` in run `name` (built once, then
+    /// cached).
+    pub(crate) fn replay(
+        &self,
+        name: &str,
+        operator: &str,
+        episode: u32,
+    ) -> Result<Arc<Replay>, RunsError> {
+        let run = self.resolve(name)?;
+        let key = (run.path().to_owned(), operator.to_owned(), episode);
+        if let Some(hit) = cached(&self.replays, &key) {
+            return Ok(hit);
+        }
+        let missing = || RunsError::NoSuchEpisode {
+            run: name.to_owned(),
+            operator: operator.to_owned(),
+            episode,
+        };
+        let experiment = &run.manifest().experiment;
+        let spec = experiment
+            .operators
+            .iter()
+            .find(|o| o.id == operator)
+            .ok_or_else(missing)?;
+        let envs = self.registry_for(spec)?;
+        let (record, steps) = {
+            let _reading = lock(&self.reading);
+            let records = run.records()?;
+            let record = records
+                .episodes()?
+                .into_iter()
+                .find(|e| e.operator_id == operator && e.episode_index == episode)
+                .ok_or_else(missing)?;
+            let steps = unit_steps(&records, operator, episode)?;
+            (record, steps)
+        };
+        let replay = Arc::new(rebuild(envs, spec, experiment.max_steps, &record, &steps)?);
+        remember(&self.replays, REPLAY_CACHE, key, replay.clone());
+        Ok(replay)
+    }
+
+    fn registry_for(&self, spec: &OperatorSpec) -> Result<&EnvRegistry, RunsError> {
+        if self.replay_envs.get(&spec.env).is_some() {
+            return Ok(&self.replay_envs);
+        }
+        let configured = self
+            .configured
+            .iter()
+            .any(|(env, settings)| *env == spec.env && *settings == spec.env_settings);
+        if configured {
+            Ok(&self.experiment_envs)
+        } else {
+            Err(RunsError::NotReplayable {
+                operator: spec.id.clone(),
+                env: spec.env.clone(),
+            })
+        }
+    }
+}
+
+/// The recorder's plots of `report`, drawn into a scratch directory and read back.
+fn draw_plots(report: &report::Report) -> Result<BTreeMap<&'static str, Vec<u8>>, RunsError> {
+    let scratch = tempfile::tempdir().map_err(|e| RunsError::Plot(e.to_string()))?;
+    plot::write_plots(report, scratch.path())?;
+    PLOTS
+        .iter()
+        .map(|(name, file)| {
+            let path = scratch.path().join(file);
+            std::fs::read(&path)
+                .map(|svg| (*name, svg))
+                .map_err(|e| RunsError::Plot(format!("{}: {e}", path.display())))
+        })
+        .collect()
+}
+
+/// The step records of one complete unit, in step and agent order.
+fn unit_steps(
+    records: &Records,
+    operator: &str,
+    episode: u32,
+) -> Result<Vec<StepRecord>, RunsError> {
+    match records {
+        Records::Store(store) => Ok(store.steps_of(&Unit::new(operator, episode))?),
+        Records::Live { .. } => {
+            let mut steps = Vec::new();
+            records.for_each_step(|r| {
+                if r.operator_id == operator && r.episode_index == episode {
+                    steps.push(r.clone());
+                }
+                Ok(())
+            })?;
+            Ok(steps)
+        }
+    }
+}
+
+/// Replays `record` with the recorder's check, rendering the world after the reset and
+/// after every step.
+fn rebuild(
+    envs: &EnvRegistry,
+    operator: &OperatorSpec,
+    max_steps: Option<u32>,
+    record: &EpisodeRecord,
+    steps: &[StepRecord],
+) -> Result<Replay, RunsError> {
+    let env_error = |message: String| RunsError::Env {
+        env: operator.env.clone(),
+        message,
+    };
+    let mut env = envs
+        .make(&operator.env, &operator.env_settings)
+        .map_err(|e| env_error(e.to_string()))?;
+    let spec = env.spec().clone();
+    let names = |agent: Option<usize>| agent.and_then(|a| spec.agents.get(a)).map(|a| a.id.clone());
+    // The replay check resets the environment itself; resetting here first (same seed,
+    // same state) gives the frame before the first step.
+    env.reset(record.seed)
+        .map_err(|e| env_error(e.to_string()))?;
+    let mut frames = Vec::new();
+    render_into(env.as_ref(), &mut frames).map_err(env_error)?;
+    let agents = spec.agents.len();
+    let mut timeline = Vec::with_capacity(steps.len());
+    let summary = mosaic_recorder::replay::replay(
+        env.as_mut(),
+        record,
+        steps,
+        max_steps,
+        |env: &dyn Environment, step: &mosaic_recorder::replay::ReplayedStep<'_>| {
+            let mut row = ReplayStep {
+                step: step.step_index,
+                actions: vec![None; agents],
+                rewards: vec![None; agents],
+                events: Vec::new(),
+            };
+            for r in step.records {
+                if let Some(agent) = spec.agent_index(&r.agent_id) {
+                    row.actions[agent] = r.action_label.clone();
+                    row.rewards[agent] = Some(r.reward);
+                }
+            }
+            row.events = step
+                .transition
+                .events
+                .iter()
+                .map(|e| match names(e.agent) {
+                    Some(who) => format!("{} ({who})", e.kind),
+                    None => e.kind.clone(),
+                })
+                .collect();
+            timeline.push(row);
+            render_into(env, &mut frames)
+        },
+    )?;
+    if summary.steps != record.steps {
+        return Err(RunsError::Replay(ReplayError::Callback(format!(
+            "{}: the run holds records of {} steps for an episode of {} steps",
+            record.episode_id, summary.steps, record.steps
+        ))));
+    }
+    let by_agent: BTreeMap<&str, _> = record
+        .agents
+        .iter()
+        .map(|a| (a.agent_id.as_str(), a))
+        .collect();
+    Ok(Replay {
+        operator_id: operator.id.clone(),
+        episode_index: record.episode_index,
+        seed: record.seed,
+        env: operator.env.clone(),
+        steps: record.steps,
+        agents: spec
+            .agents
+            .iter()
+            .map(|a| ReplayAgent {
+                id: a.id.clone(),
+                team: a.team.clone(),
+                paradigm: by_agent.get(a.id.as_str()).map(|r| r.paradigm),
+                kind: by_agent.get(a.id.as_str()).map(|r| r.kind.clone()),
+            })
+            .collect(),
+        timeline,
+        frames,
+    })
+}
+
+/// Appends the rendered frame as PNG (environments that draw nothing leave `frames`
+/// empty).
+fn render_into(env: &dyn Environment, frames: &mut Vec<Vec<u8>>) -> Result<(), String> {
+    if let Some(frame) = env.render() {
+        frames.push(
+            frame
+                .to_png()
+                .map_err(|e| format!("frame {}: {e}", frames.len()))?,
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,189 @@
+//! Manual mode and replays in a real browser: Debian's chromium driven by Playwright
+//! (`tests/browser/manual.mjs`). The browser and playwright-core come from
+//! `scripts/setup/browser.sh` (run here unless `MOSAIC_CHROMIUM` and
+//! `MOSAIC_PLAYWRIGHT_DIR` are set already). Screenshots are saved in
+//! `<target>/web-artifacts/`.
+
+mod common;
+
+use common::{Walk, record_run, serve_in_background};
+use mosaic_core::{Action, Environment, ExperimentSpec, Stepping, Transition};
+use mosaic_web::ServeConfig;
+use serde_json::json;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TOKEN: &str = "browser-test-token-7";
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Chromium and playwright-core: from the environment, else installed by the set-up
+/// script (cached after the first time).
+fn browser_tools() -> HashMap<String, String> {
+    let wanted = ["MOSAIC_CHROMIUM", "MOSAIC_PLAYWRIGHT_DIR"];
+    let from_env: HashMap<String, String> = wanted
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    if from_env.len() == wanted.len() {
+        return from_env;
+    }
+    let script = manifest_dir().join("../scripts/setup/browser.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        output.status.success(),
+        "{} failed:\n{}",
+        script.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let tools: HashMap<String, String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    for key in wanted {
+        assert!(
+            tools.contains_key(key),
+            "the set-up script printed no {key}"
+        );
+    }
+    tools
+}
+
+fn artifacts_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir().join("../target"));
+    target.join("web-artifacts")
+}
+
+fn png(env: &dyn Environment) -> Vec<u8> {
+    env.render().unwrap().to_png().unwrap()
+}
+
+/// The first seed whose world lets the red agent step right without reaching the goal,
+/// and the frames before and after that move (blue stays).
+fn seed_for_a_move_right() -> (u64, Vec<u8>, Vec<u8>) {
+    let mut env = Walk::new(Stepping::Simultaneous, 8, 6);
+    for seed in 1.. {
+        env.reset(seed).unwrap();
+        if !env.legal(0)[2] {
+            continue;
+        }
+        let before = png(&env);
+        let mut transition = Transition::new(2);
+        env.step(&[Some(Action(2)), Some(Action(0))], &mut transition)
+            .unwrap();
+        if transition.all_done() {
+            continue;
+        }
+        return (seed, before, png(&env));
+    }
+    unreachable!("some seed lets red move right")
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) {
+    std::fs::write(dir.join(name), bytes).unwrap();
+}
+
+#[test]
+fn manual_mode_and_replays_in_a_real_browser() {
+    let tools = browser_tools();
+    let work = tempfile::tempdir().unwrap();
+    let expected = work.path().join("expected");
+    let runs = work.path().join("runs");
+    std::fs::create_dir_all(&expected).unwrap();
+    std::fs::create_dir_all(&runs).unwrap();
+    let artifacts = artifacts_dir();
+    std::fs::create_dir_all(&artifacts).unwrap();
+
+    // A recorded run to browse and replay.
+    let recorded_spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "walk-baselines",
+        "episodes": 3,
+        "seeds": {"plan": "procedural", "base": 40},
+        "max_steps": 25,
+        "operators": [
+            {"id": "pair", "env": "walk", "agents": {"red": {"kind": "random"}, "blue": {"kind": "cycling"}}},
+            {"id": "turns", "env": "walk", "env_settings": {"stepping": "sequential"}, "agents": {"*": {"kind": "random"}}}
+        ]
+    }))
+    .unwrap();
+    let recorded = record_run(&runs, "run-walk", recorded_spec);
+    let replayed = recorded
+        .episodes
+        .iter()
+        .filter(|e| e.operator_id == "pair")
+        .max_by_key(|e| e.steps)
+        .unwrap();
+    assert!(replayed.steps >= 3, "an episode long enough to scrub");
+    let frames = common::expected_frames(
+        &Default::default(),
+        replayed.seed,
+        &recorded.episode_steps("pair", replayed.episode_index),
+    );
+    for (k, frame) in frames.iter().enumerate() {
+        write(&expected, &format!("replay-{k}.png"), frame);
+    }
+
+    // The live experiment: a human against a noop, its mirror with baselines (same
+    // environment, same seed), an AEC game and a single-agent game.
+    let (seed, first, after_right) = seed_for_a_move_right();
+    write(&expected, "first.png", &first);
+    write(&expected, "after-right.png", &after_right);
+    let spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "manual-mode",
+        "episodes": 5,
+        "seeds": {"plan": "procedural", "base": seed},
+        "max_steps": 40,
+        "operators": [
+            {"id": "duel", "env": "walk", "agents": {"red": {"kind": "human"}, "blue": {"kind": "noop"}}},
+            {"id": "mirror", "env": "walk", "agents": {"red": {"kind": "cycling"}, "blue": {"kind": "random"}}},
+            {"id": "turns", "env": "walk", "env_settings": {"stepping": "sequential"}, "agents": {"*": {"kind": "cycling"}}},
+            {"id": "solo", "env": "walk", "env_settings": {"stepping": "single"}, "agents": {"*": {"kind": "random"}}}
+        ]
+    }))
+    .unwrap();
+    let mut config = ServeConfig::new(
+        common::registry(),
+        mosaic_actors::OperatorRegistry::baselines(),
+    );
+    config.experiment = Some(spec);
+    config.bind = "127.0.0.1:0".parse().unwrap();
+    config.token = Some(TOKEN.into());
+    config.runs_dir = Some(runs.clone());
+    let server = serve_in_background(config).unwrap();
+
+    let script_dir = manifest_dir().join("tests/browser");
+    let output = Command::new("node")
+        .arg("manual.mjs")
+        .current_dir(&script_dir)
+        .envs(&tools)
+        .env("MOSAIC_URL", format!("http://{}", server.addr))
+        .env("MOSAIC_TOKEN", TOKEN)
+        .env("MOSAIC_EXPECTED", &expected)
+        .env("MOSAIC_ARTIFACTS", &artifacts)
+        .env("MOSAIC_RUN", "run-walk")
+        .env("MOSAIC_REPLAY", format!("pair/{}", replayed.episode_index))
+        .env("MOSAIC_REPLAY_STEPS", replayed.steps.to_string())
+        .output()
+        .expect("node runs (install nodejs)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    assert!(
+        output.status.success(),
+        "the browser script failed:\n{stdout}\n{stderr}"
+    );
+    for shot in ["manual-waiting.png", "manual.png", "replay.png"] {
+        let bytes = std::fs::read(artifacts.join(shot)).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG", "{shot}");
+    }
+}

@@ -1,0 +1,208 @@
+// Drives mosaic's page in Debian's chromium through Playwright (playwright-core). Started by
+// web/tests/browser.rs, which starts the server and writes the expected frames; every
+// check failing here fails that test.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const need = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const url = need('MOSAIC_URL');
+const token = need('MOSAIC_TOKEN');
+const expectedDir = need('MOSAIC_EXPECTED');
+const artifacts = need('MOSAIC_ARTIFACTS');
+const runName = need('MOSAIC_RUN');
+const [replayOperator, replayEpisode] = need('MOSAIC_REPLAY').split('/');
+const replaySteps = Number(need('MOSAIC_REPLAY_STEPS'));
+
+const require = createRequire(path.join(need('MOSAIC_PLAYWRIGHT_DIR'), 'node_modules', 'index.js'));
+const { chromium } = require('playwright-core');
+
+const expected = (name) => readFileSync(path.join(expectedDir, name));
+const log = (...args) => console.log('[browser]', ...args);
+
+const userDataDir = mkdtempSync(path.join(tmpdir(), 'mosaic-chromium-'));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath: need('MOSAIC_CHROMIUM'),
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1480, height: 1000 },
+});
+const pageErrors = [];
+const page = context.pages()[0] ?? (await context.newPage());
+try {
+  page.setDefaultTimeout(15000);
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() === 'error') log('console error:', message.text());
+  });
+
+  // ---- a bad token is refused ----------------------------------------------------------
+  let response = await page.goto(`${url}/?token=not-the-right-token`);
+  assert.equal(response.status(), 401, 'a bad token gets 401');
+  response = await page.goto(`${url}/`);
+  assert.equal(response.status(), 401, 'no token gets 401');
+  log('bad token: 401');
+
+  // ---- the page, with the token --------------------------------------------------------
+  response = await page.goto(`${url}/?token=${token}`);
+  assert.equal(response.status(), 200);
+  assert.ok(!page.url().includes('token='), 'the token leaves the address bar');
+
+  const ops = ['duel', 'mirror', 'turns', 'solo'];
+  const viewport = (id) => page.locator(`.viewport[data-op="${id}"]`);
+  await page.waitForFunction((ids) => ids.every((id) => {
+    const img = document.querySelector(`.viewport[data-op="${id}"] img.frame`);
+    return img && img.dataset.version && img.complete && img.naturalWidth > 0;
+  }), ops);
+
+  /** The bytes of the frame a viewport shows (fetched again from its image's address). */
+  const frameOf = async (selector) => Buffer.from(await page.evaluate(async (sel) => {
+    const img = document.querySelector(sel);
+    const answer = await fetch(img.src);
+    if (!answer.ok) throw new Error(`${img.src}: ${answer.status}`);
+    return Array.from(new Uint8Array(await answer.arrayBuffer()));
+  }, selector), 'binary');
+  const liveFrame = (id) => frameOf(`.viewport[data-op="${id}"] img.frame`);
+  const stepCounters = async () => Object.fromEntries(await Promise.all(
+    ops.map(async (id) => [id, await viewport(id).getAttribute('data-steps')])));
+
+  // ---- two operators with the same seed show identical first frames --------------------
+  const first = expected('first.png');
+  assert.ok((await liveFrame('duel')).equals(first), 'duel shows the seed\'s first frame');
+  assert.ok((await liveFrame('mirror')).equals(first), 'mirror shows the identical first frame');
+  assert.deepEqual(await stepCounters(), { duel: '0', mirror: '0', turns: '0', solo: '0' });
+  const badges = await viewport('duel').locator('.badge').allTextContents();
+  assert.deepEqual(badges, ['human', 'noop']);
+  assert.match(await viewport('turns').locator('.env').textContent(), /AEC/);
+  assert.match(await viewport('turns').locator('.turn').textContent(), /turn: red/);
+  log('identical first frames, counters at 0');
+
+  // ---- Step All: the baselines step, the human is awaited ------------------------------
+  await page.click('#step-all');
+  await page.waitForFunction(() => ['mirror', 'turns', 'solo'].every(
+    (id) => document.querySelector(`.viewport[data-op="${id}"]`).dataset.steps === '1'));
+  await viewport('duel').locator('.waiting').waitFor({ state: 'visible' });
+  assert.equal(await viewport('duel').getAttribute('data-steps'), '0', 'the duel waits for its human');
+  assert.match(await page.textContent('#live-status'), /Waiting for a human player/);
+  assert.equal(await viewport('duel').locator('.waiting .who').textContent(), 'red');
+  const offered = await viewport('duel').locator('.waiting button').evaluateAll(
+    (buttons) => buttons.map((b) => b.firstChild.textContent));
+  assert.ok(offered.includes('right'), `right is offered (${offered})`);
+  assert.ok(offered.includes('stay'), `stay is offered (${offered})`);
+  assert.ok(await page.isDisabled('#step-all'), 'Step All waits for the step in progress');
+  await page.screenshot({ path: path.join(artifacts, 'manual-waiting.png') });
+  log('Step All waits for the human; offered:', offered.join(', '));
+
+  // ---- a key press moves the human agent -----------------------------------------------
+  const before = await viewport('duel').locator('img.frame').getAttribute('data-version');
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => document.querySelector('.viewport[data-op="duel"]').dataset.steps === '1');
+  await page.waitForFunction((v) => document.querySelector('.viewport[data-op="duel"] img.frame').dataset.version !== v, before);
+  assert.deepEqual(await stepCounters(), { duel: '1', mirror: '1', turns: '1', solo: '1' },
+    'Step All advanced every step counter by exactly one');
+  await viewport('duel').locator('.waiting').waitFor({ state: 'hidden' });
+  assert.equal(await viewport('duel').locator('tr[data-agent="0"] .last').textContent(), 'right');
+  assert.ok((await liveFrame('duel')).equals(expected('after-right.png')), 'the human agent moved right');
+  assert.match(await viewport('turns').locator('.turn').textContent(), /turn: blue/, 'AEC: blue moves next');
+  assert.equal(await viewport('turns').locator('tr[data-agent="1"] .last').textContent(), '–', 'AEC: blue did not move');
+  await page.waitForFunction(() => !document.querySelector('#step-all').disabled);
+  log('ArrowRight moved the human agent; every counter at 1');
+
+  // ---- a second Step All, answered with a button ---------------------------------------
+  await page.click('#step-all');
+  await viewport('duel').locator('.waiting button[data-action="0"]').click();
+  await page.waitForFunction((ids) => ids.every((id) => {
+    const card = document.querySelector(`.viewport[data-op="${id}"]`);
+    return card.dataset.steps === '2' || card.dataset.done === 'true';
+  }), ops);
+  assert.equal(await viewport('duel').locator('tr[data-agent="0"] .last').textContent(), 'stay');
+  await page.screenshot({ path: path.join(artifacts, 'manual.png') });
+  log('second Step All answered with the stay button');
+
+  // ---- Run at the slider's pace, a human answering with Space, then Pause --------------
+  await page.focus('#pace');
+  await page.keyboard.press('Home');
+  assert.equal(await page.textContent('#pace-value'), '0 ms');
+  const duelSteps = async () => Number(await viewport('duel').getAttribute('data-steps'));
+  const startedAt = await duelSteps();
+  await page.click('#run-pause');
+  await page.waitForFunction(() => document.querySelector('#run-pause').textContent === 'Pause');
+  assert.ok(await page.isDisabled('#step-all'), 'no Step All while running');
+  for (let k = 1; k <= 3; k += 1) {
+    await viewport('duel').locator('.waiting').waitFor({ state: 'visible' });
+    await page.keyboard.press(' ');
+    await page.waitForFunction(([s]) => Number(document.querySelector('.viewport[data-op="duel"]').dataset.steps) >= s, [startedAt + k]);
+  }
+  await page.click('#run-pause');
+  await page.waitForFunction(() => document.querySelector('#run-pause').textContent === 'Run');
+  assert.equal(await viewport('duel').locator('tr[data-agent="0"] .last').textContent(), 'stay');
+  log(`Run / Pause: the duel went from step ${startedAt} to ${await duelSteps()} with Space`);
+
+  // ---- the runs browser: tables and a replay scrubbed frame by frame -------------------
+  await page.click('.tab[data-tab="runs"]');
+  await page.click(`tr[data-run="${runName}"]`);
+  await page.locator('#run-report table').first().waitFor();
+  assert.equal(await page.locator('#run-report section.operator-report').count(), 2, 'one report table per operator');
+  assert.equal(await page.locator('#run-report tr[data-group^="agent:"]').count(), 4, 'a row per agent');
+  await page.waitForFunction(() => [...document.querySelectorAll('#run-plots img')].every(
+    (img) => img.complete && img.naturalWidth > 0));
+  assert.equal(await page.locator('#run-plots img').count(), 2, 'the returns plots');
+  await page.click(`tr[data-episode="${replayOperator}/${replayEpisode}"] .replay-button`);
+  await page.locator('#replay').waitFor({ state: 'visible' });
+  const replayImage = '#replay-frame';
+  const showsStep = async (step) => {
+    await page.waitForFunction((k) => {
+      const img = document.querySelector('#replay-frame');
+      return img.dataset.step === String(k) && img.complete && img.naturalWidth > 0;
+    }, step);
+    assert.equal(await page.textContent('#replay-step'), `step ${step} / ${replaySteps}`);
+    assert.ok((await frameOf(replayImage)).equals(expected(`replay-${step}.png`)), `replay frame ${step}`);
+  };
+  await showsStep(0);
+  // Scrub with the keyboard, like a person would.
+  await page.focus('#scrubber');
+  await page.keyboard.press('ArrowRight');
+  await showsStep(1);
+  await page.keyboard.press('ArrowRight');
+  await showsStep(2);
+  await page.keyboard.press('End');
+  await showsStep(replaySteps);
+  await page.keyboard.press('Home');
+  await showsStep(0);
+  const middle = Math.floor(replaySteps / 2);
+  for (let k = 0; k < middle; k += 1) await page.keyboard.press('ArrowRight');
+  await showsStep(middle);
+  assert.ok(!(await frameOf(replayImage)).equals(expected('replay-0.png')), 'frames change along the episode');
+  await page.screenshot({ path: path.join(artifacts, 'replay.png'), fullPage: true });
+  log(`replay of ${replayOperator} episode ${replayEpisode}: frames 0..${replaySteps} match the record`);
+
+  const docsShot = process.env.MOSAIC_DOCS_SCREENSHOT;
+  if (docsShot) {
+    await page.click('.tab[data-tab="live"]');
+    await page.click('#step-all');
+    await viewport('duel').locator('.waiting').waitFor({ state: 'visible' });
+    await page.screenshot({ path: docsShot });
+    log('docs screenshot saved to', docsShot);
+  }
+
+  assert.deepEqual(pageErrors, [], 'no script errors on the page');
+} catch (error) {
+  // What the page said, to tell a failed check from a failed request.
+  for (const selector of ['#live-error', '#runs-error']) {
+    const text = await page.textContent(selector).catch(() => null);
+    if (text) log(`${selector}:`, text);
+  }
+  await page.screenshot({ path: path.join(artifacts, 'failure.png'), fullPage: true }).catch(() => {});
+  throw error;
+} finally {
+  await context.close();
+  rmSync(userDataDir, { recursive: true, force: true });
+}
+log('all browser checks passed');

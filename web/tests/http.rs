@@ -1,0 +1,612 @@
+//! The server over plain HTTP: access rules, limits, controls, human moves and replays.
+
+mod common;
+
+use common::{Answer, http, record_run, serve_in_background};
+use mosaic_core::ExperimentSpec;
+use mosaic_web::{ServeConfig, WebError};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "http-test-token-42";
+
+fn config(experiment: Option<ExperimentSpec>) -> ServeConfig {
+    let mut config = ServeConfig::new(
+        common::registry(),
+        mosaic_actors::OperatorRegistry::baselines(),
+    );
+    config.experiment = experiment;
+    config.bind = "127.0.0.1:0".parse().unwrap();
+    config
+}
+
+fn duel() -> ExperimentSpec {
+    serde_json::from_value(json!({
+        "name": "duel",
+        "episodes": 2,
+        "seeds": {"plan": "list", "seeds": [5, 6]},
+        "max_steps": 20,
+        "operators": [
+            {"id": "duel", "env": "walk", "agents": {"red": {"kind": "human"}, "blue": {"kind": "noop"}}},
+            {"id": "solo", "env": "walk", "env_settings": {"stepping": "single"}, "agents": {"*": {"kind": "random"}}}
+        ]
+    }))
+    .unwrap()
+}
+
+fn authed<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![("X-Mosaic-Token", TOKEN)];
+    headers.extend_from_slice(extra);
+    headers
+}
+
+fn get(addr: SocketAddr, path: &str) -> Answer {
+    http(addr, "GET", path, &authed(&[]), b"")
+}
+
+fn post(addr: SocketAddr, path: &str, body: Value) -> Answer {
+    http(
+        addr,
+        "POST",
+        path,
+        &authed(&[("Content-Type", "application/json")]),
+        body.to_string().as_bytes(),
+    )
+}
+
+fn json_of(answer: &Answer) -> Value {
+    serde_json::from_slice(&answer.body).unwrap_or_else(|e| panic!("{e}: {}", answer.text()))
+}
+
+/// Polls the board until `ready` holds (the board follows the sessions asynchronously).
+fn state_until(addr: SocketAddr, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let state = json_of(&get(addr, "/api/live/state"));
+        if ready(&state) {
+            return state;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {state:#}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn steps(state: &Value, viewport: usize) -> Option<u64> {
+    state["viewports"][viewport]["status"]["steps"].as_u64()
+}
+
+#[test]
+fn other_addresses_need_a_token() {
+    let mut open = config(None);
+    open.bind = "0.0.0.0:0".parse().unwrap();
+    assert!(matches!(
+        serve_in_background(open),
+        Err(WebError::TokenRequired { .. })
+    ));
+    let mut weak = config(None);
+    weak.token = Some("short".into());
+    assert!(matches!(
+        serve_in_background(weak),
+        Err(WebError::BadToken(_))
+    ));
+}
+
+#[test]
+fn every_request_carries_the_token() {
+    let mut config = config(Some(duel()));
+    config.token = Some(TOKEN.into());
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+
+    for (path, headers) in [
+        ("/", vec![]),
+        ("/?token=wrong-token-000000", vec![]),
+        (
+            "/api/live/state",
+            vec![("Authorization", "Bearer nope-nope-nope")],
+        ),
+        ("/assets/app.js", vec![]),
+    ] {
+        let answer = http(addr, "GET", path, &headers, b"");
+        assert_eq!(answer.status, 401, "{path}: {}", answer.text());
+        assert!(answer.text().contains("token"));
+    }
+    let bearer = format!("Bearer {TOKEN}");
+    let answer = http(
+        addr,
+        "GET",
+        "/api/live",
+        &[("Authorization", bearer.as_str())],
+        b"",
+    );
+    assert_eq!(answer.status, 200);
+    assert_eq!(json_of(&answer)["operators"][0]["id"], "duel");
+
+    // The page, opened with the token in its address, sets the cookie its assets use.
+    let page = http(addr, "GET", &format!("/?token={TOKEN}"), &[], b"");
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("/assets/app.js"));
+    let cookie = page
+        .head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .expect("a cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(cookie.starts_with("mosaic_token_"), "{cookie}");
+    assert!(page.head.contains("SameSite=Strict"));
+    assert!(page.head.contains("HttpOnly"));
+    let script = http(
+        addr,
+        "GET",
+        "/assets/app.js",
+        &[("Cookie", cookie.as_str())],
+        b"",
+    );
+    assert_eq!(script.status, 200);
+    assert!(script.head.contains("text/javascript"));
+    assert!(page.head.contains("content-security-policy"));
+}
+
+#[test]
+fn bodies_are_small_json_from_this_origin() {
+    let mut config = config(Some(duel()));
+    config.token = Some(TOKEN.into());
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+    let big = format!(
+        "{{\"operator\": \"{}\", \"agent\": 0, \"action\": 0}}",
+        "x".repeat(5000)
+    );
+    let answer = http(
+        addr,
+        "POST",
+        "/api/live/choose",
+        &authed(&[("Content-Type", "application/json")]),
+        big.as_bytes(),
+    );
+    assert_eq!(answer.status, 413, "{}", answer.text());
+    let answer = http(
+        addr,
+        "POST",
+        "/api/live/step",
+        &authed(&[("Content-Type", "text/plain")]),
+        b"{}",
+    );
+    assert_eq!(answer.status, 415, "{}", answer.text());
+    let answer = http(
+        addr,
+        "POST",
+        "/api/live/step",
+        &authed(&[
+            ("Content-Type", "application/json"),
+            ("Origin", "http://evil.example"),
+        ]),
+        b"{}",
+    );
+    assert_eq!(answer.status, 403, "{}", answer.text());
+    let answer = post(
+        addr,
+        "/api/live/run",
+        json!({"pace_ms": 1, "command": "rm -rf /"}),
+    );
+    assert_eq!(answer.status, 400, "{}", answer.text());
+    assert!(answer.text().contains("unknown field"), "{}", answer.text());
+    // Nothing above stepped the sessions.
+    let state = state_until(addr, "the first reset", |s| steps(s, 0) == Some(0));
+    assert_eq!(steps(&state, 1), Some(0));
+}
+
+#[test]
+fn without_a_token_only_loopback_hosts_are_answered() {
+    let server = serve_in_background(config(None)).unwrap();
+    let addr = server.addr;
+    let answer = http(addr, "GET", "/", &[("Host", "evil.example:8080")], b"");
+    assert_eq!(answer.status, 403, "{}", answer.text());
+    let answer = http(addr, "GET", "/", &[("Host", "localhost:8080")], b"");
+    assert_eq!(answer.status, 200);
+    let answer = http(addr, "GET", "/api/live", &[], b"");
+    assert_eq!(answer.status, 404, "no experiment loaded");
+    let answer = http(addr, "GET", "/api/runs", &[], b"");
+    assert_eq!(answer.status, 404);
+    assert!(answer.text().contains("--runs"), "{}", answer.text());
+}
+
+#[test]
+fn step_all_waits_for_the_human_and_takes_legal_moves_only() {
+    let mut config = config(Some(duel()));
+    config.token = Some(TOKEN.into());
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+    let setup = json_of(&get(addr, "/api/live"));
+    assert_eq!(setup["operators"][0]["agents"][0]["paradigm"], "human");
+    assert_eq!(setup["operators"][1]["stepping"], "single");
+    let state = state_until(addr, "the first reset", |s| {
+        steps(s, 0) == Some(0) && steps(s, 1) == Some(0)
+    });
+    assert_eq!(state["seed"], "5", "the plan's first seed");
+    assert_eq!(state["next_seed"], "6");
+
+    assert_eq!(post(addr, "/api/live/step", json!({})).status, 202);
+    let state = state_until(addr, "the human's turn", |s| {
+        steps(s, 1) == Some(1)
+            && s["viewports"][0]["waiting"]
+                .as_array()
+                .is_some_and(|w| !w.is_empty())
+    });
+    assert_eq!(steps(&state, 0), Some(0), "the duel waits for its human");
+    assert_eq!(state["waiting"], 1);
+    let seat = &state["viewports"][0]["waiting"][0];
+    assert_eq!(seat["agent_id"], "red");
+    let legal: Vec<u64> = seat["legal"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_u64().unwrap())
+        .collect();
+    let illegal = (0..5).find(|a| !legal.contains(a));
+    let answer = post(addr, "/api/live/step", json!({}));
+    assert_eq!(answer.status, 409, "{}", answer.text());
+    if let Some(illegal) = illegal {
+        let answer = post(
+            addr,
+            "/api/live/choose",
+            json!({"operator": "duel", "agent": 0, "action": illegal}),
+        );
+        assert_eq!(answer.status, 400, "{}", answer.text());
+    }
+    let answer = post(
+        addr,
+        "/api/live/choose",
+        json!({"operator": "duel", "agent": 1, "action": 0}),
+    );
+    assert_eq!(answer.status, 409, "blue is not a human: {}", answer.text());
+    let chosen = *legal.last().unwrap();
+    let answer = post(
+        addr,
+        "/api/live/choose",
+        json!({"operator": "duel", "agent": 0, "action": chosen}),
+    );
+    assert_eq!(answer.status, 202, "{}", answer.text());
+    let state = state_until(addr, "the duel's step", |s| {
+        steps(s, 0) == Some(1) && s["stepping"] == false
+    });
+    let label = setup["operators"][0]["action_labels"][chosen as usize].clone();
+    assert_eq!(state["viewports"][0]["status"]["last_actions"][0], label);
+    assert_eq!(state["viewports"][0]["details"][0]["action"], label);
+    assert_eq!(steps(&state, 1), Some(1), "exactly one step each");
+
+    // Reset All with a human's move pending: the move is withdrawn, the seed applied.
+    assert_eq!(post(addr, "/api/live/step", json!({})).status, 202);
+    state_until(addr, "the human's turn again", |s| s["waiting"] == 1);
+    let answer = post(
+        addr,
+        "/api/live/reset",
+        json!({"seed": 18446744073709551615u64}),
+    );
+    assert_eq!(answer.status, 202);
+    let state = state_until(addr, "the reset", |s| {
+        s["seed"] == "18446744073709551615" && s["resetting"] == false
+    });
+    assert_eq!(steps(&state, 0), Some(0));
+    assert_eq!(state["waiting"], 0);
+    assert_eq!(state["viewports"][0]["status"]["episode_index"], 1);
+
+    // Run until every episode is over.
+    assert_eq!(post(addr, "/api/live/pause", json!({})).status, 202);
+    let frame = get(addr, "/api/live/solo/frame");
+    assert_eq!(frame.status, 200);
+    assert_eq!(&frame.body[1..4], b"PNG");
+    assert_eq!(get(addr, "/api/live/nobody/frame").status, 404);
+}
+
+#[test]
+fn runs_are_listed_tabled_and_replayed_step_by_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "recorded",
+        "episodes": 2,
+        "seeds": {"plan": "procedural", "base": 3},
+        "max_steps": 15,
+        "operators": [
+            {"id": "pair", "env": "walk", "agents": {"red": {"kind": "random"}, "blue": {"kind": "cycling"}}},
+            {"id": "turns", "env": "walk", "env_settings": {"stepping": "sequential"}, "agents": {"*": {"kind": "random"}}}
+        ]
+    }))
+    .unwrap();
+    let recorded = record_run(dir.path(), "run-a", spec.clone());
+    // A run whose environment would start a program: never rebuilt from a run directory.
+    let marker = dir.path().join("started");
+    let mut ghost = spec.clone();
+    ghost.operators.truncate(1);
+    ghost.operators[0].env = "worker".into();
+    ghost.operators[0].env_settings = serde_json::from_value(json!({
+        "command": ["sh", "-c", format!("touch {}", marker.display())]
+    }))
+    .unwrap();
+    let manifest = mosaic_core::record::RunManifest {
+        schema: mosaic_core::record::RUN_SCHEMA.into(),
+        run_id: "run-ghost".into(),
+        seeds: ghost.episode_seeds(),
+        experiment: ghost,
+        versions: Default::default(),
+        started: mosaic_core::record::now_ms(),
+    };
+    drop(mosaic_recorder::RunDir::create(&dir.path().join("run-ghost"), &manifest).unwrap());
+
+    // The experiment's registry can start workers; replays of other runs may not.
+    let mut envs = mosaic_adapters::EnvRegistry::native();
+    for kind in common::registry().kinds() {
+        envs.register(kind.clone());
+    }
+    let mut config = config(None);
+    config.envs = envs;
+    config.runs_dir = Some(dir.path().to_owned());
+    config.experiment = Some(spec.clone());
+    config.token = Some(TOKEN.into());
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+
+    let list = json_of(&get(addr, "/api/runs"));
+    let names: Vec<&str> = list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert!(names.contains(&"run-a") && names.contains(&"run-ghost"));
+
+    let detail = json_of(&get(addr, "/api/runs/run-a"));
+    assert_eq!(detail["status"], "complete");
+    assert_eq!(detail["episodes"].as_array().unwrap().len(), 4);
+    let operators = detail["report"]["operators"].as_array().unwrap();
+    assert_eq!(operators.len(), 2);
+    assert_eq!(operators[0]["operator_id"], "pair");
+    assert_eq!(operators[0]["episodes"], 2);
+    let red = operators[0]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["kind"] == "agent" && g["name"] == "red")
+        .expect("a row for red");
+    let red_mean = recorded
+        .episodes
+        .iter()
+        .filter(|e| e.operator_id == "pair")
+        .map(|e| e.agents[0].total_reward)
+        .sum::<f64>()
+        / 2.0;
+    assert!((red["mean_return"]["mean"].as_f64().unwrap() - red_mean).abs() < 1e-9);
+    for plot in ["returns", "distribution"] {
+        let svg = get(addr, &format!("/api/runs/run-a/plots/{plot}"));
+        assert_eq!(svg.status, 200, "{plot}");
+        assert!(svg.head.contains("image/svg+xml"));
+        assert!(svg.text().contains("<svg"), "{plot}");
+    }
+    assert_eq!(get(addr, "/api/runs/run-a/plots/pie").status, 404);
+
+    for operator in ["pair", "turns"] {
+        let episode = &recorded
+            .episodes
+            .iter()
+            .find(|e| e.operator_id == operator && e.episode_index == 1)
+            .unwrap();
+        let steps = recorded.episode_steps(operator, 1);
+        let settings = &spec
+            .operators
+            .iter()
+            .find(|o| o.id == operator)
+            .unwrap()
+            .env_settings;
+        let expected = common::expected_frames(settings, episode.seed, &steps);
+        let replay = json_of(&get(addr, &format!("/api/runs/run-a/replay/{operator}/1")));
+        assert_eq!(replay["steps"], episode.steps);
+        assert_eq!(replay["frames"].as_u64().unwrap() as usize, expected.len());
+        assert_eq!(replay["timeline"].as_array().unwrap().len(), steps.len());
+        for (k, png) in expected.iter().enumerate() {
+            let frame = get(
+                addr,
+                &format!("/api/runs/run-a/replay/{operator}/1/frames/{k}"),
+            );
+            assert_eq!(frame.status, 200);
+            assert!(frame.body == *png, "{operator} frame {k} differs");
+        }
+        let past = get(
+            addr,
+            &format!(
+                "/api/runs/run-a/replay/{operator}/1/frames/{}",
+                expected.len()
+            ),
+        );
+        assert_eq!(past.status, 404);
+    }
+
+    assert_eq!(get(addr, "/api/runs/run-a/replay/pair/9").status, 404);
+    assert_eq!(get(addr, "/api/runs/run-a/replay/nobody/0").status, 404);
+    assert_eq!(get(addr, "/api/runs/..").status, 404);
+    assert_eq!(get(addr, "/api/runs/%2E%2E%2Fetc").status, 404);
+    let answer = get(addr, "/api/runs/run-ghost/replay/pair/0");
+    assert_eq!(answer.status, 403, "{}", answer.text());
+    assert!(
+        answer.text().contains("not replayable"),
+        "{}",
+        answer.text()
+    );
+}
+
+#[test]
+fn a_replay_that_does_not_reproduce_the_record_says_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "tampered",
+        "episodes": 1,
+        "seeds": {"plan": "fixed", "seed": 8},
+        "max_steps": 6,
+        "operators": [{"id": "pair", "env": "walk", "agents": {"*": {"kind": "noop"}}}]
+    }))
+    .unwrap();
+    let (mut steps, episodes) = common::run_experiment("run-t", &spec);
+    assert_eq!(
+        steps.len(),
+        6,
+        "nobody moves: the step limit ends the episode"
+    );
+    for record in steps.iter_mut().flatten() {
+        if record.step_index == 2 && record.agent_id == "blue" {
+            record.reward = 0.5;
+        }
+    }
+    common::write_run(dir.path(), "run-t", &spec, &steps, &episodes);
+    let mut config = config(None);
+    config.runs_dir = Some(dir.path().to_owned());
+    config.replay_envs = common::registry();
+    let server = serve_in_background(config).unwrap();
+    let answer = http(
+        server.addr,
+        "GET",
+        "/api/runs/run-t/replay/pair/0",
+        &[],
+        b"",
+    );
+    assert_eq!(answer.status, 422, "{}", answer.text());
+    let message = json_of(&answer)["error"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("step 2 agent blue: recorded reward 0.5, replayed 0"),
+        "{message}"
+    );
+}
+
+/// Decides the first legal action and reports it the way language-model operators do.
+struct Annotated;
+
+impl actix::Actor for Annotated {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<mosaic_actors::BeginEpisode> for Annotated {
+    type Result = Result<(), mosaic_actors::OperatorError>;
+    fn handle(&mut self, _: mosaic_actors::BeginEpisode, _: &mut Self::Context) -> Self::Result {
+        Ok(())
+    }
+}
+
+impl actix::Handler<mosaic_actors::Decide> for Annotated {
+    type Result = Result<mosaic_core::Decision, mosaic_actors::OperatorError>;
+    fn handle(&mut self, msg: mosaic_actors::Decide, _: &mut Self::Context) -> Self::Result {
+        let action = msg.obs.legal_actions().next().unwrap();
+        Ok(mosaic_core::Decision {
+            action,
+            source: mosaic_core::DecisionSource::Policy,
+            detail: Some(json!({
+                "raw": format!("<action>{}</action>", action.0),
+                "think": format!("step {}: the first legal move", msg.step),
+                "message": "going first",
+                "scratchpad": "keep left",
+                "parse_ok": true,
+            })),
+        })
+    }
+}
+
+#[test]
+fn language_model_agents_show_their_reasoning() {
+    use actix::Actor;
+    let mut kinds = mosaic_actors::OperatorRegistry::baselines();
+    kinds.register(mosaic_actors::OperatorKind {
+        name: "annotated",
+        summary: "first legal action, with model-style details",
+        settings: &[],
+        spawn: std::sync::Arc::new(|_| {
+            let addr = Annotated.start();
+            Ok(mosaic_actors::OperatorHandle {
+                kind: "annotated".into(),
+                paradigm: mosaic_core::Paradigm::Llm,
+                wants: mosaic_core::ObsRequest::MASK_ONLY,
+                begin: addr.clone().recipient(),
+                decide: addr.recipient(),
+            })
+        }),
+    });
+    let spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "talk",
+        "episodes": 1,
+        "operators": [{"id": "talk", "env": "walk", "agents": {"red": {"kind": "annotated"}, "blue": {"kind": "noop"}}}]
+    }))
+    .unwrap();
+    let mut config = config(Some(spec));
+    config.kinds = kinds;
+    config.token = Some(TOKEN.into());
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+    assert_eq!(
+        json_of(&get(addr, "/api/live"))["operators"][0]["agents"][0]["paradigm"],
+        "llm"
+    );
+    state_until(addr, "the first reset", |s| steps(s, 0) == Some(0));
+    assert_eq!(post(addr, "/api/live/step", json!({})).status, 202);
+    let state = state_until(addr, "the step", |s| steps(s, 0) == Some(1));
+    let detail = &state["viewports"][0]["details"][0];
+    assert_eq!(detail["step"], 0);
+    assert_eq!(detail["source"], "policy");
+    let decision = &detail["decision"];
+    assert_eq!(decision["think"], "step 0: the first legal move");
+    assert_eq!(decision["message"], "going first");
+    assert_eq!(decision["scratchpad"], "keep left");
+    assert_eq!(decision["parse_ok"], true);
+    assert_eq!(decision["raw"], "<action>0</action>");
+}
+
+#[test]
+fn the_manual_mode_example_serves_real_games() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/experiments/manual-mode.toml");
+    let spec: ExperimentSpec = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut config = ServeConfig::new(
+        mosaic_adapters::EnvRegistry::native(),
+        mosaic_actors::OperatorRegistry::baselines(),
+    );
+    config.experiment = Some(spec);
+    config.bind = "127.0.0.1:0".parse().unwrap();
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+    let setup = json_of(&http(addr, "GET", "/api/live", &[], b""));
+    let ids: Vec<&str> = setup["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["you_in_green", "scripted_green", "connect_four"]);
+    let state = json_of(&http(addr, "GET", "/api/live/state", &[], b""));
+    for id in ids {
+        let frame = http(addr, "GET", &format!("/api/live/{id}/frame"), &[], b"");
+        assert_eq!(frame.status, 200, "{id}");
+        assert_eq!(&frame.body[1..4], b"PNG", "{id}");
+    }
+    let first = |i: usize| {
+        http(
+            addr,
+            "GET",
+            &format!(
+                "/api/live/{}/frame",
+                setup["operators"][i]["id"].as_str().unwrap()
+            ),
+            &[],
+            b"",
+        )
+        .body
+    };
+    assert_eq!(
+        first(0),
+        first(1),
+        "the two pitches start alike under one seed"
+    );
+    assert_eq!(state["seed"], "7");
+}
