@@ -76,6 +76,35 @@ fn actors(episodes: u32, durability: Durability, out: &std::path::Path) -> (Dura
     (started.elapsed(), decisions)
 }
 
+/// The same episodes through sessions and actors with no subscriber: the actor cost alone.
+fn actors_unrecorded(episodes: u32) -> (Duration, u64) {
+    let experiment = Experiment::builder("overhead")
+        .episodes(episodes)
+        .seeds(SeedPlan::Procedural { base: 1000 })
+        .max_steps(MAX_STEPS)
+        .operator(Operator::new("pitch", "soccer-2v2").everyone("random"))
+        .build()
+        .expect("valid experiment");
+    let runner = mosaic::actors::runner::Runner::new(
+        experiment.spec().clone(),
+        "bench".into(),
+        std::sync::Arc::new(experiment.envs().clone()),
+        std::sync::Arc::new(experiment.kinds().clone()),
+    );
+    actix::System::new().block_on(async move {
+        let started = Instant::now();
+        let records = runner
+            .run(None, Default::default(), |_| {})
+            .await
+            .expect("run");
+        let decisions = records
+            .iter()
+            .map(|e| e.agents.iter().map(|a| u64::from(a.decisions)).sum::<u64>())
+            .sum();
+        (started.elapsed(), decisions)
+    })
+}
+
 fn main() {
     let episodes: u32 = std::env::args()
         .skip(1)
@@ -85,6 +114,19 @@ fn main() {
     // Warm up allocator, page cache and code.
     bare(5);
     let (bare_time, bare_decisions) = bare(episodes);
+    let per_bare = bare_time.as_secs_f64() * 1e6 / bare_decisions as f64;
+    let (time, decisions) = actors_unrecorded(episodes);
+    assert_eq!(
+        decisions, bare_decisions,
+        "both paths play the same episodes"
+    );
+    let per_actor = time.as_secs_f64() * 1e6 / decisions as f64;
+    println!(
+        "{episodes} episodes, {decisions} decisions | bare {per_bare:.3} µs/decision | \
+         sessions+actors, no recording {per_actor:.3} µs/decision | overhead {:.3} µs/decision \
+         (goal ≤ 2)",
+        per_actor - per_bare
+    );
     for durability in [Durability::Flush, Durability::Sync] {
         let out = dir.path().join(format!("{durability:?}"));
         let (time, decisions) = actors(episodes, durability, &out);
@@ -92,7 +134,6 @@ fn main() {
             decisions, bare_decisions,
             "both paths play the same episodes"
         );
-        let per_bare = bare_time.as_secs_f64() * 1e6 / bare_decisions as f64;
         let per_actor = time.as_secs_f64() * 1e6 / decisions as f64;
         println!(
             "{episodes} episodes, {decisions} decisions | bare {per_bare:.3} µs/decision | \

@@ -99,6 +99,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out: out.into(),
         ..RunOptions::default()
     })?;
-    print!("{}", mosaic::summary::table(&outcome));
+    print!("{}", mosaic::summary::table(&outcome)?);
     Ok(())
 }

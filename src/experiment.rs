@@ -12,30 +12,42 @@
 //! assert_eq!(experiment.spec().operators[0].agents.len(), 2);
 //! ```
 
+use mosaic_actors::llm::LlmResources;
 use mosaic_actors::operator::{OperatorKind, OperatorRegistry};
 use mosaic_adapters::{EnvKind, EnvRegistry};
 use mosaic_core::experiment::DEFAULT_SLOT;
 use mosaic_core::{ExperimentSpec, OperatorSpec, SeedPlan, Settings, SlotSpec, SpecError};
+use std::sync::Arc;
 
 /// The environments every experiment can name: the native ones.
 pub fn default_envs() -> EnvRegistry {
     EnvRegistry::native()
 }
 
-/// The operator kinds every experiment can name: the baselines and external policy
-/// workers.
-pub fn default_operators() -> OperatorRegistry {
+/// The operator kinds every experiment can name: the baselines, external policy workers
+/// and the LLM family (sharing `llm`: the local model server, backends, usage).
+pub fn default_operators(llm: &Arc<LlmResources>) -> OperatorRegistry {
     let mut registry = OperatorRegistry::baselines();
     mosaic_actors::worker::register(&mut registry);
+    mosaic_actors::llm::register(&mut registry, llm.clone());
     registry
 }
 
 /// An experiment ready to run: the spec plus the registries it is resolved against.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Experiment {
     spec: ExperimentSpec,
     envs: EnvRegistry,
     kinds: OperatorRegistry,
+    llm: Arc<LlmResources>,
+}
+
+impl std::fmt::Debug for Experiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Experiment")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Experiment {
@@ -46,10 +58,12 @@ impl Experiment {
 
     /// An experiment from a spec (e.g. read from a file) with the default registries.
     pub fn from_spec(spec: ExperimentSpec) -> Self {
+        let llm = Arc::new(LlmResources::new());
         Self {
             spec,
             envs: default_envs(),
-            kinds: default_operators(),
+            kinds: default_operators(&llm),
+            llm,
         }
     }
 
@@ -71,6 +85,11 @@ impl Experiment {
     /// The operator kinds it can name.
     pub fn kinds(&self) -> &OperatorRegistry {
         &self.kinds
+    }
+
+    /// What its LLM operators share (local server, backends, run-wide usage).
+    pub fn llm(&self) -> &Arc<LlmResources> {
+        &self.llm
     }
 
     /// Adds an environment kind (e.g. one defined by the caller).
@@ -131,15 +150,24 @@ impl Operator {
 }
 
 /// Builds an [`Experiment`] step by step; see [`Experiment::builder`].
-#[derive(Debug)]
 pub struct ExperimentBuilder {
     spec: ExperimentSpec,
     envs: EnvRegistry,
     kinds: OperatorRegistry,
+    llm: Arc<LlmResources>,
+}
+
+impl std::fmt::Debug for ExperimentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExperimentBuilder")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ExperimentBuilder {
     fn new(name: impl Into<String>) -> Self {
+        let llm = Arc::new(LlmResources::new());
         Self {
             spec: ExperimentSpec {
                 name: name.into(),
@@ -153,7 +181,8 @@ impl ExperimentBuilder {
                 operators: Vec::new(),
             },
             envs: default_envs(),
-            kinds: default_operators(),
+            kinds: default_operators(&llm),
+            llm,
         }
     }
 
@@ -218,6 +247,7 @@ impl ExperimentBuilder {
             spec: self.spec,
             envs: self.envs,
             kinds: self.kinds,
+            llm: self.llm,
         })
     }
 }

@@ -1,5 +1,7 @@
 //! The `mosaic` command line: a thin layer over the `mosaic` library.
 
+mod commands;
+
 use clap::{Parser, Subcommand};
 use mosaic::Experiment;
 use mosaic::experiment_file::ExperimentFile;
@@ -31,6 +33,16 @@ enum Command {
     Envs,
     /// List the registered operator kinds and their settings.
     Operators,
+    /// List runs: id, experiment, status, episodes done/planned, start time.
+    Runs(commands::runs::RunsArgs),
+    /// Statistics of a run (per operator, team and agent), optionally with SVG plots.
+    Report(commands::report::ReportArgs),
+    /// Export a run's records as JSON lines or CSV.
+    Export(commands::export::ExportArgs),
+    /// Compare the trajectories of two runs.
+    Compare(commands::compare::CompareArgs),
+    /// Replay an episode from its seed and recorded actions, checking it against the records.
+    Replay(commands::replay::ReplayArgs),
 }
 
 #[derive(clap::Args)]
@@ -88,9 +100,27 @@ fn main() -> ExitCode {
         Command::Operators => {
             print!(
                 "{}",
-                mosaic::listing::operators(&mosaic::experiment::default_operators())
+                mosaic::listing::operators(&mosaic::experiment::default_operators(
+                    &std::sync::Arc::new(mosaic::actors::llm::LlmResources::new()),
+                ))
             );
             ExitCode::SUCCESS
+        }
+        Command::Runs(args) => finish(commands::runs::run(&args)),
+        Command::Report(args) => finish(commands::report::run(&args)),
+        Command::Export(args) => finish(commands::export::run(&args)),
+        Command::Compare(args) => finish(commands::compare::run(&args)),
+        Command::Replay(args) => finish(commands::replay::run(&args)),
+    }
+}
+
+fn finish(result: Result<(), commands::CliError>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(commands::CliError::RunsDiffer) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -117,10 +147,16 @@ fn run(args: RunArgs) -> ExitCode {
         ..RunOptions::default()
     };
     match experiment.run(&options) {
-        Ok(outcome) => {
-            print!("{}", mosaic::summary::table(&outcome));
-            ExitCode::SUCCESS
-        }
+        Ok(outcome) => match mosaic::summary::table(&outcome) {
+            Ok(table) => {
+                print!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("error: the run finished but its summary failed: {error}");
+                ExitCode::from(1)
+            }
+        },
         Err(mosaic::run::RunFailure::Spec(error)) => {
             eprintln!("error: {}", file.error_at(&error));
             ExitCode::from(2)
@@ -133,9 +169,10 @@ fn run(args: RunArgs) -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
+    let llm = std::sync::Arc::new(mosaic::actors::llm::LlmResources::new());
     let mut config = mosaic_web::ServeConfig::new(
         mosaic::experiment::default_envs(),
-        mosaic::experiment::default_operators(),
+        mosaic::experiment::default_operators(&llm),
     );
     let file = match args
         .experiment
@@ -156,12 +193,19 @@ fn serve(args: ServeArgs) -> ExitCode {
         .runs
         .or_else(|| Some(PathBuf::from("runs")).filter(|d| d.is_dir()));
     let served = actix_rt::System::new().block_on(async move {
-        let server = mosaic_web::start(config).await?;
-        eprintln!(
-            "mosaic: serving on http://{}/ (Ctrl-C stops)",
-            server.local_addr()
-        );
-        server.run().await
+        let served = match mosaic_web::start(config).await {
+            Ok(server) => {
+                eprintln!(
+                    "mosaic: serving on http://{}/ (Ctrl-C stops)",
+                    server.local_addr()
+                );
+                server.run().await
+            }
+            Err(error) => Err(error),
+        };
+        // A local model server started for LLM agents stops with us.
+        llm.shutdown().await;
+        served
     });
     match served {
         Ok(()) => ExitCode::SUCCESS,

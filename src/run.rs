@@ -135,6 +135,7 @@ impl Experiment {
             })
             .await;
         bar.finish_and_clear();
+        self.llm().shutdown().await;
         let closed = sinks.close().await;
         let episodes = episodes.map_err(RunFailure::Run)?;
         closed.map_err(RunFailure::Sink)?;

@@ -1,142 +1,79 @@
-//! The one-screen table printed at the end of `mosaic run`.
+//! The one-screen table printed at the end of `mosaic run`: the run's report (the same
+//! figures as `mosaic report`), reduced to one row per team (or agent, in games without
+//! teams) of every operator configuration.
 
 use crate::run::RunOutcome;
-use mosaic_core::Outcome;
-use mosaic_core::record::EpisodeRecord;
-use std::collections::BTreeMap;
+use mosaic_recorder::report::{GroupKind, Report};
+use mosaic_recorder::{RecorderError, RunDir};
 use std::fmt::Write;
 
-/// One row: an operator configuration's team (or agent, in games without teams).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Row {
-    /// Operator configuration id.
-    pub operator: String,
-    /// Team name, or agent id when the game has no teams.
-    pub side: String,
-    /// Operator kinds on this side, e.g. `scripted+random`.
-    pub kinds: String,
-    /// Episodes.
-    pub episodes: usize,
-    /// Mean per-episode return of one member of the side.
-    pub mean_return: f64,
-    /// Share of episodes won.
-    pub win_rate: f64,
-    /// Share of episodes drawn.
-    pub draw_rate: f64,
-    /// Environment steps per second of wall time inside the episodes.
-    pub steps_per_s: f64,
-    steps: u64,
-    duration_ms: u64,
+/// The summary table of a finished run, built from its run directory.
+pub fn table(outcome: &RunOutcome) -> Result<String, RecorderError> {
+    let run = RunDir::open(&outcome.dir)?;
+    let records = run.records()?;
+    let report = mosaic_recorder::report::build(&run, &records)?;
+    Ok(render(outcome, &report))
 }
 
-/// Rows in operator order, then side order of first appearance.
-pub fn rows(episodes: &[impl AsRef<EpisodeRecord>]) -> Vec<Row> {
-    let mut order: Vec<(String, String)> = Vec::new();
-    let mut acc: BTreeMap<(String, String), (Row, Vec<String>)> = BTreeMap::new();
-    for episode in episodes.iter().map(AsRef::as_ref) {
-        let mut seen = Vec::new();
-        for agent in &episode.agents {
-            let side = agent.team.clone().unwrap_or_else(|| agent.agent_id.clone());
-            let key = (episode.operator_id.clone(), side.clone());
-            if !order.contains(&key) {
-                order.push(key.clone());
-            }
-            let (row, kinds) = acc.entry(key.clone()).or_insert_with(|| {
-                (
-                    Row {
-                        operator: episode.operator_id.clone(),
-                        side,
-                        ..Row::default()
-                    },
-                    Vec::new(),
-                )
-            });
-            if !kinds.contains(&agent.kind) {
-                kinds.push(agent.kind.clone());
-            }
-            // A side's return is the mean over its members; its outcome is shared.
-            let members = episode
-                .agents
-                .iter()
-                .filter(|a| a.team.as_ref().unwrap_or(&a.agent_id) == &row.side)
-                .count() as f64;
-            row.mean_return += agent.total_reward / members;
-            if !seen.contains(&key) {
-                seen.push(key.clone());
-                row.episodes += 1;
-                row.steps += u64::from(episode.steps);
-                row.duration_ms += episode.duration_ms;
-                match agent.outcome {
-                    Some(Outcome::Win) => row.win_rate += 1.0,
-                    Some(Outcome::Draw) => row.draw_rate += 1.0,
-                    _ => {}
-                }
-            }
-        }
-    }
-    order
-        .into_iter()
-        .filter_map(|key| acc.remove(&key))
-        .map(|(mut row, kinds)| {
-            let n = row.episodes.max(1) as f64;
-            row.mean_return /= n;
-            row.win_rate /= n;
-            row.draw_rate /= n;
-            row.steps_per_s = row.steps as f64 * 1000.0 / (row.duration_ms.max(1) as f64);
-            row.kinds = kinds.join("+");
-            row
-        })
-        .collect()
-}
-
-/// The summary table of a finished run.
-pub fn table(outcome: &RunOutcome) -> String {
+fn render(outcome: &RunOutcome, report: &Report) -> String {
     let mut out = String::new();
     let steps: u64 = outcome.episodes.iter().map(|e| u64::from(e.steps)).sum();
     let secs = outcome.wall.as_secs_f64().max(1e-9);
     let _ = writeln!(
         out,
-        "run {}  ({} episodes, {steps} steps in {secs:.2} s, {:.0} steps/s)  {}",
+        "run {} ({} episodes, {steps} steps in {secs:.2} s) in {}",
         outcome.run_id,
         outcome.episodes.len(),
-        steps as f64 / secs,
         outcome.dir.display()
     );
     let header = [
         "operator",
         "side",
-        "kinds",
+        "who",
         "episodes",
-        "mean return",
-        "win rate",
-        "draw rate",
+        "mean return [95% CI]",
+        "win",
+        "draw",
+        "loss",
         "steps/s",
     ];
-    let body: Vec<[String; 8]> = rows(&outcome.episodes)
-        .into_iter()
-        .map(|r| {
-            [
-                r.operator,
-                r.side,
-                r.kinds,
-                r.episodes.to_string(),
-                format!("{:.3}", r.mean_return),
-                format!("{:.0}%", r.win_rate * 100.0),
-                format!("{:.0}%", r.draw_rate * 100.0),
-                format!("{:.0}", r.steps_per_s),
-            ]
-        })
-        .collect();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for op in &report.operators {
+        let has_teams = op.groups.iter().any(|g| g.kind == GroupKind::Team);
+        let side = if has_teams {
+            GroupKind::Team
+        } else {
+            GroupKind::Agent
+        };
+        for group in op.groups.iter().filter(|g| g.kind == side) {
+            let rate =
+                |r: Option<f64>| r.map_or("–".to_owned(), |r| format!("{:.0}%", r * 100.0));
+            let rates = group.outcomes.rates();
+            rows.push(vec![
+                op.operator_id.clone(),
+                group.name.clone(),
+                group.who.clone(),
+                op.episodes.to_string(),
+                group.mean_return.map_or("–".to_owned(), |m| {
+                    format!("{:.3} [{:.3}, {:.3}]", m.mean, m.low, m.high)
+                }),
+                rate(rates.map(|r| r.0)),
+                rate(rates.map(|r| r.1)),
+                rate(rates.map(|r| r.2)),
+                op.steps_per_s.map_or("–".to_owned(), |s| format!("{s:.0}")),
+            ]);
+        }
+    }
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
-            body.iter()
-                .map(|r| r[i].len())
+            rows.iter()
+                .map(|r| r[i].chars().count())
                 .chain([header[i].len()])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let line = |cells: &[&str]| {
+    let line = |cells: Vec<&str>| {
         cells
             .iter()
             .zip(&widths)
@@ -146,10 +83,9 @@ pub fn table(outcome: &RunOutcome) -> String {
             .trim_end()
             .to_owned()
     };
-    let _ = writeln!(out, "{}", line(&header));
-    for row in &body {
-        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        let _ = writeln!(out, "{}", line(&cells));
+    let _ = writeln!(out, "{}", line(header.to_vec()));
+    for row in &rows {
+        let _ = writeln!(out, "{}", line(row.iter().map(String::as_str).collect()));
     }
     let failed = outcome
         .episodes

@@ -103,7 +103,13 @@ fn a_run_writes_its_directory_and_summary() {
     }
     assert_eq!(step["schema"], "mosaic.step/1");
     let summary = String::from_utf8_lossy(&out.stdout);
-    for needle in ["scripted_green", "scripted_blue", "win rate", "steps/s"] {
+    for needle in [
+        "scripted_green",
+        "scripted_blue",
+        "mean return [95% CI]",
+        "win",
+        "steps/s",
+    ] {
         assert!(
             summary.contains(needle),
             "summary lacks {needle}:\n{summary}"

@@ -9,18 +9,27 @@
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
 //! - [`human`]: the `human` operator kind, whose decisions wait for a person.
 //! - [`sink::Sinks`]: the telemetry sink writing a run's records into its run directory.
+//! - [`channel::Channel`] carries messages between the agents of a session.
+//! - `llm` (cargo feature `llm`, on by default): the LLM and VLM operators, their
+//!   backends, prompts, parsers and the local model server.
+//! - [`supervisor::Supervisor`]: supervision trees (restart strategies, intensity,
+//!   escalation, contained panics, heartbeat watch).
 
+pub mod channel;
 pub mod env_actor;
 pub mod error;
 pub mod group;
 pub mod human;
+#[cfg(feature = "llm")]
+pub mod llm;
 pub mod messages;
 pub mod operator;
 pub mod runner;
 pub mod session;
 pub mod sink;
+pub mod supervisor;
 pub mod worker;
 
 pub use error::{OperatorError, SessionError, SinkError};
 pub use messages::{BeginEpisode, Decide, EpisodeEvent, StepEvent};
-pub use operator::{OperatorHandle, OperatorKind, OperatorRegistry};
+pub use operator::{OperatorHandle, OperatorKind, OperatorRegistry, SessionResources};

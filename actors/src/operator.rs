@@ -92,6 +92,13 @@ impl OperatorHandle {
     }
 }
 
+/// What the operators of one session share (the session builds it once).
+#[derive(Debug, Default, Clone)]
+pub struct SessionResources {
+    /// The session's message channel, when its agents may talk.
+    pub channel: Option<actix::Addr<crate::channel::Channel>>,
+}
+
 /// What an operator kind gets to build the operator of one agent slot.
 #[derive(Debug)]
 pub struct SpawnContext<'a> {
@@ -107,6 +114,8 @@ pub struct SpawnContext<'a> {
     pub slot: &'a SlotSpec,
     /// The environment's scripted heuristic, if it has one.
     pub scripted: Option<ScriptedConstructor>,
+    /// What the operators of this session share.
+    pub session: &'a SessionResources,
 }
 
 /// Builds the operator of one agent slot; runs inside an actix system.

@@ -8,8 +8,9 @@
 //! and waits until every subscriber has handled it (durable sinks answer only once the
 //! episode's records are on disk). See `docs/semantics.md` for the guarantees.
 
+use crate::channel::{Channel, ChannelConfig, NewEpisode};
 use crate::env_actor::{EnvActor, EnvView, Reset, Step, Summarise};
-use crate::operator::{OperatorHandle, OperatorRegistry, SpawnContext};
+use crate::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
 use crate::{BeginEpisode, Decide, EpisodeEvent, OperatorError, SessionError, StepEvent};
 use actix::prelude::*;
 use futures::future::join_all;
@@ -80,6 +81,7 @@ struct Handles {
     config: SessionConfig,
     spec: Arc<EnvSpec>,
     env: Addr<EnvActor>,
+    channel: Addr<Channel>,
     operators: Vec<OperatorHandle>,
     wants: Arc<Vec<ObsRequest>>,
     subscribers: Subscribers,
@@ -154,6 +156,11 @@ impl Handles {
     }
 
     async fn begin(&self, index: u32, seed: u64) -> Result<Episode, SessionError> {
+        // Messages never cross episodes; the channel is cleared before anyone may post.
+        self.channel
+            .send(NewEpisode)
+            .await
+            .map_err(|e| SessionError::Control(format!("message channel gone: {e}")))?;
         let begins = self.operators.iter().enumerate().map(|(agent, op)| {
             let ctx = AgentContext::new(
                 seed,
@@ -290,7 +297,7 @@ impl Handles {
             actions[*agent] = Some(decision.action);
         }
         let step_index = episode.view.steps;
-        let view = self
+        let mut view = self
             .env
             .send(Step {
                 actions,
@@ -301,7 +308,7 @@ impl Handles {
             .map_err(|e| self.env_error(e))?;
         let transition = view
             .transition
-            .clone()
+            .take()
             .unwrap_or_else(|| Transition::new(agents));
         let observations = std::mem::replace(&mut episode.view, view);
         let over = episode.view.acting.is_empty() || transition.all_done();
@@ -542,6 +549,10 @@ impl Session {
                 ));
             }
         }
+        let channel = Channel::start(&spec, ChannelConfig::default());
+        let resources = SessionResources {
+            channel: Some(channel.clone()),
+        };
         let mut operators = Vec::with_capacity(spec.agents.len());
         for (agent, agent_spec) in spec.agents.iter().enumerate() {
             let key = if operator.agents.contains_key(&agent_spec.id) {
@@ -565,6 +576,7 @@ impl Session {
                 agent,
                 slot,
                 scripted,
+                session: &resources,
             };
             let handle = kinds.spawn(&cx).map_err(|e| {
                 let path = if e.path.is_empty() {
@@ -588,6 +600,7 @@ impl Session {
                 config,
                 spec,
                 env,
+                channel,
                 operators,
                 wants: Arc::new(wants),
                 subscribers,

@@ -17,6 +17,11 @@
 //! - A write failure stops the sink: nothing is acknowledged any more, every pending and
 //!   later request fails with a closed mailbox, and [`Sinks::failure`] tells why.
 //!
+//! A new run: `let (run, store) = RunDir::create(dir, &manifest)?`. Resuming one:
+//! `let run = RunDir::open(dir)?; let store = run.store()?; run.discard_incomplete(&store)?;`
+//! then run `store.remaining_units()?`. Either way `Sinks::start(&run, &store, durability)`,
+//! and [`Sinks::close`] once every session has finished.
+//!
 //! ```
 //! use mosaic_actors::sink::Sinks;
 //! use mosaic_actors::{EpisodeEvent, StepEvent};
@@ -128,7 +133,7 @@ impl RecordSink {
         }
         self.queued.push((record, done));
         if !self.committing {
-            // After the messages already in the mailbox: more episodes join this commit.
+            // Episodes that end while a commit syncs are queued and share the next one.
             ctx.notify(Commit);
         }
     }

@@ -8,6 +8,7 @@
 #[path = "../../adapters/tests/support/python.rs"]
 mod python;
 
+use mosaic_actors::operator::SessionResources;
 use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SpawnContext};
 use mosaic_actors::{BeginEpisode, Decide, OperatorError, worker};
 use mosaic_adapters::EnvRegistry;
@@ -41,6 +42,7 @@ fn spawn_worker(
             agent,
             slot: &slot,
             scripted: None,
+            session: &SessionResources::default(),
         })
         .map_err(|e| e.to_string())
 }

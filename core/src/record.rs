@@ -21,6 +21,7 @@ pub const VOLATILE_FIELDS: &[&str] = &[
     "timestamp",
     "decision_us",
     "duration_ms",
+    "latency_ms",
     "steps_per_s",
     "started",
     "finished",

@@ -73,6 +73,34 @@ pub struct ReplayedStep<'a> {
     pub transition: &'a Transition,
 }
 
+/// Sees a replay as it goes: the environment before each step (as the acting agents saw
+/// it) and after it. A closure `FnMut(&dyn Environment, &ReplayedStep) -> Result<(), String>`
+/// is an observer that only looks after each step.
+pub trait ReplayObserver {
+    /// Before step `step_index` (with its `records`) is replayed.
+    fn before_step(
+        &mut self,
+        env: &dyn Environment,
+        step_index: u32,
+        records: &[StepRecord],
+    ) -> Result<(), String> {
+        let _ = (env, step_index, records);
+        Ok(())
+    }
+
+    /// After a step was replayed and checked against its records.
+    fn after_step(&mut self, env: &dyn Environment, step: &ReplayedStep<'_>) -> Result<(), String>;
+}
+
+impl<F> ReplayObserver for F
+where
+    F: FnMut(&dyn Environment, &ReplayedStep<'_>) -> Result<(), String>,
+{
+    fn after_step(&mut self, env: &dyn Environment, step: &ReplayedStep<'_>) -> Result<(), String> {
+        self(env, step)
+    }
+}
+
 /// What a successful replay covered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplaySummary {
@@ -83,14 +111,14 @@ pub struct ReplaySummary {
 }
 
 /// Replays `steps` (the episode's step records in step then agent order) of `episode` in
-/// `env`, calling `on_step` after every step. `max_steps` is the experiment's own step limit:
+/// `env`, showing every step to `observer` before and after it. `max_steps` is the experiment's own step limit:
 /// a truncation recorded at that step is the session's, not the environment's.
 pub fn replay(
     env: &mut dyn Environment,
     episode: &EpisodeRecord,
     steps: &[StepRecord],
     max_steps: Option<u32>,
-    mut on_step: impl FnMut(&dyn Environment, &ReplayedStep<'_>) -> Result<(), String>,
+    mut observer: impl ReplayObserver,
 ) -> Result<ReplaySummary, ReplayError> {
     let id = || episode.episode_id.clone();
     if steps.is_empty() {
@@ -135,6 +163,9 @@ pub fn replay(
                 replayed: format!("{acting:?}"),
             });
         }
+        observer
+            .before_step(env, step, records)
+            .map_err(ReplayError::Callback)?;
         env.step(&actions, &mut transition)
             .map_err(|e| ReplayError::Env {
                 episode: id(),
@@ -178,15 +209,16 @@ pub fn replay(
             summary.records += 1;
         }
         summary.steps += 1;
-        on_step(
-            env,
-            &ReplayedStep {
-                step_index: step,
-                records,
-                transition: &transition,
-            },
-        )
-        .map_err(ReplayError::Callback)?;
+        observer
+            .after_step(
+                env,
+                &ReplayedStep {
+                    step_index: step,
+                    records,
+                    transition: &transition,
+                },
+            )
+            .map_err(ReplayError::Callback)?;
     }
     Ok(summary)
 }
@@ -319,15 +351,39 @@ mod tests {
         (episode, records)
     }
 
+    /// Notes the environment's step count before and after every replayed step.
+    #[derive(Default)]
+    struct StepCounts(Vec<(&'static str, u32, u32)>);
+
+    impl ReplayObserver for &mut StepCounts {
+        fn before_step(
+            &mut self,
+            env: &dyn Environment,
+            step_index: u32,
+            _: &[StepRecord],
+        ) -> Result<(), String> {
+            self.0.push(("before", step_index, env.steps()));
+            Ok(())
+        }
+        fn after_step(
+            &mut self,
+            env: &dyn Environment,
+            step: &ReplayedStep<'_>,
+        ) -> Result<(), String> {
+            self.0.push(("after", step.step_index, env.steps()));
+            Ok(())
+        }
+    }
+
+    fn ignore(_: &dyn Environment, _: &ReplayedStep<'_>) -> Result<(), String> {
+        Ok(())
+    }
+
     #[test]
     fn a_faithful_record_replays() {
         let (episode, steps) = record(42, 5);
-        let mut seen = Vec::new();
-        let summary = replay(&mut Dice::new(5), &episode, &steps, None, |env, step| {
-            seen.push((step.step_index, env.steps()));
-            Ok(())
-        })
-        .unwrap();
+        let mut seen = StepCounts::default();
+        let summary = replay(&mut Dice::new(5), &episode, &steps, None, &mut seen).unwrap();
         assert_eq!(
             summary,
             ReplaySummary {
@@ -335,7 +391,44 @@ mod tests {
                 records: 10
             }
         );
-        assert_eq!(seen, (0..5).map(|i| (i, i + 1)).collect::<Vec<_>>());
+        let expected: Vec<_> = (0..5)
+            .flat_map(|i| [("before", i, i), ("after", i, i + 1)])
+            .collect();
+        assert_eq!(seen.0, expected);
+        // A closure sees each step after it.
+        let mut after = Vec::new();
+        replay(
+            &mut Dice::new(5),
+            &episode,
+            &steps,
+            None,
+            |env: &dyn Environment, step: &ReplayedStep<'_>| {
+                after.push((step.step_index, env.steps()));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(after, (0..5).map(|i| (i, i + 1)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn an_observer_error_stops_the_replay() {
+        let (episode, steps) = record(42, 5);
+        let err = replay(
+            &mut Dice::new(5),
+            &episode,
+            &steps,
+            None,
+            |_: &dyn Environment, step: &ReplayedStep<'_>| {
+                if step.step_index == 2 {
+                    Err("disk full".to_owned())
+                } else {
+                    Ok(())
+                }
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err, ReplayError::Callback("disk full".into()));
     }
 
     #[test]
@@ -343,7 +436,7 @@ mod tests {
         let (episode, steps) = record(42, 5);
         let mut tampered = steps.clone();
         tampered[7].reward += 1.0;
-        let err = replay(&mut Dice::new(5), &episode, &tampered, None, |_, _| Ok(())).unwrap_err();
+        let err = replay(&mut Dice::new(5), &episode, &tampered, None, ignore).unwrap_err();
         assert!(
             matches!(&err, ReplayError::Mismatch { step: 3, field: "reward", agent, .. } if agent == "p1"),
             "{err}"
@@ -351,7 +444,7 @@ mod tests {
         // Another action changes the replayed reward.
         let mut tampered = steps.clone();
         tampered[2].action = Some(1 - tampered[2].action.unwrap());
-        let err = replay(&mut Dice::new(5), &episode, &tampered, None, |_, _| Ok(())).unwrap_err();
+        let err = replay(&mut Dice::new(5), &episode, &tampered, None, ignore).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -366,9 +459,9 @@ mod tests {
         // Another seed, other rolls.
         let mut other = episode.clone();
         other.seed = 43;
-        assert!(replay(&mut Dice::new(5), &other, &steps, None, |_, _| Ok(())).is_err());
+        assert!(replay(&mut Dice::new(5), &other, &steps, None, ignore).is_err());
         // A shorter environment ends before the records do.
-        let err = replay(&mut Dice::new(4), &episode, &steps, None, |_, _| Ok(())).unwrap_err();
+        let err = replay(&mut Dice::new(4), &episode, &steps, None, ignore).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -382,7 +475,7 @@ mod tests {
         let mut unknown = steps.clone();
         unknown[0].agent_id = "p9".into();
         assert!(matches!(
-            replay(&mut Dice::new(5), &episode, &unknown, None, |_, _| Ok(())),
+            replay(&mut Dice::new(5), &episode, &unknown, None, ignore),
             Err(ReplayError::UnknownAgent { .. })
         ));
     }

@@ -1,0 +1,446 @@
+//! The message channel between the agents of one session.
+//!
+//! A session starts one [`Channel`] and hands its address to its operators through
+//! [`crate::operator::SessionResources`]. An agent [`Post`]s a broadcast (`to: None`) or
+//! addressed message at step `t`, to its team or to everyone; the recipients read it with
+//! [`Inbox`] from step `t + 1` on, each message once, in a deterministic order (step, then
+//! sender's agent index, then posting order). Messages are capped in length.
+//! Readers [`Join`] when their operator is built; a message is kept until every joined
+//! reader that may see it has had it. [`NewEpisode`] clears the messages at the start of
+//! each episode.
+//!
+//! ```
+//! use mosaic_actors::channel::{Channel, ChannelConfig, Inbox, Post, Scope};
+//! use mosaic_core::{Action, AgentSpec, EnvSpec, ObsRequest, Stepping};
+//! # actix::System::new().block_on(async {
+//! let agent = |id: &str, team: &str| AgentSpec { id: id.into(), team: Some(team.into()) };
+//! let spec = EnvSpec {
+//!     name: "demo".into(),
+//!     agents: vec![agent("green_0", "green"), agent("green_1", "green"), agent("blue_0", "blue")],
+//!     action_labels: vec!["noop".into()],
+//!     default_action: Action(0),
+//!     stepping: Stepping::Simultaneous,
+//!     max_steps: None,
+//!     symbolic_shape: None,
+//!     offers: ObsRequest::MASK_ONLY,
+//! };
+//! let channel = Channel::start(&spec, ChannelConfig::default());
+//! channel.send(Post::broadcast("green_0", Scope::Team, "ball is mine", 3)).await.unwrap().unwrap();
+//! // Not before the next step, never to the other team.
+//! assert!(channel.send(Inbox::new("green_1", 3)).await.unwrap().is_empty());
+//! assert!(channel.send(Inbox::new("blue_0", 4)).await.unwrap().is_empty());
+//! let inbox = channel.send(Inbox::new("green_1", 4)).await.unwrap();
+//! assert_eq!(inbox[0].text, "ball is mine");
+//! # });
+//! ```
+
+use actix::{Actor, Addr, Context, Handler, Message};
+use mosaic_core::EnvSpec;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Who may read a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The sender's team only.
+    #[default]
+    Team,
+    /// Every agent.
+    All,
+}
+
+/// Channel settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelConfig {
+    /// Longest message in characters; longer ones are cut.
+    #[serde(default = "default_max_chars")]
+    pub max_chars: usize,
+}
+
+fn default_max_chars() -> usize {
+    1000
+}
+
+impl Default for ChannelConfig {
+    fn default() -> Self {
+        Self {
+            max_chars: default_max_chars(),
+        }
+    }
+}
+
+/// One message as delivered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// Sender agent id.
+    pub from: String,
+    /// Recipient, `None` for a broadcast.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// Who may read it.
+    pub scope: Scope,
+    /// Step at which it was posted.
+    pub step: u32,
+    /// The text (capped).
+    pub text: String,
+}
+
+/// A message could not be posted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChannelError {
+    /// The sender or recipient is not an agent of the session.
+    #[error("`{0}` is not an agent of this session")]
+    UnknownAgent(String),
+    /// A team message from an agent without a team, or to an agent of another team.
+    #[error("{0}")]
+    Scope(String),
+}
+
+/// Posts a message (delivered from the next step on).
+#[derive(Clone, Debug, Message)]
+#[rtype(result = "Result<(), ChannelError>")]
+pub struct Post {
+    /// Sender agent id.
+    pub from: String,
+    /// Recipient agent id; `None` broadcasts within the scope.
+    pub to: Option<String>,
+    /// Team or everyone.
+    pub scope: Scope,
+    /// The text.
+    pub text: String,
+    /// The step at which the sender posts.
+    pub step: u32,
+}
+
+impl Post {
+    /// A broadcast.
+    pub fn broadcast(from: &str, scope: Scope, text: impl Into<String>, step: u32) -> Self {
+        Self {
+            from: from.to_owned(),
+            to: None,
+            scope,
+            text: text.into(),
+            step,
+        }
+    }
+}
+
+/// Takes an agent's undelivered messages posted before `step`.
+#[derive(Clone, Debug, Message)]
+#[rtype(result = "Vec<Envelope>")]
+pub struct Inbox {
+    /// The reader.
+    pub agent: String,
+    /// The reader's current step.
+    pub step: u32,
+}
+
+impl Inbox {
+    /// The inbox of `agent` at `step`.
+    pub fn new(agent: &str, step: u32) -> Self {
+        Self {
+            agent: agent.to_owned(),
+            step,
+        }
+    }
+}
+
+/// Registers a reader: messages are kept for it until it has read them.
+#[derive(Clone, Debug, Message)]
+#[rtype(result = "Result<(), ChannelError>")]
+pub struct Join {
+    /// The reader's agent id.
+    pub agent: String,
+}
+
+/// Forgets every message (sent by the session before each episode); readers stay joined.
+#[derive(Clone, Copy, Debug, Message)]
+#[rtype(result = "()")]
+pub struct NewEpisode;
+
+struct Stored {
+    sender: usize,
+    seq: u64,
+    envelope: Envelope,
+}
+
+/// The channel actor of one session.
+pub struct Channel {
+    config: ChannelConfig,
+    agents: Vec<(String, Option<String>)>,
+    log: Vec<Stored>,
+    /// Per reader: messages posted before this step have been delivered.
+    delivered_before: BTreeMap<usize, u32>,
+    seq: u64,
+}
+
+impl Channel {
+    /// A channel for the agents of `spec`.
+    pub fn new(spec: &EnvSpec, config: ChannelConfig) -> Self {
+        Self {
+            config,
+            agents: spec
+                .agents
+                .iter()
+                .map(|a| (a.id.clone(), a.team.clone()))
+                .collect(),
+            log: Vec::new(),
+            delivered_before: BTreeMap::new(),
+            seq: 0,
+        }
+    }
+
+    /// Starts a channel on the current arbiter.
+    pub fn start(spec: &EnvSpec, config: ChannelConfig) -> Addr<Self> {
+        Self::new(spec, config).start()
+    }
+
+    fn index(&self, agent: &str) -> Result<usize, ChannelError> {
+        self.agents
+            .iter()
+            .position(|(id, _)| id == agent)
+            .ok_or_else(|| ChannelError::UnknownAgent(agent.to_owned()))
+    }
+
+    fn visible(&self, reader: usize, stored: &Stored) -> bool {
+        let envelope = &stored.envelope;
+        if stored.sender == reader {
+            return false;
+        }
+        if let Some(to) = &envelope.to
+            && *to != self.agents[reader].0
+        {
+            return false;
+        }
+        match envelope.scope {
+            Scope::All => true,
+            Scope::Team => self.agents[reader].1 == self.agents[stored.sender].1,
+        }
+    }
+
+    /// Drops messages every joined reader has already been given. Agents that never read
+    /// (no language operator) hold nothing back.
+    fn prune(&mut self) {
+        if let Some(oldest) = self.delivered_before.values().min().copied() {
+            self.log.retain(|s| s.envelope.step >= oldest);
+        }
+    }
+}
+
+impl Actor for Channel {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // Every agent of a wide game posts and reads each step.
+        ctx.set_mailbox_capacity(1024);
+    }
+}
+
+impl Handler<Post> for Channel {
+    type Result = Result<(), ChannelError>;
+
+    fn handle(&mut self, msg: Post, _: &mut Context<Self>) -> Self::Result {
+        let sender = self.index(&msg.from)?;
+        let team = &self.agents[sender].1;
+        if msg.scope == Scope::Team && team.is_none() {
+            return Err(ChannelError::Scope(format!(
+                "`{}` has no team: post with scope `all`",
+                msg.from
+            )));
+        }
+        if let Some(to) = &msg.to {
+            let recipient = self.index(to)?;
+            if msg.scope == Scope::Team && self.agents[recipient].1 != *team {
+                return Err(ChannelError::Scope(format!(
+                    "`{to}` is not on the team of `{}`",
+                    msg.from
+                )));
+            }
+        }
+        let text = match msg.text.char_indices().nth(self.config.max_chars) {
+            Some((cut, _)) => msg.text[..cut].to_owned(),
+            None => msg.text,
+        };
+        self.seq += 1;
+        self.log.push(Stored {
+            sender,
+            seq: self.seq,
+            envelope: Envelope {
+                from: msg.from,
+                to: msg.to,
+                scope: msg.scope,
+                step: msg.step,
+                text,
+            },
+        });
+        Ok(())
+    }
+}
+
+impl Handler<Inbox> for Channel {
+    type Result = Vec<Envelope>;
+
+    fn handle(&mut self, msg: Inbox, _: &mut Context<Self>) -> Self::Result {
+        let Ok(reader) = self.index(&msg.agent) else {
+            return Vec::new();
+        };
+        let since = self.delivered_before.get(&reader).copied().unwrap_or(0);
+        let mut due: Vec<&Stored> = self
+            .log
+            .iter()
+            .filter(|s| s.envelope.step >= since && s.envelope.step < msg.step)
+            .filter(|s| self.visible(reader, s))
+            .collect();
+        due.sort_by_key(|s| (s.envelope.step, s.sender, s.seq));
+        let delivered = due.into_iter().map(|s| s.envelope.clone()).collect();
+        self.delivered_before.insert(reader, since.max(msg.step));
+        self.prune();
+        delivered
+    }
+}
+
+impl Handler<Join> for Channel {
+    type Result = Result<(), ChannelError>;
+
+    fn handle(&mut self, msg: Join, _: &mut Context<Self>) -> Self::Result {
+        let reader = self.index(&msg.agent)?;
+        self.delivered_before.entry(reader).or_insert(0);
+        Ok(())
+    }
+}
+
+impl Handler<NewEpisode> for Channel {
+    type Result = ();
+
+    fn handle(&mut self, _: NewEpisode, _: &mut Context<Self>) {
+        self.log.clear();
+        self.delivered_before
+            .values_mut()
+            .for_each(|step| *step = 0);
+        self.seq = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_core::{Action, AgentSpec, ObsRequest, Stepping};
+
+    fn spec() -> EnvSpec {
+        let agent = |id: &str, team: Option<&str>| AgentSpec {
+            id: id.into(),
+            team: team.map(Into::into),
+        };
+        EnvSpec {
+            name: "t".into(),
+            agents: vec![
+                agent("g0", Some("green")),
+                agent("g1", Some("green")),
+                agent("b0", Some("blue")),
+                agent("b1", Some("blue")),
+                agent("solo", None),
+            ],
+            action_labels: vec!["noop".into()],
+            default_action: Action(0),
+            stepping: Stepping::Simultaneous,
+            max_steps: None,
+            symbolic_shape: None,
+            offers: ObsRequest::MASK_ONLY,
+        }
+    }
+
+    fn post(from: &str, to: Option<&str>, scope: Scope, text: &str, step: u32) -> Post {
+        Post {
+            from: from.into(),
+            to: to.map(Into::into),
+            scope,
+            text: text.into(),
+            step,
+        }
+    }
+
+    #[actix::test]
+    async fn delivery_rules() {
+        let channel = Channel::start(&spec(), ChannelConfig { max_chars: 5 });
+        for agent in ["g0", "g1", "b0", "b1"] {
+            channel
+                .send(Join {
+                    agent: agent.into(),
+                })
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        let send = |p: Post| channel.send(p);
+        // Posted out of order within a step: delivered by sender index.
+        send(post("g1", None, Scope::All, "from g1", 0))
+            .await
+            .unwrap()
+            .unwrap();
+        send(post("g0", None, Scope::Team, "team", 0))
+            .await
+            .unwrap()
+            .unwrap();
+        send(post("b0", Some("b1"), Scope::Team, "psst", 0))
+            .await
+            .unwrap()
+            .unwrap();
+        send(post("b1", None, Scope::All, "later", 1))
+            .await
+            .unwrap()
+            .unwrap();
+
+        let texts = |v: Vec<Envelope>| v.into_iter().map(|e| e.text).collect::<Vec<_>>();
+        assert_eq!(
+            texts(channel.send(Inbox::new("g1", 1)).await.unwrap()),
+            ["team"]
+        );
+        assert_eq!(
+            texts(channel.send(Inbox::new("b1", 1)).await.unwrap()),
+            ["from ", "psst"]
+        );
+        assert_eq!(
+            texts(channel.send(Inbox::new("b0", 1)).await.unwrap()),
+            ["from "]
+        );
+        // Each message once; the step-1 message at step 2.
+        assert_eq!(
+            texts(channel.send(Inbox::new("g1", 2)).await.unwrap()),
+            ["later"]
+        );
+        assert!(channel.send(Inbox::new("g1", 2)).await.unwrap().is_empty());
+        // A reader that skipped steps still gets everything it has not seen.
+        assert_eq!(
+            texts(channel.send(Inbox::new("g0", 5)).await.unwrap()),
+            ["from ", "later"]
+        );
+
+        let err = send(post("g0", Some("b0"), Scope::Team, "x", 2))
+            .await
+            .unwrap();
+        assert!(matches!(err, Err(ChannelError::Scope(_))));
+        let err = send(post("solo", None, Scope::Team, "x", 2)).await.unwrap();
+        assert!(matches!(err, Err(ChannelError::Scope(_))));
+        let err = send(post("nobody", None, Scope::All, "x", 2))
+            .await
+            .unwrap();
+        assert!(matches!(err, Err(ChannelError::UnknownAgent(_))));
+        send(post("g0", Some("b0"), Scope::All, "hi b0", 2))
+            .await
+            .unwrap()
+            .unwrap();
+
+        channel.send(NewEpisode).await.unwrap();
+        assert!(channel.send(Inbox::new("b0", 1)).await.unwrap().is_empty());
+        send(post("g1", None, Scope::All, "again", 1))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            texts(channel.send(Inbox::new("b0", 2)).await.unwrap()),
+            ["again"]
+        );
+    }
+}

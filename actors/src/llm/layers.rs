@@ -1,0 +1,606 @@
+//! Layers around a [`ChatBackend`], composed like tower layers: each wraps an inner backend
+//! and is itself a backend.
+//!
+//! The usual stack, outermost first (see [`Stack`]):
+//! [`Metered`] (run-wide accounting) -> [`Cached`] (response cache, replay) -> [`RetryPolicy`]
+//! (backoff, `Retry-After`) -> [`ConcurrencyLimit`] (permits per backend) -> [`Timeout`]
+//! (per attempt) -> the HTTP backend. Retries wait outside the concurrency limit so a
+//! backing-off request holds no permit.
+
+use super::backend::{
+    BackendError, BackendIdentity, ChatBackend, ChatFuture, ChatRequest, ChatResponse, Usage,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Wraps a backend in another.
+pub trait ChatLayer {
+    /// The wrapped backend.
+    fn layer(self, inner: Arc<dyn ChatBackend>) -> Arc<dyn ChatBackend>;
+}
+
+/// Builds a backend stack: `Stack::new(http).layer(a).layer(b)` puts `b` outermost.
+///
+/// ```
+/// use mosaic_actors::llm::backend::{ApiKey, OpenAiBackend};
+/// use mosaic_actors::llm::layers::{ConcurrencyLimit, RetryPolicy, Stack, Timeout};
+/// use std::time::Duration;
+/// let http = OpenAiBackend::new("http://127.0.0.1:9/v1", "m", ApiKey::none(), "test");
+/// let backend = Stack::new(http)
+///     .layer(Timeout(Duration::from_secs(30)))
+///     .layer(ConcurrencyLimit::layer(4))
+///     .layer(RetryPolicy::default())
+///     .build();
+/// assert_eq!(backend.identity().model, "m");
+/// ```
+pub struct Stack(Arc<dyn ChatBackend>);
+
+impl Stack {
+    /// Starts from the innermost backend.
+    pub fn new(inner: impl ChatBackend + 'static) -> Self {
+        Self(Arc::new(inner))
+    }
+
+    /// Starts from a shared backend.
+    pub fn from_arc(inner: Arc<dyn ChatBackend>) -> Self {
+        Self(inner)
+    }
+
+    /// Adds a layer outside the current stack.
+    pub fn layer(self, layer: impl ChatLayer) -> Self {
+        Self(layer.layer(self.0))
+    }
+
+    /// The finished stack.
+    pub fn build(self) -> Arc<dyn ChatBackend> {
+        self.0
+    }
+}
+
+/// Fails an attempt that takes longer than the duration.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeout(pub Duration);
+
+struct TimeoutBackend {
+    inner: Arc<dyn ChatBackend>,
+    limit: Duration,
+}
+
+impl ChatLayer for Timeout {
+    fn layer(self, inner: Arc<dyn ChatBackend>) -> Arc<dyn ChatBackend> {
+        Arc::new(TimeoutBackend {
+            inner,
+            limit: self.0,
+        })
+    }
+}
+
+impl ChatBackend for TimeoutBackend {
+    fn identity(&self) -> &BackendIdentity {
+        self.inner.identity()
+    }
+
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> ChatFuture<'a> {
+        Box::pin(async move {
+            match tokio::time::timeout(self.limit, self.inner.chat(request)).await {
+                Ok(result) => result,
+                Err(_) => Err(BackendError::Timeout(self.limit)),
+            }
+        })
+    }
+}
+
+/// At most `permits` requests in flight through this layer, shared by every agent using
+/// the backend. Also reports the peak it has seen.
+#[derive(Clone)]
+pub struct ConcurrencyLimit {
+    semaphore: Arc<tokio::sync::Semaphore>,
+    in_flight: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+}
+
+impl ConcurrencyLimit {
+    /// A limit of `permits` (at least 1).
+    pub fn layer(permits: usize) -> Self {
+        Self {
+            semaphore: Arc::new(tokio::sync::Semaphore::new(permits.max(1))),
+            in_flight: Arc::default(),
+            peak: Arc::default(),
+        }
+    }
+
+    /// The most requests seen in flight at once.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+struct LimitedBackend {
+    inner: Arc<dyn ChatBackend>,
+    limit: ConcurrencyLimit,
+}
+
+impl ChatLayer for ConcurrencyLimit {
+    fn layer(self, inner: Arc<dyn ChatBackend>) -> Arc<dyn ChatBackend> {
+        Arc::new(LimitedBackend { inner, limit: self })
+    }
+}
+
+impl ChatBackend for LimitedBackend {
+    fn identity(&self) -> &BackendIdentity {
+        self.inner.identity()
+    }
+
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> ChatFuture<'a> {
+        Box::pin(async move {
+            let _permit = self
+                .limit
+                .semaphore
+                .acquire()
+                .await
+                .map_err(|_| BackendError::Server("concurrency limit closed".into()))?;
+            let now = self.limit.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.limit.peak.fetch_max(now, Ordering::SeqCst);
+            let result = self.inner.chat(request).await;
+            self.limit.in_flight.fetch_sub(1, Ordering::SeqCst);
+            result
+        })
+    }
+}
+
+/// Retries retryable errors ([`BackendError::is_retryable`]) with exponential backoff,
+/// waiting what the server asks in `Retry-After` when it says.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// Wait before the first retry; doubles each retry.
+    pub base_delay: Duration,
+    /// Cap of the exponential wait.
+    pub max_delay: Duration,
+    /// Cap of a server's `Retry-After`.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 5 retries from 0.5 s, at most 30 s apart (BALROG retries 5 times with backoff).
+    fn default() -> Self {
+        Self {
+            max_retries: 5,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(120),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `retry` (0-based) after `error`.
+    pub fn delay(&self, retry: u32, error: &BackendError) -> Duration {
+        if let BackendError::Status {
+            retry_after: Some(wait),
+            ..
+        } = error
+        {
+            return (*wait).min(self.max_retry_after);
+        }
+        self.base_delay
+            .saturating_mul(2u32.saturating_pow(retry))
+            .min(self.max_delay)
+    }
+}
+
+struct RetryBackend {
+    inner: Arc<dyn ChatBackend>,
+    policy: RetryPolicy,
+}
+
+impl ChatLayer for RetryPolicy {
+    fn layer(self, inner: Arc<dyn ChatBackend>) -> Arc<dyn ChatBackend> {
+        Arc::new(RetryBackend {
+            inner,
+            policy: self,
+        })
+    }
+}
+
+impl ChatBackend for RetryBackend {
+    fn identity(&self) -> &BackendIdentity {
+        self.inner.identity()
+    }
+
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> ChatFuture<'a> {
+        Box::pin(async move {
+            let mut attempts = 0;
+            loop {
+                attempts += 1;
+                match self.inner.chat(request).await {
+                    Ok(mut response) => {
+                        response.attempts = attempts;
+                        return Ok(response);
+                    }
+                    Err(error) if error.is_retryable() && attempts <= self.policy.max_retries => {
+                        let wait = self.policy.delay(attempts - 1, &error);
+                        tracing::warn!(
+                            model = %self.inner.identity().model,
+                            attempt = attempts,
+                            wait_ms = wait.as_millis() as u64,
+                            "LLM request failed, retrying: {error}"
+                        );
+                        tokio::time::sleep(wait).await;
+                    }
+                    Err(error) if attempts == 1 && !error.is_retryable() => return Err(error),
+                    Err(error) => {
+                        return Err(BackendError::Exhausted {
+                            attempts,
+                            last: Box::new(error),
+                        });
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// The key of a request in the response cache: SHA-256 of the backend identity and the
+/// whole request (messages, sampling parameters, constraint), hex.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CacheKey(pub String);
+
+impl CacheKey {
+    /// The key of `request` sent to `identity`.
+    pub fn of(identity: &BackendIdentity, request: &ChatRequest) -> Self {
+        let mut hasher = Sha256::new();
+        // Serialising these types cannot fail (no non-string map keys, no custom
+        // serialisers); an empty payload would still give a stable key.
+        hasher.update(serde_json::to_vec(&(identity, request)).unwrap_or_default());
+        let digest = hasher.finalize();
+        Self(digest.iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+impl std::fmt::Display for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One cached exchange: the request (so a recorded `prompt_key` can be looked up) and the
+/// answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CacheEntry {
+    /// Model and address.
+    pub identity: BackendIdentity,
+    /// The request.
+    pub request: ChatRequest,
+    /// The answer as first received.
+    pub response: ChatResponse,
+}
+
+/// Where answers are kept between runs.
+pub trait ResponseCache: Send + Sync {
+    /// The entry under `key`, if any.
+    fn get(&self, key: &CacheKey) -> Result<Option<CacheEntry>, BackendError>;
+    /// Stores an entry.
+    fn put(&self, key: &CacheKey, entry: &CacheEntry) -> Result<(), BackendError>;
+}
+
+/// A [`ResponseCache`] in a sled tree (the run store's `llm-cache` tree).
+#[derive(Clone, Debug)]
+pub struct SledCache {
+    tree: sled::Tree,
+}
+
+impl SledCache {
+    /// Keeps entries in `tree`.
+    pub fn new(tree: sled::Tree) -> Self {
+        Self { tree }
+    }
+}
+
+impl ResponseCache for SledCache {
+    fn get(&self, key: &CacheKey) -> Result<Option<CacheEntry>, BackendError> {
+        let Some(bytes) = self
+            .tree
+            .get(key.0.as_bytes())
+            .map_err(|e| BackendError::Cache(format!("reading {key}: {e}")))?
+        else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| BackendError::Cache(format!("entry {key} is corrupt: {e}")))
+    }
+
+    fn put(&self, key: &CacheKey, entry: &CacheEntry) -> Result<(), BackendError> {
+        let bytes = serde_json::to_vec(entry)
+            .map_err(|e| BackendError::Cache(format!("encoding {key}: {e}")))?;
+        self.tree
+            .insert(key.0.as_bytes(), bytes)
+            .map_err(|e| BackendError::Cache(format!("writing {key}: {e}")))?;
+        Ok(())
+    }
+}
+
+/// How the response cache is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheMode {
+    /// Answer from the cache when possible, else call the model and store the answer.
+    #[default]
+    ReadWrite,
+    /// Answer only from the cache; a miss is an error (replaying a recorded run).
+    ReplayOnly,
+}
+
+/// Serves repeated requests from a [`ResponseCache`].
+#[derive(Clone)]
+pub struct Cached {
+    /// The store.
+    pub cache: Arc<dyn ResponseCache>,
+    /// Read-write or replay-only.
+    pub mode: CacheMode,
+}
+
+struct CachedBackend {
+    inner: Arc<dyn ChatBackend>,
+    cache: Arc<dyn ResponseCache>,
+    mode: CacheMode,
+}
+
+impl ChatLayer for Cached {
+    fn layer(self, inner: Arc<dyn ChatBackend>) -> Arc<dyn ChatBackend> {
+        Arc::new(CachedBackend {
+            inner,
+            cache: self.cache,
+            mode: self.mode,
+        })
+    }
+}
+
+impl ChatBackend for CachedBackend {
+    fn identity(&self) -> &BackendIdentity {
+        self.inner.identity()
+    }
+
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> ChatFuture<'a> {
+        Box::pin(async move {
+            let key = CacheKey::of(self.inner.identity(), request);
+            if let Some(entry) = self.cache.get(&key)? {
+                // Attempts and latency stay as recorded, so a replayed run records
+                // exactly what the original run did.
+                let mut response = entry.response;
+                response.cached = true;
+                return Ok(response);
+            }
+            if self.mode == CacheMode::ReplayOnly {
+                return Err(BackendError::CacheMiss(key.0));
+            }
+            let response = self.inner.chat(request).await?;
+            let entry = CacheEntry {
+                identity: self.inner.identity().clone(),
+                request: request.clone(),
+                response: response.clone(),
+            };
+            if let Err(error) = self.cache.put(&key, &entry) {
+                // The answer is good; only a later replay of this request will miss.
+                tracing::warn!("LLM response not cached: {error}");
+            }
+            Ok(response)
+        })
+    }
+}
+
+/// Run-wide LLM accounting: calls, cache hits, HTTP attempts, failures, tokens, latency.
+#[derive(Debug, Default)]
+pub struct UsageMeter {
+    calls: AtomicU64,
+    cache_hits: AtomicU64,
+    attempts: AtomicU64,
+    failures: AtomicU64,
+    prompt_tokens: AtomicU64,
+    completion_tokens: AtomicU64,
+    cached_prompt_tokens: AtomicU64,
+    latency_ms: AtomicU64,
+    errors: Mutex<Vec<String>>,
+}
+
+/// A snapshot of a [`UsageMeter`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageTotals {
+    /// Requests answered or failed.
+    pub calls: u64,
+    /// Answers served from the cache.
+    pub cache_hits: u64,
+    /// HTTP attempts (retries included).
+    pub attempts: u64,
+    /// Requests that failed after all retries.
+    pub failures: u64,
+    /// Tokens (answers from the cache cost none).
+    pub usage: Usage,
+    /// Summed latency of answered calls, milliseconds (cache hits excluded).
+    pub latency_ms: u64,
+}
+
+impl UsageMeter {
+    /// The totals so far.
+    pub fn totals(&self) -> UsageTotals {
+        UsageTotals {
+            calls: self.calls.load(Ordering::Relaxed),
+            cache_hits: self.cache_hits.load(Ordering::Relaxed),
+            attempts: self.attempts.load(Ordering::Relaxed),
+            failures: self.failures.load(Ordering::Relaxed),
+            usage: Usage {
+                prompt_tokens: self.prompt_tokens.load(Ordering::Relaxed),
+                completion_tokens: self.completion_tokens.load(Ordering::Relaxed),
+                cached_prompt_tokens: self.cached_prompt_tokens.load(Ordering::Relaxed),
+            },
+            latency_ms: self.latency_ms.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The distinct final errors seen (at most 16), for reports.
+    pub fn errors(&self) -> Vec<String> {
+        self.errors.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    fn record(&self, result: &Result<ChatResponse, BackendError>) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        match result {
+            Ok(response) if response.cached => {
+                // A replayed answer costs nothing in this run.
+                self.cache_hits.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(response) => {
+                self.attempts
+                    .fetch_add(u64::from(response.attempts), Ordering::Relaxed);
+                self.prompt_tokens
+                    .fetch_add(response.usage.prompt_tokens, Ordering::Relaxed);
+                self.completion_tokens
+                    .fetch_add(response.usage.completion_tokens, Ordering::Relaxed);
+                self.cached_prompt_tokens
+                    .fetch_add(response.usage.cached_prompt_tokens, Ordering::Relaxed);
+                self.latency_ms
+                    .fetch_add(response.latency_ms, Ordering::Relaxed);
+            }
+            Err(error) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                self.attempts
+                    .fetch_add(u64::from(error.attempts()), Ordering::Relaxed);
+                if let Ok(mut errors) = self.errors.lock() {
+                    let text = error.to_string();
+                    if errors.len() < 16 && !errors.contains(&text) {
+                        errors.push(text);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Counts every call into a shared [`UsageMeter`].
+#[derive(Clone, Debug)]
+pub struct Metered(pub Arc<UsageMeter>);
+
+struct MeteredBackend {
+    inner: Arc<dyn ChatBackend>,
+    meter: Arc<UsageMeter>,
+}
+
+impl ChatLayer for Metered {
+    fn layer(self, inner: Arc<dyn ChatBackend>) -> Arc<dyn ChatBackend> {
+        Arc::new(MeteredBackend {
+            inner,
+            meter: self.0,
+        })
+    }
+}
+
+impl ChatBackend for MeteredBackend {
+    fn identity(&self) -> &BackendIdentity {
+        self.inner.identity()
+    }
+
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> ChatFuture<'a> {
+        Box::pin(async move {
+            let result = self.inner.chat(request).await;
+            self.meter.record(&result);
+            result
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::backend::{ChatMessage, Constraint, Role};
+
+    fn request(text: &str) -> ChatRequest {
+        ChatRequest {
+            messages: vec![ChatMessage::text(Role::User, text)],
+            temperature: 0.0,
+            max_tokens: 4,
+            seed: Some(1),
+            constraint: Constraint::None,
+        }
+    }
+
+    fn identity() -> BackendIdentity {
+        BackendIdentity {
+            model: "m".into(),
+            base_url: "local".into(),
+        }
+    }
+
+    #[test]
+    fn cache_key_covers_the_whole_request() {
+        let base = CacheKey::of(&identity(), &request("a"));
+        assert_eq!(base, CacheKey::of(&identity(), &request("a")));
+        assert_ne!(base, CacheKey::of(&identity(), &request("b")));
+        let mut hotter = request("a");
+        hotter.temperature = 0.5;
+        assert_ne!(base, CacheKey::of(&identity(), &hotter));
+        let mut seeded = request("a");
+        seeded.seed = Some(2);
+        assert_ne!(base, CacheKey::of(&identity(), &seeded));
+        let other_model = BackendIdentity {
+            model: "n".into(),
+            ..identity()
+        };
+        assert_ne!(base, CacheKey::of(&other_model, &request("a")));
+        assert_eq!(base.0.len(), 64);
+    }
+
+    #[test]
+    fn retry_delay_doubles_and_honours_retry_after() {
+        let policy = RetryPolicy {
+            max_retries: 5,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(350),
+            max_retry_after: Duration::from_secs(2),
+        };
+        let err = BackendError::Connect("x".into());
+        assert_eq!(policy.delay(0, &err), Duration::from_millis(100));
+        assert_eq!(policy.delay(1, &err), Duration::from_millis(200));
+        assert_eq!(policy.delay(2, &err), Duration::from_millis(350));
+        let limited = |secs| BackendError::Status {
+            status: 429,
+            retry_after: Some(Duration::from_secs(secs)),
+            body: String::new(),
+        };
+        assert_eq!(policy.delay(0, &limited(1)), Duration::from_secs(1));
+        assert_eq!(policy.delay(0, &limited(99)), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn sled_cache_round_trips_and_reports_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let tree = db.open_tree("llm-cache").unwrap();
+        let cache = SledCache::new(tree.clone());
+        let key = CacheKey::of(&identity(), &request("a"));
+        assert_eq!(cache.get(&key).unwrap(), None);
+        let entry = CacheEntry {
+            identity: identity(),
+            request: request("a"),
+            response: ChatResponse {
+                text: "x".into(),
+                finish_reason: None,
+                usage: Usage::default(),
+                attempts: 1,
+                latency_ms: 3,
+                cached: false,
+            },
+        };
+        cache.put(&key, &entry).unwrap();
+        assert_eq!(cache.get(&key).unwrap(), Some(entry));
+        tree.insert(key.0.as_bytes(), b"not json".to_vec()).unwrap();
+        let err = cache.get(&key).unwrap_err();
+        assert!(err.to_string().contains(&key.0), "{err}");
+    }
+}

@@ -1,0 +1,699 @@
+//! The LLM actor family: language-model (and vision-language-model) agents.
+//!
+//! - [`backend`]: chat requests and responses, the [`backend::ChatBackend`] trait, the
+//!   HTTP client for any OpenAI-compatible endpoint.
+//! - [`layers`]: retry with backoff honouring `Retry-After`, concurrency limit, timeout,
+//!   response cache (replay), run-wide accounting; composed around a backend.
+//! - [`prompt`]: templates as data (`actors/templates/default.toml`) and the prompt builder.
+//! - [`parser`]: tagged, JSON-schema and grammar-constrained output.
+//! - [`operator`]: the operator actor (operator kinds `llm` and `vlm`).
+//! - [`server`]: the supervised local `llama-server` (`backend = "local"`).
+//!
+//! The session-level message channel is [`crate::channel`].
+//!
+//! Register the kinds with [`register`]:
+//!
+//! ```
+//! use mosaic_actors::OperatorRegistry;
+//! use mosaic_actors::llm::{LlmResources, register};
+//! use std::sync::Arc;
+//! let mut registry = OperatorRegistry::baselines();
+//! let resources = Arc::new(LlmResources::new());
+//! register(&mut registry, resources.clone());
+//! assert!(registry.get("llm").is_some() && registry.get("vlm").is_some());
+//! ```
+
+pub mod backend;
+pub mod layers;
+pub mod operator;
+pub mod parser;
+pub mod prompt;
+pub mod server;
+
+use crate::channel::{Join, Scope};
+use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
+use actix::{Actor, Addr};
+use backend::{
+    ApiKey, BackendError, BackendIdentity, ChatBackend, ChatFuture, ChatRequest, OpenAiBackend,
+};
+use layers::{
+    CacheMode, Cached, ConcurrencyLimit, Metered, ResponseCache, RetryPolicy, Stack, Timeout,
+    UsageMeter, UsageTotals,
+};
+use mosaic_core::experiment::{SpecError, parse_settings};
+use mosaic_core::{ObsRequest, Paradigm};
+use operator::{LlmOperator, OperatorConfig};
+use parser::{OutputFormat, ResponseParser};
+use prompt::{
+    CoordinationLevel, Identity, ObservationMode, PromptBuilder, PromptOptions, PromptOrder,
+    Template,
+};
+use serde::Deserialize;
+use server::{GetEndpoint, LlmServer, LlmServerConfig};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Where an agent's model is served.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BackendSetting {
+    /// The project's local `llama-server` ([`server::LlmServer`]).
+    Local,
+    /// Any OpenAI-compatible endpoint.
+    Remote {
+        /// E.g. `https://api.openai.com/v1` or `http://127.0.0.1:8000/v1` (vLLM).
+        base_url: String,
+        /// Model name.
+        model: String,
+        /// Name of the environment variable holding the API key (never the key itself).
+        api_key_env: Option<String>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoteSetting {
+    base_url: String,
+    model: String,
+    #[serde(default)]
+    api_key_env: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for BackendSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) if s == "local" => Ok(BackendSetting::Local),
+            serde_json::Value::String(s) => Err(D::Error::custom(format!(
+                "backend `{s}`: use \"local\" or {{ base_url, model, api_key_env }}"
+            ))),
+            value => {
+                let remote: RemoteSetting = serde_json::from_value(value)
+                    .map_err(|e| D::Error::custom(format!("backend: {e}")))?;
+                Ok(BackendSetting::Remote {
+                    base_url: remote.base_url,
+                    model: remote.model,
+                    api_key_env: remote.api_key_env,
+                })
+            }
+        }
+    }
+}
+
+/// Who an agent's messages reach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelSetting {
+    /// The agent does not talk (it still reads nothing).
+    None,
+    /// Its team.
+    #[default]
+    Team,
+    /// Every agent.
+    All,
+}
+
+/// Settings of the `llm` and `vlm` operator kinds (one agent slot).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSettings {
+    /// Where the model is served.
+    #[serde(default = "local")]
+    pub backend: BackendSetting,
+    /// Output format.
+    #[serde(default)]
+    pub format: OutputFormat,
+    /// Past turns in the prompt.
+    #[serde(default = "eight")]
+    pub history: usize,
+    /// Frames sent as images (default 0 for `llm`, 1 for `vlm`).
+    #[serde(default)]
+    pub max_image_history: Option<usize>,
+    /// Sampling temperature.
+    #[serde(default)]
+    pub temperature: f32,
+    /// Completion token limit.
+    #[serde(default = "max_tokens")]
+    pub max_tokens: u32,
+    /// Format re-prompts before the default action.
+    #[serde(default = "two")]
+    pub retries: u32,
+    /// HTTP retries (429, 5xx, connection errors, timeouts).
+    #[serde(default = "five")]
+    pub http_retries: u32,
+    /// Timeout of one HTTP attempt, milliseconds.
+    #[serde(default = "timeout_ms")]
+    pub timeout_ms: u64,
+    /// Requests in flight at once to this backend, shared by its agents.
+    #[serde(default = "four")]
+    pub concurrency: usize,
+    /// A template file merged over the built-in one.
+    #[serde(default)]
+    pub template: Option<String>,
+    /// MOSAIC observation mode.
+    #[serde(default)]
+    pub observation_mode: ObservationMode,
+    /// MOSAIC coordination level.
+    #[serde(default)]
+    pub coordination: CoordinationLevel,
+    /// The agent's role (role-based coordination); default from the template.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Who the agent's messages reach.
+    #[serde(default)]
+    pub channel: ChannelSetting,
+    /// Longest message, characters (0: no messages).
+    #[serde(default = "message_cap")]
+    pub message_cap: usize,
+    /// Longest scratchpad note, characters (0: no scratchpad).
+    #[serde(default = "scratchpad_cap")]
+    pub scratchpad_cap: usize,
+    /// Record whole prompts in decisions (else their cache keys).
+    #[serde(default)]
+    pub record_prompt: bool,
+    /// Stable prefix first (default) or observation first.
+    #[serde(default)]
+    pub prompt_order: PromptOrder,
+}
+
+fn local() -> BackendSetting {
+    BackendSetting::Local
+}
+fn two() -> u32 {
+    2
+}
+fn four() -> usize {
+    4
+}
+fn five() -> u32 {
+    5
+}
+fn eight() -> usize {
+    8
+}
+fn max_tokens() -> u32 {
+    256
+}
+fn timeout_ms() -> u64 {
+    60_000
+}
+fn message_cap() -> usize {
+    400
+}
+fn scratchpad_cap() -> usize {
+    1000
+}
+
+/// The settings lines shown by `mosaic operators`.
+pub const SETTINGS_HELP: &[&str] = &[
+    "backend = \"local\": \"local\" (the project's llama-server) or { base_url, model, api_key_env }",
+    "format = \"json\": json (JSON schema) | grammar (llama.cpp GBNF) | tagged (free text)",
+    "history = 8: past turns in the prompt",
+    "max_image_history = 0 (llm) / 1 (vlm): recent frames sent as PNG images",
+    "temperature = 0.0: sampling temperature",
+    "max_tokens = 256: completion token limit",
+    "retries = 2: re-prompts after an unusable answer, then the default action",
+    "http_retries = 5: retries on 429, 5xx, connection errors and timeouts",
+    "timeout_ms = 60000: timeout of one HTTP attempt",
+    "concurrency = 4: requests in flight to this backend",
+    "template = <built-in>: TOML file merged over the built-in prompt template",
+    "observation_mode = \"egocentric\": egocentric | visible_teammates",
+    "coordination = \"emergent\": emergent | hints | role_based",
+    "role = <from template>: the agent's role (role_based)",
+    "channel = \"team\": none | team | all: who the agent's messages reach",
+    "message_cap = 400: longest message (characters)",
+    "scratchpad_cap = 1000: longest private note (characters), 0 disables",
+    "record_prompt = false: record whole prompts (else their cache keys)",
+    "prompt_order = \"stable_first\": stable_first | observation_first",
+];
+
+/// What the LLM operators of a run share: the local server, backend stacks (one per
+/// backend configuration, so concurrency limits hold across agents), the response cache
+/// and run-wide accounting.
+pub struct LlmResources {
+    cache: Option<(Arc<dyn ResponseCache>, CacheMode)>,
+    meter: Arc<UsageMeter>,
+    local_config: Option<LlmServerConfig>,
+    local: Mutex<Option<Addr<LlmServer>>>,
+    stacks: Mutex<BTreeMap<String, SharedStack>>,
+}
+
+/// A backend stack and its concurrency limit (for the peak it reports).
+type SharedStack = (Arc<dyn ChatBackend>, ConcurrencyLimit);
+
+impl Default for LlmResources {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LlmResources {
+    /// No cache; the local server configured from the environment on first use.
+    pub fn new() -> Self {
+        Self {
+            cache: None,
+            meter: Arc::default(),
+            local_config: None,
+            local: Mutex::new(None),
+            stacks: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Answers from (and stores into) `cache`; [`CacheMode::ReplayOnly`] never calls a
+    /// model.
+    pub fn with_cache(mut self, cache: Arc<dyn ResponseCache>, mode: CacheMode) -> Self {
+        self.cache = Some((cache, mode));
+        self
+    }
+
+    /// Runs the local server with `config` instead of the environment's.
+    pub fn with_local_server(mut self, config: LlmServerConfig) -> Self {
+        self.local_config = Some(config);
+        self
+    }
+
+    /// Run-wide totals.
+    pub fn usage(&self) -> UsageTotals {
+        self.meter.totals()
+    }
+
+    /// The run-wide meter.
+    pub fn meter(&self) -> Arc<UsageMeter> {
+        self.meter.clone()
+    }
+
+    /// The most requests seen in flight at once on any backend.
+    pub fn peak_concurrency(&self) -> usize {
+        self.stacks
+            .lock()
+            .map(|s| s.values().map(|(_, l)| l.peak()).max().unwrap_or(0))
+            .unwrap_or(0)
+    }
+
+    /// How the local server runs: as configured, else from the environment.
+    fn local_config(&self) -> Result<LlmServerConfig, SpecError> {
+        match &self.local_config {
+            Some(config) => Ok(config.clone()),
+            None => {
+                LlmServerConfig::from_env().map_err(|e| SpecError::new("backend", e.to_string()))
+            }
+        }
+    }
+
+    /// The local server, started on first use (inside an actix system).
+    pub fn local_server(&self) -> Result<Addr<LlmServer>, SpecError> {
+        let mut local = self
+            .local
+            .lock()
+            .map_err(|_| SpecError::new("backend", "local server state poisoned"))?;
+        if let Some(addr) = local.as_ref().filter(|a| a.connected()) {
+            return Ok(addr.clone());
+        }
+        let addr = LlmServer::new(self.local_config()?).start();
+        *local = Some(addr.clone());
+        Ok(addr)
+    }
+
+    /// Stops the local server, if one runs.
+    pub async fn shutdown(&self) {
+        let server = self.local.lock().ok().and_then(|mut l| l.take());
+        if let Some(server) = server {
+            // A server actor that is already gone has nothing left to stop.
+            let _ = server.send(server::StopServer).await;
+        }
+    }
+
+    /// The shared backend stack for these settings.
+    pub fn backend(&self, settings: &LlmSettings) -> Result<Arc<dyn ChatBackend>, SpecError> {
+        let key = format!(
+            "{:?}|{}|{}|{}",
+            settings.backend, settings.concurrency, settings.timeout_ms, settings.http_retries
+        );
+        let mut stacks = self
+            .stacks
+            .lock()
+            .map_err(|_| SpecError::new("backend", "backend table poisoned"))?;
+        if let Some((stack, _)) = stacks.get(&key) {
+            return Ok(stack.clone());
+        }
+        let http: Arc<dyn ChatBackend> = match &settings.backend {
+            BackendSetting::Local => Arc::new(LocalBackend {
+                server: self.local_server()?,
+                identity: BackendIdentity {
+                    model: self.local_config()?.model_name(),
+                    base_url: "local".into(),
+                },
+                client: Mutex::new(None),
+            }),
+            BackendSetting::Remote {
+                base_url,
+                model,
+                api_key_env,
+            } => {
+                let key = match api_key_env {
+                    Some(var) => ApiKey::from_env(var)
+                        .map_err(|e| SpecError::new("backend.api_key_env", e))?,
+                    None => ApiKey::none(),
+                };
+                Arc::new(OpenAiBackend::new(base_url, model, key, base_url))
+            }
+        };
+        let limit = ConcurrencyLimit::layer(settings.concurrency);
+        let mut stack = Stack::from_arc(http)
+            .layer(Timeout(Duration::from_millis(settings.timeout_ms.max(1))))
+            .layer(limit.clone())
+            .layer(RetryPolicy {
+                max_retries: settings.http_retries,
+                ..RetryPolicy::default()
+            });
+        if let Some((cache, mode)) = &self.cache {
+            stack = stack.layer(Cached {
+                cache: cache.clone(),
+                mode: *mode,
+            });
+        }
+        let stack = stack.layer(Metered(self.meter.clone())).build();
+        stacks.insert(key, (stack.clone(), limit));
+        Ok(stack)
+    }
+}
+
+/// The local server behind a chat backend: asks the server for its current address
+/// (it changes when the server restarts) and sends the request there.
+struct LocalBackend {
+    server: Addr<LlmServer>,
+    identity: BackendIdentity,
+    client: Mutex<Option<(String, Arc<OpenAiBackend>)>>,
+}
+
+impl LocalBackend {
+    fn client_for(&self, url: &str) -> Arc<OpenAiBackend> {
+        let mut client = match self.client.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match client.as_ref() {
+            Some((current, backend)) if current == url => backend.clone(),
+            _ => {
+                let backend = Arc::new(OpenAiBackend::new(
+                    url,
+                    &self.identity.model,
+                    ApiKey::none(),
+                    "local",
+                ));
+                *client = Some((url.to_owned(), backend.clone()));
+                backend
+            }
+        }
+    }
+}
+
+impl ChatBackend for LocalBackend {
+    fn identity(&self) -> &BackendIdentity {
+        &self.identity
+    }
+
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> ChatFuture<'a> {
+        Box::pin(async move {
+            let url = self
+                .server
+                .send(GetEndpoint)
+                .await
+                .map_err(|e| BackendError::Server(e.to_string()))?
+                .map_err(|e| BackendError::Server(e.to_string()))?;
+            self.client_for(&url).chat(request).await
+        })
+    }
+}
+
+/// Builds the operator of one slot.
+fn spawn(
+    cx: &SpawnContext<'_>,
+    resources: &LlmResources,
+    paradigm: Paradigm,
+) -> Result<OperatorHandle, SpecError> {
+    let settings: LlmSettings = parse_settings(&cx.slot.settings)?;
+    let spec = cx.spec;
+    let kind = paradigm.name();
+    let max_image_history = settings
+        .max_image_history
+        .unwrap_or(usize::from(paradigm == Paradigm::Vlm));
+    let sees_frames = max_image_history > 0 && spec.offers.frame;
+    if !spec.offers.text && !sees_frames {
+        return Err(SpecError::new(
+            "kind",
+            format!(
+                "environment `{}` gives no text observation{}",
+                spec.name,
+                if spec.offers.frame { "; use `vlm`" } else { "" }
+            ),
+        ));
+    }
+    if max_image_history > 0 && !spec.offers.frame {
+        return Err(SpecError::new(
+            "max_image_history",
+            format!("environment `{}` renders no frames", spec.name),
+        ));
+    }
+    let me = spec.agents.get(cx.agent).ok_or_else(|| {
+        SpecError::new("agents", format!("no agent {} in {}", cx.agent, spec.name))
+    })?;
+    let scope = match (settings.channel, &cx.session.channel) {
+        (ChannelSetting::None, _) | (_, None) => None,
+        (ChannelSetting::Team, Some(_)) if me.team.is_none() => {
+            return Err(SpecError::new(
+                "channel",
+                format!("`{}` has no team: use channel = \"all\" or \"none\"", me.id),
+            ));
+        }
+        (ChannelSetting::Team, Some(_)) => Some(Scope::Team),
+        (ChannelSetting::All, Some(_)) => Some(Scope::All),
+    };
+    let message_cap = if scope.is_some() {
+        settings.message_cap
+    } else {
+        0
+    };
+    let template = Arc::new(
+        Template::builtin_or(settings.template.as_deref())
+            .map_err(|e| SpecError::new("template", e.to_string()))?,
+    );
+    let identity = Identity::of(spec, cx.agent, settings.role.as_deref(), &template);
+    let options = PromptOptions {
+        format: settings.format,
+        coordination: settings.coordination,
+        scope,
+        message_cap,
+        scratchpad_cap: settings.scratchpad_cap,
+        order: settings.prompt_order,
+    };
+    let recipients = match scope {
+        Some(Scope::Team) => identity.teammates.clone(),
+        Some(Scope::All) => identity
+            .teammates
+            .iter()
+            .chain(&identity.opponents)
+            .cloned()
+            .collect(),
+        None => Vec::new(),
+    };
+    let config = OperatorConfig {
+        agent: me.id.clone(),
+        recipients,
+        prompt: PromptBuilder::new(template, options, spec, &identity),
+        parser: ResponseParser::new(
+            settings.format,
+            &spec.action_labels,
+            message_cap,
+            settings.scratchpad_cap,
+        ),
+        history: settings.history,
+        max_image_history,
+        temperature: settings.temperature,
+        max_tokens: settings.max_tokens,
+        retries: settings.retries,
+        scope,
+        visible_teammates: settings.observation_mode == ObservationMode::VisibleTeammates,
+        record_prompt: settings.record_prompt,
+        default_action: spec.default_action,
+    };
+    let backend = resources.backend(&settings)?;
+    let channel = cx.session.channel.clone().filter(|_| scope.is_some());
+    if let Some(channel) = &channel {
+        channel.do_send(Join {
+            agent: me.id.clone(),
+        });
+    }
+    let addr = LlmOperator::new(config, backend, channel).start();
+    Ok(OperatorHandle {
+        kind: kind.to_owned(),
+        paradigm,
+        wants: ObsRequest {
+            symbolic: false,
+            text: spec.offers.text,
+            frame: max_image_history > 0,
+        },
+        begin: addr.clone().recipient(),
+        decide: addr.recipient(),
+    })
+}
+
+/// Registers the operator kinds `llm` and `vlm` (a VLM is the same operator sending the
+/// last `max_image_history` frames as images).
+pub fn register(registry: &mut OperatorRegistry, resources: Arc<LlmResources>) {
+    let llm = resources.clone();
+    registry.register(OperatorKind {
+        name: "llm",
+        summary: "a language model reading text observations (any OpenAI-compatible backend or the local llama-server)",
+        settings: SETTINGS_HELP,
+        spawn: Arc::new(move |cx| spawn(cx, &llm, Paradigm::Llm)),
+    });
+    registry.register(OperatorKind {
+        name: "vlm",
+        summary: "a vision-language model: the llm operator plus the last frames as PNG images",
+        settings: SETTINGS_HELP,
+        spawn: Arc::new(move |cx| spawn(cx, &resources, Paradigm::Vlm)),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::{Channel, ChannelConfig};
+    use crate::operator::SessionResources;
+    use mosaic_core::{Action, AgentSpec, EnvSpec, Settings, SlotSpec, Stepping};
+    use serde_json::{Value, json};
+
+    fn settings(value: Value) -> Result<LlmSettings, SpecError> {
+        parse_settings(value.as_object().unwrap())
+    }
+
+    #[test]
+    fn settings_parse_with_clear_errors() {
+        let default = settings(json!({})).unwrap();
+        assert_eq!(default.backend, BackendSetting::Local);
+        assert_eq!(default.format, OutputFormat::Json);
+        assert_eq!(default.history, 8);
+        let remote = settings(json!({
+            "backend": {"base_url": "http://127.0.0.1:8000/v1", "model": "m", "api_key_env": "K"},
+            "format": "grammar", "coordination": "role_based", "observation_mode": "visible_teammates",
+        }))
+        .unwrap();
+        assert_eq!(
+            remote.backend,
+            BackendSetting::Remote {
+                base_url: "http://127.0.0.1:8000/v1".into(),
+                model: "m".into(),
+                api_key_env: Some("K".into()),
+            }
+        );
+        let err = |v| settings(v).unwrap_err().to_string();
+        assert!(err(json!({"temprature": 0.5})).contains("temprature"));
+        assert!(err(json!({"backend": "remote"})).contains("\"local\""));
+        assert!(
+            err(json!({"backend": {"base_url": "x", "model": "m", "key": "k"}})).contains("key")
+        );
+        assert!(err(json!({"format": "xml"})).contains("xml"));
+    }
+
+    fn spec(offers: ObsRequest, team: Option<&str>) -> Arc<EnvSpec> {
+        Arc::new(EnvSpec {
+            name: "grid".into(),
+            agents: vec![AgentSpec {
+                id: "a".into(),
+                team: team.map(Into::into),
+            }],
+            action_labels: vec!["noop".into(), "go".into()],
+            default_action: Action(0),
+            stepping: Stepping::Single,
+            max_steps: None,
+            symbolic_shape: None,
+            offers,
+        })
+    }
+
+    fn spawn_slot(
+        registry: &OperatorRegistry,
+        spec: &Arc<EnvSpec>,
+        slot: Value,
+        session: &SessionResources,
+    ) -> Result<OperatorHandle, SpecError> {
+        let slot: SlotSpec = serde_json::from_value(slot).unwrap();
+        registry.spawn(&SpawnContext {
+            env_name: &spec.name,
+            env_settings: &Settings::new(),
+            spec,
+            agent: 0,
+            slot: &slot,
+            scripted: None,
+            session,
+        })
+    }
+
+    #[actix::test]
+    async fn spawn_checks_environment_channel_and_key() {
+        let mut registry = OperatorRegistry::default();
+        register(&mut registry, Arc::new(LlmResources::new()));
+        let backend = json!({"base_url": "http://127.0.0.1:9/v1", "model": "m"});
+        let none = SessionResources::default();
+        let frames_only = ObsRequest {
+            frame: true,
+            ..ObsRequest::MASK_ONLY
+        };
+
+        let err = spawn_slot(
+            &registry,
+            &spec(frames_only, None),
+            json!({"kind": "llm", "backend": backend}),
+            &none,
+        )
+        .unwrap_err();
+        assert!(
+            err.message.contains("no text observation; use `vlm`"),
+            "{err}"
+        );
+        let vlm = spawn_slot(
+            &registry,
+            &spec(frames_only, None),
+            json!({"kind": "vlm", "backend": backend}),
+            &none,
+        )
+        .unwrap();
+        assert_eq!(vlm.paradigm, Paradigm::Vlm);
+        assert!(vlm.wants.frame && !vlm.wants.text);
+
+        let text = spec(ObsRequest::ALL, None);
+        let with_channel = SessionResources {
+            channel: Some(Channel::start(&text, ChannelConfig::default())),
+        };
+        let err = spawn_slot(
+            &registry,
+            &text,
+            json!({"kind": "llm", "backend": backend}),
+            &with_channel,
+        )
+        .unwrap_err();
+        assert_eq!(err.path, "channel");
+        spawn_slot(
+            &registry,
+            &text,
+            json!({"kind": "llm", "backend": backend, "channel": "all"}),
+            &with_channel,
+        )
+        .unwrap();
+
+        let keyed = json!({"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "MOSAIC_TEST_UNSET_KEY_VAR"});
+        let err = spawn_slot(
+            &registry,
+            &text,
+            json!({"kind": "llm", "backend": keyed}),
+            &none,
+        )
+        .unwrap_err();
+        assert!(
+            err.message
+                .contains("MOSAIC_TEST_UNSET_KEY_VAR (API key) is not set"),
+            "{err}"
+        );
+    }
+}

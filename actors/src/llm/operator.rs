@@ -1,0 +1,556 @@
+//! The LLM (and VLM) operator: one actor per agent slot answering [`BeginEpisode`] and
+//! [`Decide`] with PromptBuilder -> backend -> ResponseParser, plus the agent's rolling
+//! history, scratchpad and inbox.
+//!
+//! Each decision's `detail` records: `prompt` (the final request's messages, with
+//! `record_prompt = true`) or `prompt_key` (its response-cache key), `raw` (the last
+//! answer), `parse_ok`, `retries` (format re-prompts), `format_errors`, `message`,
+//! `scratchpad`, `received` (messages read), `usage.{prompt_tokens,completion_tokens}`,
+//! `latency_ms`, `http_attempts`, and `error` when the backend failed.
+
+use super::backend::{ChatBackend, ChatMessage, ChatRequest, Content, ContentPart, Role, Usage};
+use super::layers::CacheKey;
+use super::parser::{Parsed, ResponseParser};
+use super::prompt::{CurrentTurn, PromptBuilder, Turn};
+use crate::channel::{Channel, Envelope, Inbox, Post, Scope};
+use crate::{BeginEpisode, Decide, OperatorError};
+use actix::prelude::*;
+use base64::Engine as _;
+use mosaic_core::{Action, Decision, DecisionSource, Observation};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// What an operator needs that does not change between episodes.
+#[derive(Clone)]
+pub struct OperatorConfig {
+    /// The agent's id.
+    pub agent: String,
+    /// Ids of agents this agent may address (its scope).
+    pub recipients: Vec<String>,
+    /// Builds prompts.
+    pub prompt: PromptBuilder,
+    /// Reads answers.
+    pub parser: ResponseParser,
+    /// Past turns kept.
+    pub history: usize,
+    /// Frames sent (0: text only).
+    pub max_image_history: usize,
+    /// Sampling temperature.
+    pub temperature: f32,
+    /// Completion token limit.
+    pub max_tokens: u32,
+    /// Format re-prompts before the default action.
+    pub retries: u32,
+    /// Message scope; `None` when the agent does not talk.
+    pub scope: Option<Scope>,
+    /// Render `info.visible_teammates` (observation mode `visible_teammates`).
+    pub visible_teammates: bool,
+    /// Record whole prompts instead of cache keys.
+    pub record_prompt: bool,
+    /// The action taken when no usable answer comes.
+    pub default_action: Action,
+}
+
+/// The serialisable state of an operator (checkpointed with the step records).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmState {
+    /// The agent's seed for this episode (sent as the sampling seed).
+    pub seed: u64,
+    /// Past turns, oldest first.
+    pub history: VecDeque<Turn>,
+    /// The private note.
+    pub scratchpad: Option<String>,
+    /// PNG data URLs of recent frames, oldest first.
+    pub frames: VecDeque<String>,
+}
+
+/// Per-agent accounting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageTally {
+    /// Decisions made.
+    pub decisions: u64,
+    /// Requests sent (re-prompts included).
+    pub requests: u64,
+    /// Decisions that fell back to the default action.
+    pub fallbacks: u64,
+    /// Unusable answers (each caused a re-prompt or the fallback).
+    pub format_errors: u64,
+    /// Tokens.
+    pub usage: Usage,
+    /// Summed request latency, milliseconds.
+    pub latency_ms: u64,
+}
+
+impl UsageTally {
+    fn add(&mut self, other: &UsageTally) {
+        self.decisions += other.decisions;
+        self.requests += other.requests;
+        self.fallbacks += other.fallbacks;
+        self.format_errors += other.format_errors;
+        self.usage += other.usage;
+        self.latency_ms += other.latency_ms;
+    }
+}
+
+/// An agent's usage in the current episode and since the operator started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentUsage {
+    /// This episode.
+    pub episode: UsageTally,
+    /// Every episode so far.
+    pub total: UsageTally,
+}
+
+/// Asks an operator for its usage.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "AgentUsage")]
+pub struct GetUsage;
+
+/// Asks an operator for its state (checkpoint).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "LlmState")]
+pub struct GetState;
+
+/// Restores an operator's state (resume from a checkpoint).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct RestoreState(pub LlmState);
+
+/// The LLM/VLM operator actor.
+pub struct LlmOperator {
+    config: Arc<OperatorConfig>,
+    backend: Arc<dyn ChatBackend>,
+    channel: Option<Addr<Channel>>,
+    state: LlmState,
+    usage: AgentUsage,
+}
+
+impl LlmOperator {
+    /// An operator for one agent slot.
+    pub fn new(
+        config: OperatorConfig,
+        backend: Arc<dyn ChatBackend>,
+        channel: Option<Addr<Channel>>,
+    ) -> Self {
+        Self {
+            config: Arc::new(config),
+            backend,
+            channel,
+            state: LlmState::default(),
+            usage: AgentUsage::default(),
+        }
+    }
+}
+
+impl Actor for LlmOperator {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(1024);
+    }
+}
+
+impl Handler<BeginEpisode> for LlmOperator {
+    type Result = Result<(), OperatorError>;
+
+    fn handle(&mut self, msg: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
+        self.state = LlmState {
+            seed: msg.ctx.seed,
+            ..LlmState::default()
+        };
+        self.usage.episode = UsageTally::default();
+        Ok(())
+    }
+}
+
+impl Handler<GetUsage> for LlmOperator {
+    type Result = MessageResult<GetUsage>;
+
+    fn handle(&mut self, _: GetUsage, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.usage)
+    }
+}
+
+impl Handler<GetState> for LlmOperator {
+    type Result = MessageResult<GetState>;
+
+    fn handle(&mut self, _: GetState, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.state.clone())
+    }
+}
+
+impl Handler<RestoreState> for LlmOperator {
+    type Result = ();
+
+    fn handle(&mut self, msg: RestoreState, _: &mut Context<Self>) {
+        self.state = msg.0;
+    }
+}
+
+/// A PNG data URL of the observation's frame.
+fn frame_url(obs: &Observation) -> Option<Result<String, String>> {
+    let frame = obs.frame.as_ref()?;
+    Some(frame.to_png().map_err(|e| e.to_string()).map(|png| {
+        format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(png)
+        )
+    }))
+}
+
+/// Messages as recorded: image data replaced by its size.
+fn recorded_prompt(messages: &[ChatMessage]) -> Value {
+    let shown: Vec<ChatMessage> = messages
+        .iter()
+        .map(|m| match &m.content {
+            Content::Text(_) => m.clone(),
+            Content::Parts(parts) => ChatMessage {
+                role: m.role,
+                content: Content::Parts(
+                    parts
+                        .iter()
+                        .map(|p| match p {
+                            ContentPart::ImageUrl { image_url } => ContentPart::Text {
+                                text: format!("[image, {} bytes as data URL]", image_url.url.len()),
+                            },
+                            text => text.clone(),
+                        })
+                        .collect(),
+                ),
+            },
+        })
+        .collect();
+    serde_json::to_value(shown).unwrap_or(Value::Null)
+}
+
+/// What one decision produced, applied to the actor's state afterwards.
+struct Outcome {
+    decision: Decision,
+    turn: Turn,
+    scratchpad: Option<String>,
+    frame: Option<String>,
+    post: Option<Post>,
+    tally: UsageTally,
+}
+
+/// Everything a decision needs, detached from the actor so it can run while the actor
+/// waits.
+struct Job {
+    config: Arc<OperatorConfig>,
+    backend: Arc<dyn ChatBackend>,
+    channel: Option<Addr<Channel>>,
+    state: LlmState,
+    obs: Arc<Observation>,
+    step: u32,
+}
+
+impl Job {
+    /// The message to post, addressed when it starts with `@agent` of the scope.
+    fn post(&self, text: &str) -> Option<Post> {
+        let scope = self.config.scope?;
+        let (to, text) = match text
+            .strip_prefix('@')
+            .and_then(|t| t.split_once(char::is_whitespace))
+        {
+            Some((name, rest)) if self.config.recipients.iter().any(|r| r == name) => {
+                (Some(name.to_owned()), rest.trim().to_owned())
+            }
+            _ => (None, text.to_owned()),
+        };
+        (!text.is_empty()).then(|| Post {
+            from: self.config.agent.clone(),
+            to,
+            scope,
+            text,
+            step: self.step,
+        })
+    }
+
+    async fn run(self) -> Outcome {
+        let config = self.config.clone();
+        let received: Vec<Envelope> = match (&self.channel, config.scope) {
+            (Some(channel), Some(_)) => channel
+                .send(Inbox::new(&config.agent, self.step))
+                .await
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let frame = match (config.max_image_history, frame_url(&self.obs)) {
+            (0, _) | (_, None) => None,
+            (_, Some(Ok(url))) => Some(url),
+            (_, Some(Err(e))) => {
+                tracing::warn!(agent = %config.agent, "frame not sent: {e}");
+                None
+            }
+        };
+        let mut images: Vec<String> = self.state.frames.iter().cloned().collect();
+        images.extend(frame.clone());
+        let skip = images.len().saturating_sub(config.max_image_history);
+        let teammates = config
+            .visible_teammates
+            .then(|| {
+                self.obs
+                    .info
+                    .as_ref()?
+                    .get("visible_teammates")
+                    .map(render_info)
+            })
+            .flatten();
+        let observation = self.obs.text.as_deref();
+        let current = CurrentTurn {
+            step: self.step,
+            observation,
+            received: &received,
+            scratchpad: self.state.scratchpad.as_deref(),
+            teammates: teammates.as_deref(),
+            legal: &self.obs.legal,
+            images: &images[skip..],
+        };
+        let mut messages =
+            config
+                .prompt
+                .build(&config.agent, &self.state.history, &current, &config.parser);
+        let constraint = config.parser.constraint(&self.obs.legal);
+
+        let mut tally = UsageTally {
+            decisions: 1,
+            ..UsageTally::default()
+        };
+        let mut format_errors = Vec::new();
+        let mut raw: Option<String> = None;
+        let mut http_attempts = 0;
+        let mut backend_error = None;
+        let mut parsed: Option<Parsed> = None;
+        let mut request;
+        loop {
+            request = ChatRequest {
+                messages: messages.clone(),
+                temperature: config.temperature,
+                max_tokens: config.max_tokens,
+                seed: Some(self.state.seed),
+                constraint: constraint.clone(),
+            };
+            tally.requests += 1;
+            let response = match self.backend.chat(&request).await {
+                Ok(response) => response,
+                Err(error) => {
+                    http_attempts += error.attempts();
+                    backend_error = Some(error.to_string());
+                    break;
+                }
+            };
+            http_attempts += response.attempts;
+            tally.usage += response.usage;
+            tally.latency_ms += response.latency_ms;
+            match config.parser.parse(&response.text, &self.obs.legal) {
+                Ok(ok) => {
+                    raw = Some(response.text);
+                    parsed = Some(ok);
+                    break;
+                }
+                Err(error) => {
+                    tally.format_errors += 1;
+                    format_errors.push(error.to_string());
+                    let retry = format_errors.len() as u32 <= config.retries;
+                    if retry {
+                        messages.push(ChatMessage::text(Role::Assistant, response.text.clone()));
+                        messages.push(ChatMessage::text(
+                            Role::User,
+                            config.prompt.format_error(
+                                &error.to_string(),
+                                &self.obs.legal,
+                                &config.parser,
+                            ),
+                        ));
+                    }
+                    raw = Some(response.text);
+                    if !retry {
+                        break;
+                    }
+                }
+            }
+        }
+
+        let parse_ok = parsed.is_some();
+        let (action, message, note) = match &parsed {
+            Some(p) => (p.action, p.message.clone(), p.scratchpad.clone()),
+            None => (config.default_action, None, None),
+        };
+        let scratchpad = note.or_else(|| self.state.scratchpad.clone());
+        let post = message.as_deref().and_then(|m| self.post(m));
+        let mut detail = serde_json::Map::new();
+        if config.record_prompt {
+            detail.insert("prompt".into(), recorded_prompt(&request.messages));
+        } else {
+            let key = CacheKey::of(self.backend.identity(), &request);
+            detail.insert("prompt_key".into(), json!(key.0));
+        }
+        detail.insert("raw".into(), json!(raw));
+        detail.insert("parse_ok".into(), json!(parse_ok));
+        detail.insert("retries".into(), json!(tally.requests.saturating_sub(1)));
+        if !format_errors.is_empty() {
+            detail.insert("format_errors".into(), json!(format_errors));
+        }
+        detail.insert("message".into(), json!(post.as_ref().map(|p| &p.text)));
+        if let Some(to) = post.as_ref().and_then(|p| p.to.as_ref()) {
+            detail.insert("message_to".into(), json!(to));
+        }
+        detail.insert("scratchpad".into(), json!(scratchpad));
+        detail.insert("received".into(), json!(received.len()));
+        if let Some(think) = parsed.as_ref().and_then(|p| p.think.as_ref()) {
+            detail.insert("think".into(), json!(think));
+        }
+        detail.insert(
+            "usage".into(),
+            json!({
+                "prompt_tokens": tally.usage.prompt_tokens,
+                "completion_tokens": tally.usage.completion_tokens,
+            }),
+        );
+        detail.insert("latency_ms".into(), json!(tally.latency_ms));
+        detail.insert("http_attempts".into(), json!(http_attempts));
+        if let Some(error) = &backend_error {
+            detail.insert("error".into(), json!(error));
+        }
+        let source = if parse_ok {
+            DecisionSource::Policy
+        } else {
+            tally.fallbacks += 1;
+            DecisionSource::Error
+        };
+        let turn = Turn {
+            step: self.step,
+            observation: observation.unwrap_or_default().to_owned(),
+            received,
+            answer: config
+                .parser
+                .render(action, post.as_ref().map(|p| p.text.as_str()), None),
+        };
+        Outcome {
+            decision: Decision {
+                action,
+                source,
+                detail: Some(Value::Object(detail)),
+            },
+            turn,
+            scratchpad,
+            frame,
+            post,
+            tally,
+        }
+    }
+}
+
+/// `info.visible_teammates` as lines: strings as they are, anything else as JSON.
+fn render_info(value: &Value) -> String {
+    let line = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match value {
+        Value::Array(items) => items.iter().map(line).collect::<Vec<_>>().join("\n"),
+        other => line(other),
+    }
+}
+
+impl LlmOperator {
+    fn apply(&mut self, outcome: Outcome) -> Decision {
+        let config = &self.config;
+        self.state.history.push_back(outcome.turn);
+        while self.state.history.len() > config.history {
+            self.state.history.pop_front();
+        }
+        self.state.scratchpad = outcome.scratchpad;
+        if let Some(frame) = outcome.frame {
+            self.state.frames.push_back(frame);
+            // The next prompt adds its own frame: keep one fewer.
+            while self.state.frames.len() >= config.max_image_history.max(1) {
+                self.state.frames.pop_front();
+            }
+        }
+        if let (Some(post), Some(channel)) = (outcome.post, &self.channel) {
+            // Posted before the decision is returned, so it is in the channel before the
+            // next step's inbox is read.
+            channel.do_send(post);
+        }
+        self.usage.episode.add(&outcome.tally);
+        self.usage.total.add(&outcome.tally);
+        outcome.decision
+    }
+}
+
+impl Handler<Decide> for LlmOperator {
+    type Result = AtomicResponse<Self, Result<Decision, OperatorError>>;
+
+    fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
+        let job = Job {
+            config: self.config.clone(),
+            backend: self.backend.clone(),
+            channel: self.channel.clone(),
+            state: self.state.clone(),
+            obs: msg.obs,
+            step: msg.step,
+        };
+        let default_action = self.config.default_action;
+        let work = async move {
+            match msg.deadline {
+                None => Ok(job.run().await),
+                Some(deadline) => tokio::time::timeout_at(deadline.into(), job.run())
+                    .await
+                    .map_err(|_| default_action),
+            }
+        };
+        AtomicResponse::new(Box::pin(work.into_actor(self).map(|result, act, _| {
+            Ok(match result {
+                Ok(outcome) => act.apply(outcome),
+                Err(default_action) => {
+                    act.usage.episode.fallbacks += 1;
+                    act.usage.total.fallbacks += 1;
+                    Decision::fallback(
+                        default_action,
+                        DecisionSource::Timeout,
+                        "the model did not answer before the deadline",
+                    )
+                }
+            })
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn visible_teammates_render_one_per_line() {
+        let info = json!(["green_1 two cells north", {"id": "green_2", "pos": [3, 4]}]);
+        assert_eq!(
+            render_info(&info),
+            "green_1 two cells north\n{\"id\":\"green_2\",\"pos\":[3,4]}"
+        );
+        assert_eq!(render_info(&json!("alone")), "alone");
+    }
+
+    #[test]
+    fn recorded_prompts_leave_image_data_out() {
+        let messages = [ChatMessage {
+            role: Role::User,
+            content: Content::Parts(vec![
+                ContentPart::ImageUrl {
+                    image_url: super::super::backend::ImageUrl {
+                        url: "data:image/png;base64,AAAA".into(),
+                    },
+                },
+                ContentPart::Text { text: "hi".into() },
+            ]),
+        }];
+        let recorded = recorded_prompt(&messages);
+        assert_eq!(
+            recorded[0]["content"][0]["text"],
+            "[image, 26 bytes as data URL]"
+        );
+        assert_eq!(recorded[0]["content"][1]["text"], "hi");
+    }
+}

@@ -1,0 +1,397 @@
+//! The local model server: a supervised llama.cpp `llama-server` process.
+//!
+//! [`LlmServer`] starts the server on 127.0.0.1 on a free port, waits for `/health`,
+//! restarts it when it dies (at most [`LlmServerConfig::max_restarts`] times per minute,
+//! then it reports the failure), and stops it when the actor stops or on [`StopServer`].
+//! [`GetEndpoint`] answers with the base URL once the server is healthy.
+//!
+//! The binary and the model come from `scripts/setup/llm-server.sh`, which prints
+//! `MOSAIC_LLAMA_SERVER=...` and `MOSAIC_LLM_MODEL=...` (see [`LlmServerConfig::from_env`]).
+
+use actix::prelude::*;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::oneshot;
+
+/// Environment variable naming the `llama-server` binary.
+pub const SERVER_ENV: &str = "MOSAIC_LLAMA_SERVER";
+/// Environment variable naming the GGUF model.
+pub const MODEL_ENV: &str = "MOSAIC_LLM_MODEL";
+
+/// The local server failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServerError {
+    /// Not configured (binary or model unknown or missing).
+    #[error("{0}")]
+    Config(String),
+    /// It did not start or become healthy.
+    #[error("llama-server did not start: {0}")]
+    Start(String),
+    /// It died too often.
+    #[error("llama-server died {restarts} times within a minute, giving up; last output: {output}")]
+    Crashing {
+        /// Restarts in the window.
+        restarts: u32,
+        /// The end of its output.
+        output: String,
+    },
+    /// It was stopped.
+    #[error("llama-server was stopped")]
+    Stopped,
+}
+
+/// How to run the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LlmServerConfig {
+    /// The `llama-server` binary.
+    pub binary: PathBuf,
+    /// The GGUF model.
+    pub model: PathBuf,
+    /// Parallel slots (`-np`): requests served at once.
+    pub parallel: u32,
+    /// Context size over all slots (`-c`).
+    pub context: u32,
+    /// Extra command-line arguments.
+    pub extra_args: Vec<String>,
+    /// How long to wait for `/health`.
+    pub ready_timeout: Duration,
+    /// Restarts allowed within a minute before giving up.
+    pub max_restarts: u32,
+}
+
+impl LlmServerConfig {
+    /// A configuration for `binary` serving `model` with 4 slots of 2048 tokens.
+    pub fn new(binary: impl Into<PathBuf>, model: impl Into<PathBuf>) -> Self {
+        Self {
+            binary: binary.into(),
+            model: model.into(),
+            parallel: 4,
+            context: 8192,
+            extra_args: Vec::new(),
+            ready_timeout: Duration::from_secs(60),
+            max_restarts: 3,
+        }
+    }
+
+    /// Binary and model from `MOSAIC_LLAMA_SERVER` and `MOSAIC_LLM_MODEL`.
+    pub fn from_env() -> Result<Self, ServerError> {
+        let var = |name: &str| {
+            std::env::var_os(name).map(PathBuf::from).ok_or_else(|| {
+                ServerError::Config(format!(
+                    "{name} is not set: run scripts/setup/llm-server.sh and export what it prints"
+                ))
+            })
+        };
+        let config = Self::new(var(SERVER_ENV)?, var(MODEL_ENV)?);
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Checks that the binary and the model exist.
+    pub fn check(&self) -> Result<(), ServerError> {
+        for (what, path) in [
+            ("llama-server binary", &self.binary),
+            ("model", &self.model),
+        ] {
+            if !path.is_file() {
+                return Err(ServerError::Config(format!(
+                    "{what} {} does not exist",
+                    path.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The model's name as sent in requests and used in cache keys: its file name.
+    pub fn model_name(&self) -> String {
+        self.model
+            .file_name()
+            .map_or_else(|| "local".into(), |n| n.to_string_lossy().into_owned())
+    }
+}
+
+/// Asks for the server's base URL (`http://127.0.0.1:PORT/v1`), waiting until it is
+/// healthy.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "Result<String, ServerError>")]
+pub struct GetEndpoint;
+
+/// Stops the server process and the actor.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+pub struct StopServer;
+
+/// How many times the server has been started (first start included).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "u32")]
+pub struct Starts;
+
+/// Kills the server process as if it had crashed (for supervision tests and drills).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "bool")]
+pub struct KillProcess;
+
+enum State {
+    Starting,
+    Ready(String),
+    Failed(ServerError),
+}
+
+/// The supervised `llama-server` process.
+pub struct LlmServer {
+    config: LlmServerConfig,
+    state: State,
+    waiters: Vec<oneshot::Sender<Result<String, ServerError>>>,
+    kill: Option<oneshot::Sender<()>>,
+    crashes: VecDeque<Instant>,
+    starts: u32,
+    generation: u64,
+    output: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// Lines of server output kept for error messages.
+const OUTPUT_LINES: usize = 20;
+
+fn free_port() -> Result<u16, ServerError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| ServerError::Start(format!("no free port on 127.0.0.1: {e}")))
+}
+
+impl LlmServer {
+    /// A server actor (not started) for `config`.
+    pub fn new(config: LlmServerConfig) -> Self {
+        Self {
+            config,
+            state: State::Starting,
+            waiters: Vec::new(),
+            kill: None,
+            crashes: VecDeque::new(),
+            starts: 0,
+            generation: 0,
+            output: Arc::default(),
+        }
+    }
+
+    fn last_output(&self) -> String {
+        self.output
+            .lock()
+            .map(|lines| lines.iter().cloned().collect::<Vec<_>>().join(" | "))
+            .unwrap_or_default()
+    }
+
+    fn settle(&mut self, result: Result<String, ServerError>) {
+        self.state = match &result {
+            Ok(url) => State::Ready(url.clone()),
+            Err(e) => State::Failed(e.clone()),
+        };
+        for waiter in self.waiters.drain(..) {
+            // A waiter that gave up needs no answer.
+            let _ = waiter.send(result.clone());
+        }
+    }
+
+    /// Spawns the process, watches it, and polls `/health`.
+    fn launch(&mut self, ctx: &mut Context<Self>) {
+        self.state = State::Starting;
+        self.starts += 1;
+        self.generation += 1;
+        let generation = self.generation;
+        let port = match free_port() {
+            Ok(port) => port,
+            Err(e) => return self.settle(Err(e)),
+        };
+        let config = &self.config;
+        let mut command = tokio::process::Command::new(&config.binary);
+        command
+            .arg("-m")
+            .arg(&config.model)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["-c", &config.context.to_string()])
+            .args(["-np", &config.parallel.to_string()])
+            .args(&config.extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                let error = ServerError::Start(format!("{}: {e}", config.binary.display()));
+                return self.settle(Err(error));
+            }
+        };
+        tracing::info!(port, model = %config.model.display(), "starting llama-server");
+        if let Some(stderr) = child.stderr.take() {
+            let output = self.output.clone();
+            actix::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if let Ok(mut kept) = output.lock() {
+                        if kept.len() == OUTPUT_LINES {
+                            kept.pop_front();
+                        }
+                        kept.push_back(line);
+                    }
+                }
+            });
+        }
+        let (kill_tx, kill_rx) = oneshot::channel();
+        self.kill = Some(kill_tx);
+        // Watch the process until it exits or is killed. Deliberate stops bump the
+        // generation first, so only unexpected exits count as crashes.
+        let watch = async move {
+            tokio::select! {
+                status = child.wait() => status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string()),
+                _ = kill_rx => {
+                    // Killing a process that already exited is not an error worth reporting.
+                    let _ = child.kill().await;
+                    "killed".to_owned()
+                }
+            }
+        };
+        ctx.spawn(watch.into_actor(self).map(move |status, act, ctx| {
+            if act.generation == generation {
+                act.crashed(status, ctx);
+            }
+        }));
+        let base = format!("http://127.0.0.1:{port}");
+        let timeout = config.ready_timeout;
+        let health = async move {
+            let client = reqwest::Client::new();
+            let deadline = Instant::now() + timeout;
+            loop {
+                if let Ok(r) = client.get(format!("{base}/health")).send().await
+                    && r.status().is_success()
+                {
+                    return Ok(format!("{base}/v1"));
+                }
+                if Instant::now() > deadline {
+                    return Err(ServerError::Start(format!(
+                        "no healthy /health within {timeout:?}"
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        ctx.spawn(health.into_actor(self).map(move |result, act, _| {
+            if act.generation != generation {
+                return;
+            }
+            if let Ok(url) = &result {
+                tracing::info!(%url, "llama-server ready");
+            }
+            let result = result.map_err(|e| match e {
+                ServerError::Start(m) => {
+                    ServerError::Start(format!("{m}; output: {}", act.last_output()))
+                }
+                other => other,
+            });
+            act.settle(result);
+        }));
+    }
+
+    fn crashed(&mut self, status: String, ctx: &mut Context<Self>) {
+        let now = Instant::now();
+        self.crashes.push_back(now);
+        while self
+            .crashes
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60))
+        {
+            self.crashes.pop_front();
+        }
+        let output = self.last_output();
+        tracing::warn!(%status, "llama-server exited: {output}");
+        if self.crashes.len() as u32 > self.config.max_restarts {
+            self.kill = None;
+            self.settle(Err(ServerError::Crashing {
+                restarts: self.crashes.len() as u32,
+                output,
+            }));
+        } else {
+            self.launch(ctx);
+        }
+    }
+}
+
+impl Actor for LlmServer {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(1024);
+        if let Err(e) = self.config.check() {
+            self.settle(Err(e));
+            return;
+        }
+        self.launch(ctx);
+    }
+
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        if let Some(kill) = self.kill.take() {
+            // The watcher may be gone with the actor; kill_on_drop covers that case.
+            let _ = kill.send(());
+        }
+    }
+}
+
+impl Handler<GetEndpoint> for LlmServer {
+    type Result = ResponseFuture<Result<String, ServerError>>;
+
+    fn handle(&mut self, _: GetEndpoint, _: &mut Context<Self>) -> Self::Result {
+        match &self.state {
+            State::Ready(url) => {
+                let url = url.clone();
+                Box::pin(async move { Ok(url) })
+            }
+            State::Failed(e) => {
+                let e = e.clone();
+                Box::pin(async move { Err(e) })
+            }
+            State::Starting => {
+                let (tx, rx) = oneshot::channel();
+                self.waiters.push(tx);
+                Box::pin(async move { rx.await.unwrap_or(Err(ServerError::Stopped)) })
+            }
+        }
+    }
+}
+
+impl Handler<StopServer> for LlmServer {
+    type Result = ();
+
+    fn handle(&mut self, _: StopServer, ctx: &mut Context<Self>) {
+        self.generation += 1;
+        if let Some(kill) = self.kill.take() {
+            let _ = kill.send(());
+        }
+        self.settle(Err(ServerError::Stopped));
+        ctx.stop();
+    }
+}
+
+impl Handler<Starts> for LlmServer {
+    type Result = u32;
+
+    fn handle(&mut self, _: Starts, _: &mut Context<Self>) -> u32 {
+        self.starts
+    }
+}
+
+impl Handler<KillProcess> for LlmServer {
+    type Result = bool;
+
+    fn handle(&mut self, _: KillProcess, _: &mut Context<Self>) -> bool {
+        // Kill without bumping the generation: the watcher sees an unexpected exit.
+        match self.kill.take() {
+            Some(kill) => kill.send(()).is_ok(),
+            None => false,
+        }
+    }
+}

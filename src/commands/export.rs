@@ -1,0 +1,73 @@
+//! `mosaic export RUN --format jsonl|csv`: a run's records in one stream.
+
+use super::CliError;
+use mosaic_recorder::RunDir;
+use mosaic_recorder::export::{ExportFormat, ExportRecords, export};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Export formats.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    /// JSON lines.
+    Jsonl,
+    /// CSV with a header.
+    Csv,
+}
+
+/// Which records.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Which {
+    /// Step records.
+    Steps,
+    /// Episode roll-ups.
+    Episodes,
+}
+
+/// Exports the records of a run's complete episodes (in operator, episode, step, agent
+/// order).
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The run directory.
+    pub run: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: Format,
+    /// Which records.
+    #[arg(long, value_enum, default_value = "steps")]
+    pub records: Which,
+    /// Write here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+/// Writes the export.
+pub fn run(args: &ExportArgs) -> Result<(), CliError> {
+    let run = RunDir::open(&args.run)?;
+    let records = run.records()?;
+    let format = match args.format {
+        Format::Jsonl => ExportFormat::Jsonl,
+        Format::Csv => ExportFormat::Csv,
+    };
+    let which = match args.records {
+        Which::Steps => ExportRecords::Steps,
+        Which::Episodes => ExportRecords::Episodes,
+    };
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .map_err(|e| CliError::Recorder(mosaic_recorder::RecorderError::io(path, e)))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    match export(&records, which, format, &mut out) {
+        Ok(_) => Ok(()),
+        // `| head`: the reader has seen enough.
+        Err(mosaic_recorder::RecorderError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}

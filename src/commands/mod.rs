@@ -1,0 +1,54 @@
+//! Command-line commands, one module each.
+
+pub mod compare;
+pub mod export;
+pub mod replay;
+pub mod report;
+pub mod runs;
+
+use mosaic_recorder::RecorderError;
+use mosaic_recorder::replay::ReplayError;
+use std::io::Write;
+
+/// Why a command failed; decides the exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Reading or writing a run failed.
+    #[error(transparent)]
+    Recorder(#[from] RecorderError),
+    /// The arguments make no sense together.
+    #[error("{0}")]
+    Usage(String),
+    /// Writing the output failed.
+    #[error("cannot write output: {0}")]
+    Output(std::io::Error),
+    /// `replay`: the episode could not be replayed, or the replay differs from the records.
+    #[error("replay failed: {0}")]
+    Replay(ReplayError),
+    /// `compare`: the runs differ (already reported on stdout).
+    #[error("the runs differ")]
+    RunsDiffer,
+}
+
+impl CliError {
+    /// 2 for bad input (a file or directory that is not a readable run, bad arguments,
+    /// records the environment cannot take), 1 otherwise (runs that differ, a replay that
+    /// differs from the records, a failing disk).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Recorder(e) if e.is_bad_input() => 2,
+            CliError::Usage(_) => 2,
+            CliError::Replay(ReplayError::NoSteps { .. } | ReplayError::UnknownAgent { .. }) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Writes `text` to standard output; a closed pipe (`| head`) is not an error.
+pub fn print(text: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Output(e)),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,190 @@
+//! `mosaic replay RUN --episode ID [--frames DIR]`: plays a recorded episode again from its
+//! seed and recorded actions, shows it step by step, and checks it against the records.
+
+use super::{CliError, print};
+use mosaic_core::record::StepRecord;
+use mosaic_core::{Environment, ObsRequest};
+use mosaic_recorder::replay::{ReplayObserver, ReplayedStep, replay};
+use mosaic_recorder::{RunDir, RunStore, Unit};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Replays one episode of a run.
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// The run directory.
+    pub run: PathBuf,
+    /// The episode id, `{run}-{operator}-ep{index:06}` (as in the records).
+    #[arg(long)]
+    pub episode: String,
+    /// Also write a PNG frame per step into this directory: `step-000000.png` is what the
+    /// agents saw at step 0, the last one the final state.
+    #[arg(long)]
+    pub frames: Option<PathBuf>,
+}
+
+/// Replays the episode, printing the text view of every step with the recorded actions and
+/// rewards; fails if the replay's rewards or terminations differ from the records.
+pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
+    let run = RunDir::open(&args.run)?;
+    let store = run.store()?;
+    let unit = complete_unit(&run, &store, &args.episode)?;
+    let episode = store.episode(&unit)?.ok_or_else(|| {
+        CliError::Usage(format!(
+            "episode `{}` is marked complete but has no episode record",
+            args.episode
+        ))
+    })?;
+    let steps = store.steps_of(&unit)?;
+    let experiment = &run.manifest().experiment;
+    let operator = experiment
+        .operators
+        .iter()
+        .find(|o| o.id == unit.operator_id)
+        .ok_or_else(|| CliError::Usage(format!("no operator `{}` in the run", unit.operator_id)))?;
+    let mut env = mosaic::experiment::default_envs()
+        .make(&operator.env, &operator.env_settings)
+        .map_err(|e| {
+            CliError::Usage(format!(
+                "cannot rebuild the environment of operator `{}`: {}: {}",
+                operator.id, e.path, e.message
+            ))
+        })?;
+    if let Some(dir) = &args.frames {
+        std::fs::create_dir_all(dir).map_err(CliError::Output)?;
+        env.reset(episode.seed)
+            .map_err(|e| CliError::Usage(format!("{}: {e}", operator.env)))?;
+        if env.render().is_none() {
+            return Err(CliError::Usage(format!(
+                "environment `{}` draws no frames",
+                operator.env
+            )));
+        }
+    }
+    print(&format!(
+        "replaying {} (operator {}, env {}, seed {}, {} steps)\n",
+        episode.episode_id, operator.id, operator.env, episode.seed, episode.steps
+    ))?;
+    let shown = Shown {
+        frames: args.frames.as_deref(),
+    };
+    match replay(env.as_mut(), &episode, &steps, experiment.max_steps, shown) {
+        Ok(summary) => print(&format!(
+            "replay matches the records: {} steps, {} step records\n",
+            summary.steps, summary.records
+        )),
+        Err(e) => Err(CliError::Replay(e)),
+    }
+}
+
+/// The unit of `episode_id` in `run`, if it is complete.
+fn complete_unit(run: &RunDir, store: &RunStore, episode_id: &str) -> Result<Unit, CliError> {
+    let unknown = |why: &str| {
+        let example = store
+            .complete_episodes()
+            .next()
+            .and_then(Result::ok)
+            .map_or_else(String::new, |e| format!(" (e.g. `{}`)", e.episode_id));
+        CliError::Usage(format!(
+            "episode `{episode_id}` {why} in run {}{example}",
+            run.path().display()
+        ))
+    };
+    let unit = episode_id
+        .strip_prefix(&run.manifest().run_id)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .and_then(|rest| rest.rsplit_once("-ep"))
+        .and_then(|(operator, index)| Some(Unit::new(operator, index.parse().ok()?)))
+        .filter(|unit| {
+            run.manifest()
+                .experiment
+                .operators
+                .iter()
+                .any(|o| o.id == unit.operator_id)
+                && unit.episode_index < run.manifest().experiment.episodes
+        })
+        .ok_or_else(|| unknown("is not an episode id"))?;
+    if !store.is_complete(&unit)? {
+        return Err(unknown("is not complete"));
+    }
+    Ok(unit)
+}
+
+/// Prints each step's text view and records, and writes its frame when asked.
+struct Shown<'a> {
+    frames: Option<&'a Path>,
+}
+
+impl Shown<'_> {
+    fn write_frame(&self, env: &dyn Environment, index: u32) -> Result<(), String> {
+        let Some(dir) = self.frames else {
+            return Ok(());
+        };
+        let path = dir.join(format!("step-{index:06}.png"));
+        let frame = env
+            .render()
+            .ok_or_else(|| format!("{}: no frame at step {index}", env.spec().name))?;
+        let png = frame.to_png().map_err(|e| format!("step {index}: {e}"))?;
+        std::fs::write(&path, png).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+impl ReplayObserver for Shown<'_> {
+    fn before_step(
+        &mut self,
+        env: &dyn Environment,
+        step_index: u32,
+        records: &[StepRecord],
+    ) -> Result<(), String> {
+        if step_index == 0 {
+            self.write_frame(env, 0)?;
+        }
+        let mut out = format!("\n== step {step_index}\n");
+        for record in records.iter().filter(|r| r.action.is_some()) {
+            let Some(agent) = env.spec().agent_index(&record.agent_id) else {
+                continue;
+            };
+            let want = ObsRequest {
+                text: true,
+                ..ObsRequest::MASK_ONLY
+            };
+            let text = env.observe(agent, want).text;
+            let _ = writeln!(out, "-- {} sees:", record.agent_id);
+            for line in text.as_deref().unwrap_or("(no text view)").lines() {
+                let _ = writeln!(out, "   {line}");
+            }
+        }
+        print(&out).map_err(|e| e.to_string())
+    }
+
+    fn after_step(&mut self, env: &dyn Environment, step: &ReplayedStep<'_>) -> Result<(), String> {
+        let mut out = String::new();
+        for record in step.records {
+            let action = match (record.action, &record.action_label) {
+                (Some(a), Some(label)) => format!("{a} {label}"),
+                (Some(a), None) => env
+                    .spec()
+                    .action_labels
+                    .get(a as usize)
+                    .map_or_else(|| a.to_string(), |label| format!("{a} {label}")),
+                (None, _) => "-".to_owned(),
+            };
+            let _ = write!(
+                out,
+                "   {:<10} action {action:<14} reward {}",
+                record.agent_id, record.reward
+            );
+            for (flag, set) in [
+                ("terminated", record.terminated),
+                ("truncated", record.truncated),
+            ] {
+                if set {
+                    let _ = write!(out, " {flag}");
+                }
+            }
+            out.push('\n');
+        }
+        print(&out).map_err(|e| e.to_string())?;
+        self.write_frame(env, step.step_index + 1)
+    }
+}

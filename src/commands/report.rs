@@ -1,0 +1,49 @@
+//! `mosaic report RUN`: statistics of a run's complete episodes.
+
+use super::{CliError, print};
+use mosaic_recorder::RunDir;
+use mosaic_recorder::report::{Format, build};
+use std::path::PathBuf;
+
+/// Output format of a report.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Markdown tables.
+    Md,
+    /// JSON.
+    Json,
+    /// Tidy CSV (operator, group, name, statistic, value).
+    Csv,
+}
+
+/// Reports on a run.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The run directory.
+    pub run: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: ReportFormat,
+    /// Also write SVG plots (returns per episode, return distributions) into this directory.
+    #[arg(long)]
+    pub plots: Option<PathBuf>,
+}
+
+/// Prints the report; writes the plots when asked.
+pub fn run(args: &ReportArgs) -> Result<(), CliError> {
+    let run = RunDir::open(&args.run)?;
+    let records = run.records()?;
+    let report = build(&run, &records)?;
+    let format = match args.format {
+        ReportFormat::Md => Format::Markdown,
+        ReportFormat::Json => Format::Json,
+        ReportFormat::Csv => Format::Csv,
+    };
+    print(&report.render(format))?;
+    if let Some(dir) = &args.plots {
+        for path in mosaic_recorder::plot::write_plots(&report, dir)? {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,200 @@
+//! Crash safety with the real binary: `mosaic run` killed with SIGKILL at many points of a
+//! soccer run leaves a run that opens cleanly, lists as interrupted, reports, and holds every
+//! episode logged before the kill intact: the same records as a clean run of the same
+//! experiment under the same run id.
+
+use mosaic_core::record::strip_volatile;
+use mosaic_recorder::{RunDir, RunStore, Unit};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const EXPERIMENT: &str = r#"
+name = "crash"
+episodes = 200
+max_steps = 200
+parallelism = 2
+seeds = { plan = "procedural", base = 5 }
+
+[[operators]]
+id = "pitch"
+env = "soccer-2v2"
+agents = { "*" = { kind = "random" } }
+"#;
+
+const RUN_ID: &str = "crash";
+
+fn mosaic() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mosaic"))
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn run_command(file: &Path, out: &Path) -> Command {
+    let mut command = mosaic();
+    command
+        .arg("run")
+        .arg(file)
+        .arg("--out")
+        .arg(out)
+        .args(["--run-id", RUN_ID])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+/// When to kill the run.
+#[derive(Clone, Copy, Debug)]
+enum KillPoint {
+    /// This long after the start.
+    After(Duration),
+    /// Once `episodes.jsonl` holds this many lines.
+    Episodes(usize),
+}
+
+/// Complete lines of `episodes.jsonl` (0 while it does not exist).
+fn episode_lines(run: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(run.join("episodes.jsonl")).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Starts the run, kills it (SIGKILL) at `point`, and returns the units whose episode line
+/// was in the log at the moment of the kill.
+fn run_and_kill(file: &Path, out: &Path, point: KillPoint) -> BTreeSet<Unit> {
+    let started = Instant::now();
+    let mut child = run_command(file, out).spawn().expect("mosaic run starts");
+    let run = out.join(RUN_ID);
+    loop {
+        let due = match point {
+            KillPoint::After(delay) => started.elapsed() >= delay,
+            KillPoint::Episodes(n) => episode_lines(&run).len() >= n,
+        };
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{point:?} never came"
+        );
+        if due {
+            break;
+        }
+        if let Some(status) = child.try_wait().expect("child status") {
+            panic!("the run ended ({status}) before {point:?}");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    episode_lines(&run)
+        .iter()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).expect("a full line");
+            Unit::new(
+                record["operator_id"].as_str().expect("operator id"),
+                record["episode_index"].as_u64().expect("index") as u32,
+            )
+        })
+        .collect()
+}
+
+/// A unit's records without the volatile fields.
+fn stable_records(store: &RunStore, unit: &Unit) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let mut episode = serde_json::to_value(store.episode(unit).unwrap().unwrap()).unwrap();
+    strip_volatile(&mut episode);
+    let steps = store
+        .steps_of(unit)
+        .unwrap()
+        .iter()
+        .map(|record| {
+            let mut value = serde_json::to_value(record).unwrap();
+            strip_volatile(&mut value);
+            value
+        })
+        .collect();
+    (episode, steps)
+}
+
+#[test]
+fn a_killed_run_keeps_every_logged_episode_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("crash.toml");
+    std::fs::write(&file, EXPERIMENT).unwrap();
+
+    let clean_out = dir.path().join("clean");
+    let status = run_command(&file, &clean_out).status().unwrap();
+    assert!(status.success(), "the clean run failed");
+    let clean = RunDir::open(&clean_out.join(RUN_ID)).unwrap();
+    let clean_store = clean.store().unwrap();
+    assert_eq!(clean_store.completed_count(), 200);
+
+    let points = [
+        KillPoint::After(Duration::from_millis(5)),
+        KillPoint::After(Duration::from_millis(40)),
+        KillPoint::After(Duration::from_millis(150)),
+        KillPoint::Episodes(1),
+        KillPoint::Episodes(3),
+        KillPoint::Episodes(8),
+        KillPoint::Episodes(15),
+        KillPoint::Episodes(27),
+        KillPoint::Episodes(42),
+        KillPoint::Episodes(60),
+        KillPoint::Episodes(85),
+        KillPoint::Episodes(120),
+    ];
+    let mut kills_with_episodes = 0;
+    for (number, point) in points.into_iter().enumerate() {
+        let out = dir.path().join(format!("killed-{number}"));
+        let logged = run_and_kill(&file, &out, point);
+        let path = out.join(RUN_ID);
+        if !path.join("run.json").exists() {
+            // Killed before the run directory was made: nothing to recover.
+            assert!(logged.is_empty());
+            continue;
+        }
+        kills_with_episodes += usize::from(!logged.is_empty());
+
+        let runs = mosaic().arg("runs").arg(&out).output().unwrap();
+        assert!(runs.status.success(), "{point:?}: {}", text(&runs));
+        let listed = String::from_utf8_lossy(&runs.stdout).into_owned();
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.starts_with(RUN_ID) && l.contains("interrupted")),
+            "{point:?}: {listed}"
+        );
+        let report = mosaic().arg("report").arg(&path).output().unwrap();
+        assert!(report.status.success(), "{point:?}: {}", text(&report));
+
+        let run = RunDir::open(&path).unwrap();
+        let store = run.store().unwrap();
+        let complete: BTreeSet<Unit> = store.completed_units().unwrap().into_iter().collect();
+        assert!(
+            logged.is_subset(&complete),
+            "{point:?}: logged {logged:?}, complete {complete:?}"
+        );
+        assert!(complete.len() < 200, "{point:?}: the run finished");
+        for unit in &complete {
+            assert_eq!(
+                stable_records(&store, unit),
+                stable_records(&clean_store, unit),
+                "{point:?}: {unit} differs from the clean run"
+            );
+        }
+        let problems = run.check_consistency(&store).unwrap();
+        assert!(problems.is_empty(), "{point:?}: {problems:?}");
+    }
+    assert!(
+        kills_with_episodes >= 9,
+        "only {kills_with_episodes} kills came after an episode was logged"
+    );
+}

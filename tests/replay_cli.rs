@@ -1,0 +1,165 @@
+//! `mosaic replay` with the real binary on a real soccer run: a faithful replay with text
+//! views and PNG frames, records that the environment contradicts (exit 1, naming the first
+//! differing step, agent and field), and bad input (exit 2).
+
+use mosaic_recorder::{RunDir, Unit};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn mosaic(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mosaic"))
+        .args(args)
+        .output()
+        .expect("the mosaic binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A soccer run of the A7 configuration (scripted green against random blue) in `root/r`.
+fn soccer_run(root: &Path) -> PathBuf {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/experiments/a7-scripted-vs-random.toml");
+    let output = mosaic(&["run", path(&file), "--out", path(root), "--run-id", "r"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    root.join("r")
+}
+
+#[test]
+fn a_recorded_episode_replays_with_text_views_and_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = soccer_run(dir.path());
+    let frames = dir.path().join("frames");
+    let output = mosaic(&[
+        "replay",
+        path(&run),
+        "--episode",
+        "r-a7-ep000004",
+        "--frames",
+        path(&frames),
+    ]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let steps = {
+        let run = RunDir::open(&run).unwrap();
+        let store = run.store().unwrap();
+        store.episode(&Unit::new("a7", 4)).unwrap().unwrap().steps
+    };
+    assert!(
+        stdout.contains("== step 0\n-- green_0 sees:\n   You are green_0"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("== step ").count(), steps as usize);
+    assert!(
+        stdout.ends_with(&format!(
+            "replay matches the records: {steps} steps, {} step records\n",
+            steps * 4
+        )),
+        "{stdout}"
+    );
+    // One frame per step plus the final state, every one a PNG.
+    let mut names: Vec<String> = std::fs::read_dir(&frames)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let expected: Vec<String> = (0..=steps).map(|i| format!("step-{i:06}.png")).collect();
+    assert_eq!(names, expected);
+    let png = std::fs::read(frames.join("step-000000.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+#[test]
+fn records_the_environment_contradicts_fail_loudly() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = soccer_run(dir.path());
+    {
+        // Rewrite episode 2 in the store with one reward changed.
+        let run = RunDir::open(&run).unwrap();
+        let store = run.store().unwrap();
+        let unit = Unit::new("a7", 2);
+        let episode = store.episode(&unit).unwrap().unwrap();
+        let mut steps = store.steps_of(&unit).unwrap();
+        let tampered = steps
+            .iter()
+            .position(|r| r.step_index == 3 && r.agent_id == "blue_1")
+            .unwrap();
+        steps[tampered].reward += 0.5;
+        store.discard(&unit).unwrap();
+        let mut writer = store.writer();
+        for records in steps.chunk_by(|a, b| a.step_index == b.step_index) {
+            writer.write_step(records).unwrap();
+        }
+        writer.write_episode(&episode, None).unwrap();
+        writer.mark_complete(&episode).unwrap();
+        writer.sync().unwrap();
+    }
+    let output = mosaic(&["replay", path(&run), "--episode", "r-a7-ep000002"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("r-a7-ep000002 step 3 agent blue_1: recorded reward 0.5, replayed 0"),
+        "{stderr}"
+    );
+    // The steps before the difference were shown.
+    assert!(text(&output.stdout).contains("== step 2\n"));
+    // The other episodes are untouched.
+    let output = mosaic(&["replay", path(&run), "--episode", "r-a7-ep000001"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+}
+
+#[test]
+fn bad_input_exits_with_2_and_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = soccer_run(dir.path());
+    let run_s = path(&run).to_owned();
+    let bad = |args: &[&str], needle: &str| {
+        let output = mosaic(args);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "expected `{needle}` in: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    };
+    bad(
+        &["replay", &run_s, "--episode", "r-a7-ep000020"],
+        "episode `r-a7-ep000020` is not an episode id in run",
+    );
+    bad(
+        &["replay", &run_s, "--episode", "other-a7-ep000001"],
+        "(e.g. `r-a7-ep000000`)",
+    );
+    bad(
+        &["replay", path(dir.path()), "--episode", "r-a7-ep000001"],
+        "is not a run directory",
+    );
+    // An episode that is not complete (dropped from the completion index).
+    {
+        let run = RunDir::open(&run).unwrap();
+        let store = run.store().unwrap();
+        store.discard(&Unit::new("a7", 5)).unwrap();
+        store.flush().unwrap();
+        // Keep the log in line with the store, as resuming would.
+        run.discard_incomplete(&store).unwrap();
+    }
+    bad(
+        &["replay", &run_s, "--episode", "r-a7-ep000005"],
+        "episode `r-a7-ep000005` is not complete",
+    );
+    // A run of an environment this mosaic does not know.
+    let manifest_path = run.join("run.json");
+    let manifest = std::fs::read_to_string(&manifest_path).unwrap();
+    std::fs::write(
+        &manifest_path,
+        manifest.replace("\"soccer-2v2\"", "\"soccer-9v9\""),
+    )
+    .unwrap();
+    bad(
+        &["replay", &run_s, "--episode", "r-a7-ep000001"],
+        "unknown environment `soccer-9v9`",
+    );
+}
