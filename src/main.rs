@@ -193,12 +193,19 @@ fn serve(args: ServeArgs) -> ExitCode {
         .runs
         .or_else(|| Some(PathBuf::from("runs")).filter(|d| d.is_dir()));
     let served = actix_rt::System::new().block_on(async move {
-        let server = mosaic_web::start(config).await?;
-        eprintln!(
-            "mosaic: serving on http://{}/ (Ctrl-C stops)",
-            server.local_addr()
-        );
-        server.run().await
+        let served = match mosaic_web::start(config).await {
+            Ok(server) => {
+                eprintln!(
+                    "mosaic: serving on http://{}/ (Ctrl-C stops)",
+                    server.local_addr()
+                );
+                server.run().await
+            }
+            Err(error) => Err(error),
+        };
+        // A local model server started for LLM agents stops with us.
+        llm.shutdown().await;
+        served
     });
     match served {
         Ok(()) => ExitCode::SUCCESS,

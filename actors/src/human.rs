@@ -323,7 +323,7 @@ pub fn register(registry: &mut OperatorRegistry, hub: HumanHub) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::SpawnContext;
+    use crate::operator::{SessionResources, SpawnContext};
     use mosaic_core::{AgentSpec, EnvSpec, Observation, SlotSpec, Stepping};
     use std::time::{Duration, Instant};
 
@@ -357,7 +357,7 @@ mod tests {
                 agent: 1,
                 slot: &SlotSpec::kind("human"),
                 scripted: None,
-                session: &Default::default(),
+                session: &SessionResources::default(),
             })
             .unwrap()
     }

@@ -206,8 +206,13 @@
       ['reasoning', d.think],
       ['message', d.message == null ? null : `${d.message_to ? `to ${d.message_to}: ` : ''}${d.message}`],
       ['scratchpad', d.scratchpad],
-      ['parsed', d.parse_ok == null ? null : (d.parse_ok ? 'yes' : 'no')],
+      ['parsed', d.parse_ok == null ? null : `${d.parse_ok ? 'yes' : 'no'}${d.retries ? ` (${d.retries} re-prompts)` : ''}`],
+      ['format error', Array.isArray(d.format_errors) && d.format_errors.length ? d.format_errors[d.format_errors.length - 1] : null],
       ['output', d.raw],
+      ['cost', d.usage || d.latency_ms != null ? [
+        d.usage ? `${d.usage.prompt_tokens ?? '?'} → ${d.usage.completion_tokens ?? '?'} tokens` : null,
+        d.latency_ms != null ? `${(d.latency_ms / 1000).toFixed(1)} s` : null,
+      ].filter(Boolean).join(', ') : null],
       ['error', d.error],
     ];
     for (const [name, value] of rows) {

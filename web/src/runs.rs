@@ -14,8 +14,8 @@
 use crate::ServeConfig;
 use mosaic_adapters::EnvRegistry;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
-use mosaic_core::{Environment, OperatorSpec, Paradigm, Settings};
-use mosaic_recorder::replay::ReplayError;
+use mosaic_core::{EnvSpec, Environment, OperatorSpec, Paradigm, Settings};
+use mosaic_recorder::replay::{ReplayError, ReplayObserver, ReplayedStep};
 use mosaic_recorder::run_dir::MANIFEST_FILE;
 use mosaic_recorder::{RecorderError, Records, RunDir, RunStatus, Unit, list_runs, plot, report};
 use serde::Serialize;
@@ -405,6 +405,56 @@ fn unit_steps(
     }
 }
 
+/// Collects a replay's frames (the world before the first step, then after each) and its
+/// timeline while the recorder's check runs.
+struct Filmstrip<'a> {
+    spec: &'a EnvSpec,
+    frames: Vec<Vec<u8>>,
+    timeline: Vec<ReplayStep>,
+}
+
+// By reference: the replay takes its observer by value, the frames stay here.
+impl ReplayObserver for &mut Filmstrip<'_> {
+    fn before_step(
+        &mut self,
+        env: &dyn Environment,
+        _: u32,
+        _: &[StepRecord],
+    ) -> Result<(), String> {
+        if self.timeline.is_empty() && self.frames.is_empty() {
+            render_into(env, &mut self.frames)?;
+        }
+        Ok(())
+    }
+
+    fn after_step(&mut self, env: &dyn Environment, step: &ReplayedStep<'_>) -> Result<(), String> {
+        let agents = self.spec.agents.len();
+        let mut row = ReplayStep {
+            step: step.step_index,
+            actions: vec![None; agents],
+            rewards: vec![None; agents],
+            events: Vec::new(),
+        };
+        for r in step.records {
+            if let Some(agent) = self.spec.agent_index(&r.agent_id) {
+                row.actions[agent] = r.action_label.clone();
+                row.rewards[agent] = Some(r.reward);
+            }
+        }
+        row.events = step
+            .transition
+            .events
+            .iter()
+            .map(|e| match e.agent.and_then(|a| self.spec.agents.get(a)) {
+                Some(who) => format!("{} ({})", e.kind, who.id),
+                None => e.kind.clone(),
+            })
+            .collect();
+        self.timeline.push(row);
+        render_into(env, &mut self.frames)
+    }
+}
+
 /// Replays `record` with the recorder's check, rendering the world after the reset and
 /// after every step.
 fn rebuild(
@@ -414,54 +464,23 @@ fn rebuild(
     record: &EpisodeRecord,
     steps: &[StepRecord],
 ) -> Result<Replay, RunsError> {
-    let env_error = |message: String| RunsError::Env {
-        env: operator.env.clone(),
-        message,
-    };
     let mut env = envs
         .make(&operator.env, &operator.env_settings)
-        .map_err(|e| env_error(e.to_string()))?;
+        .map_err(|e| RunsError::Env {
+            env: operator.env.clone(),
+            message: e.to_string(),
+        })?;
     let spec = env.spec().clone();
-    let names = |agent: Option<usize>| agent.and_then(|a| spec.agents.get(a)).map(|a| a.id.clone());
-    // The replay check resets the environment itself; resetting here first (same seed,
-    // same state) gives the frame before the first step.
-    env.reset(record.seed)
-        .map_err(|e| env_error(e.to_string()))?;
-    let mut frames = Vec::new();
-    render_into(env.as_ref(), &mut frames).map_err(env_error)?;
-    let agents = spec.agents.len();
-    let mut timeline = Vec::with_capacity(steps.len());
-    let summary = mosaic_recorder::replay::replay(
-        env.as_mut(),
-        record,
-        steps,
-        max_steps,
-        |env: &dyn Environment, step: &mosaic_recorder::replay::ReplayedStep<'_>| {
-            let mut row = ReplayStep {
-                step: step.step_index,
-                actions: vec![None; agents],
-                rewards: vec![None; agents],
-                events: Vec::new(),
-            };
-            for r in step.records {
-                if let Some(agent) = spec.agent_index(&r.agent_id) {
-                    row.actions[agent] = r.action_label.clone();
-                    row.rewards[agent] = Some(r.reward);
-                }
-            }
-            row.events = step
-                .transition
-                .events
-                .iter()
-                .map(|e| match names(e.agent) {
-                    Some(who) => format!("{} ({who})", e.kind),
-                    None => e.kind.clone(),
-                })
-                .collect();
-            timeline.push(row);
-            render_into(env, &mut frames)
-        },
-    )?;
+    let mut film = Filmstrip {
+        spec: &spec,
+        frames: Vec::new(),
+        timeline: Vec::with_capacity(steps.len()),
+    };
+    let summary =
+        mosaic_recorder::replay::replay(env.as_mut(), record, steps, max_steps, &mut film)?;
+    let Filmstrip {
+        frames, timeline, ..
+    } = film;
     if summary.steps != record.steps {
         return Err(RunsError::Replay(ReplayError::Callback(format!(
             "{}: the run holds records of {} steps for an episode of {} steps",
