@@ -17,7 +17,7 @@ use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_adapters::external::link::{
     Abandoned, LinkOptions, Mode, Verdict, greet, judge, judge_mosaic, silence_limit,
 };
-use mosaic_adapters::external::{WorkerCommand, WorkerError, WorkerProcess};
+use mosaic_adapters::external::{WorkerCommand, WorkerError, WorkerProcess, defaults};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{Action, Decision, ObsRequest, Observation, Paradigm};
 use mosaic_protocols::codec::{Decoded, FrameReader, LineDecoder};
@@ -60,36 +60,23 @@ pub struct WorkerSettings {
     #[serde(default)]
     pub cwd: Option<PathBuf>,
     /// Deadline of one request, ms.
-    #[serde(default = "default_timeout_ms")]
+    #[serde(default = "mosaic_adapters::external::defaults::timeout_ms")]
     pub timeout_ms: u64,
     /// Deadline for the worker's first line, ms.
-    #[serde(default = "default_timeout_ms")]
+    #[serde(default = "mosaic_adapters::external::defaults::timeout_ms")]
     pub start_timeout_ms: u64,
     /// Heartbeat interval asked of the worker, ms.
-    #[serde(default = "default_heartbeat_ms")]
+    #[serde(default = "mosaic_adapters::external::defaults::heartbeat_ms")]
     pub heartbeat_ms: u64,
     /// Frame encoding asked of the worker.
     #[serde(default)]
     pub frames: FrameEncoding,
     /// Longest accepted line.
-    #[serde(default = "default_max_frame")]
+    #[serde(default = "mosaic_adapters::external::defaults::max_frame")]
     pub max_frame_bytes: usize,
     /// Grace period on stop, ms.
-    #[serde(default = "default_grace_ms")]
+    #[serde(default = "mosaic_adapters::external::defaults::grace_ms")]
     pub grace_ms: u64,
-}
-
-fn default_timeout_ms() -> u64 {
-    60_000
-}
-fn default_heartbeat_ms() -> u64 {
-    1_000
-}
-fn default_max_frame() -> usize {
-    mosaic_protocols::DEFAULT_MAX_FRAME
-}
-fn default_grace_ms() -> u64 {
-    2_000
 }
 
 impl WorkerSettings {
@@ -99,12 +86,12 @@ impl WorkerSettings {
             command,
             env: BTreeMap::new(),
             cwd: None,
-            timeout_ms: default_timeout_ms(),
-            start_timeout_ms: default_timeout_ms(),
-            heartbeat_ms: default_heartbeat_ms(),
+            timeout_ms: defaults::timeout_ms(),
+            start_timeout_ms: defaults::timeout_ms(),
+            heartbeat_ms: defaults::heartbeat_ms(),
             frames: FrameEncoding::default(),
-            max_frame_bytes: default_max_frame(),
-            grace_ms: default_grace_ms(),
+            max_frame_bytes: defaults::max_frame(),
+            grace_ms: defaults::grace_ms(),
         }
     }
 

@@ -5,9 +5,9 @@
 //! fetches it with an `observe` request and makes it sticky, so in steady state a step is
 //! one round trip. The full render works the same way.
 
-use super::WorkerError;
 use super::link::{Link, LinkOptions, Mode};
 use super::process::WorkerCommand;
+use super::{WorkerError, defaults};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -75,22 +75,22 @@ pub struct ExternalEnvSettings {
     #[serde(default)]
     pub cwd: Option<PathBuf>,
     /// Deadline of one request, ms.
-    #[serde(default = "default_timeout_ms")]
+    #[serde(default = "crate::external::defaults::timeout_ms")]
     pub timeout_ms: u64,
     /// Deadline of the worker's first line, ms.
-    #[serde(default = "default_timeout_ms")]
+    #[serde(default = "crate::external::defaults::timeout_ms")]
     pub start_timeout_ms: u64,
     /// Heartbeat interval asked of the worker, ms.
-    #[serde(default = "default_heartbeat_ms")]
+    #[serde(default = "crate::external::defaults::heartbeat_ms")]
     pub heartbeat_ms: u64,
     /// Frame encoding asked of the worker.
     #[serde(default)]
     pub frames: FrameEncoding,
     /// Longest accepted line.
-    #[serde(default = "default_max_frame")]
+    #[serde(default = "crate::external::defaults::max_frame")]
     pub max_frame_bytes: usize,
     /// Grace period on stop, ms.
-    #[serde(default = "default_grace_ms")]
+    #[serde(default = "crate::external::defaults::grace_ms")]
     pub grace_ms: u64,
     /// Reset options.
     #[serde(default)]
@@ -103,19 +103,6 @@ pub struct ExternalEnvSettings {
     pub max_steps: Option<u32>,
 }
 
-fn default_timeout_ms() -> u64 {
-    60_000
-}
-fn default_heartbeat_ms() -> u64 {
-    1_000
-}
-fn default_max_frame() -> usize {
-    mosaic_protocols::DEFAULT_MAX_FRAME
-}
-fn default_grace_ms() -> u64 {
-    2_000
-}
-
 impl Default for ExternalEnvSettings {
     fn default() -> Self {
         Self {
@@ -126,12 +113,12 @@ impl Default for ExternalEnvSettings {
             api: None,
             env: BTreeMap::new(),
             cwd: None,
-            timeout_ms: default_timeout_ms(),
-            start_timeout_ms: default_timeout_ms(),
-            heartbeat_ms: default_heartbeat_ms(),
+            timeout_ms: defaults::timeout_ms(),
+            start_timeout_ms: defaults::timeout_ms(),
+            heartbeat_ms: defaults::heartbeat_ms(),
             frames: FrameEncoding::default(),
-            max_frame_bytes: default_max_frame(),
-            grace_ms: default_grace_ms(),
+            max_frame_bytes: defaults::max_frame(),
+            grace_ms: defaults::grace_ms(),
             options: Settings::new(),
             actions: None,
             max_steps: None,

@@ -144,3 +144,27 @@ pub fn register(registry: &mut crate::EnvRegistry) {
         make: |path, settings| env::make_external(Some(env::Family::PettingZoo(path)), settings),
     });
 }
+
+/// Defaults shared by every worker-process setting (external environments and external
+/// policies), so the two kinds of worker always agree.
+pub mod defaults {
+    /// Deadline of one request and of the first line, in milliseconds.
+    pub fn timeout_ms() -> u64 {
+        60_000
+    }
+
+    /// Heartbeat interval asked of a worker, in milliseconds.
+    pub fn heartbeat_ms() -> u64 {
+        1_000
+    }
+
+    /// Longest accepted line, in bytes.
+    pub fn max_frame() -> usize {
+        mosaic_protocols::DEFAULT_MAX_FRAME
+    }
+
+    /// SIGTERM-to-SIGKILL grace period on stop, in milliseconds.
+    pub fn grace_ms() -> u64 {
+        2_000
+    }
+}
