@@ -70,13 +70,12 @@ fn forward_looking_kind() -> OperatorKind {
                 forward: None,
             }
             .start();
-            Ok(OperatorHandle {
-                kind: "forward_looking".into(),
-                paradigm: Paradigm::Rl,
-                wants: ObsRequest::MASK_ONLY,
-                begin: addr.clone().recipient(),
-                decide: addr.recipient(),
-            })
+            Ok(OperatorHandle::new(
+                "forward_looking",
+                Paradigm::Rl,
+                ObsRequest::MASK_ONLY,
+                &addr,
+            ))
         }),
     }
 }

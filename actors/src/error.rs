@@ -10,6 +10,20 @@ pub enum OperatorError {
     /// protocol error).
     #[error("operator failed: {0}")]
     Failed(String),
+    /// The operator's process or connection is lost (exit, silence, broken stream): it must
+    /// be restarted, not asked again.
+    #[error("operator crashed: {0}")]
+    Crashed(String),
+    /// A checkpoint could not be saved or restored.
+    #[error("operator state: {0}")]
+    State(String),
+}
+
+impl OperatorError {
+    /// Whether the operator must be restarted (its actor or process is gone).
+    pub fn needs_restart(&self) -> bool {
+        matches!(self, OperatorError::Gone(_) | OperatorError::Crashed(_))
+    }
 }
 
 /// A session could not go on.

@@ -22,7 +22,7 @@
 //! ```
 
 use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
-use crate::{BeginEpisode, Decide, OperatorError};
+use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_core::experiment::parse_settings;
 use mosaic_core::{Action, Decision, ObsRequest, Paradigm};
@@ -250,6 +250,24 @@ impl Handler<BeginEpisode> for HumanOperator {
     }
 }
 
+/// A person carries their own state: nothing to save, and recovery never asks them again
+/// for decisions already made.
+impl Handler<SaveState> for HumanOperator {
+    type Result = Result<Option<serde_json::Value>, OperatorError>;
+
+    fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
+        Ok(Some(serde_json::Value::Null))
+    }
+}
+
+impl Handler<LoadState> for HumanOperator {
+    type Result = Result<(), OperatorError>;
+
+    fn handle(&mut self, _: LoadState, _: &mut Context<Self>) -> Self::Result {
+        Ok(())
+    }
+}
+
 impl Handler<Decide> for HumanOperator {
     type Result = ResponseFuture<Result<Decision, OperatorError>>;
 
@@ -306,16 +324,10 @@ pub fn register(registry: &mut OperatorRegistry, hub: HumanHub) {
                 agent_id: cx.spec.agents[cx.agent].id.clone(),
             }
             .start();
-            Ok(OperatorHandle {
-                kind: "human".into(),
-                paradigm: Paradigm::Human,
-                wants: ObsRequest {
+            Ok(OperatorHandle::new("human", Paradigm::Human, ObsRequest {
                     text: true,
                     ..ObsRequest::MASK_ONLY
-                },
-                begin: addr.clone().recipient(),
-                decide: addr.recipient(),
-            })
+                }, &addr).with_state(&addr))
         }),
     });
 }

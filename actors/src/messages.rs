@@ -44,3 +44,15 @@ pub struct EpisodeEvent {
     /// The roll-up.
     pub record: Arc<EpisodeRecord>,
 }
+
+/// Asks an operator for a checkpoint of its state within the episode. `Ok(None)`: it cannot
+/// save its state; fault recovery then replays the episode's decisions instead.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "Result<Option<serde_json::Value>, OperatorError>")]
+pub struct SaveState;
+
+/// Restores a state answered by [`SaveState`] (sent after [`BeginEpisode`] of the same
+/// episode).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<(), OperatorError>")]
+pub struct LoadState(pub serde_json::Value);

@@ -5,8 +5,8 @@
 //! the same two messages. The [`OperatorRegistry`] turns an experiment's slot spec into an
 //! [`OperatorHandle`].
 
-use crate::{BeginEpisode, Decide, OperatorError};
-use actix::{Actor, Context, Handler, Recipient};
+use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
+use actix::{Actor, Addr, Context, Handler, Recipient};
 use mosaic_adapters::registry::ScriptedConstructor;
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{Decision, EnvSpec, ObsRequest, Paradigm, Policy, Settings, SlotSpec};
@@ -52,6 +52,22 @@ impl Handler<Decide> for PolicyActor {
     }
 }
 
+impl Handler<SaveState> for PolicyActor {
+    type Result = Result<Option<serde_json::Value>, OperatorError>;
+
+    fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
+        Ok(self.policy.save_state())
+    }
+}
+
+impl Handler<LoadState> for PolicyActor {
+    type Result = Result<(), OperatorError>;
+
+    fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
+        self.policy.load_state(&msg.0).map_err(OperatorError::State)
+    }
+}
+
 /// A running operator for one agent slot.
 #[derive(Clone)]
 pub struct OperatorHandle {
@@ -65,6 +81,17 @@ pub struct OperatorHandle {
     pub begin: Recipient<BeginEpisode>,
     /// Decisions.
     pub decide: Recipient<Decide>,
+    /// Checkpoints, when the operator can save and restore its state.
+    pub state: Option<StateHandle>,
+}
+
+/// Where an operator's state is saved and restored (see [`SaveState`], [`LoadState`]).
+#[derive(Clone)]
+pub struct StateHandle {
+    /// Answers checkpoints.
+    pub save: Recipient<SaveState>,
+    /// Restores them.
+    pub load: Recipient<LoadState>,
 }
 
 impl fmt::Debug for OperatorHandle {
@@ -77,18 +104,47 @@ impl fmt::Debug for OperatorHandle {
 }
 
 impl OperatorHandle {
-    /// Starts `policy` in a [`PolicyActor`] on the current arbiter.
-    pub fn start_policy(kind: impl Into<String>, policy: Box<dyn Policy>) -> Self {
-        let paradigm = policy.paradigm();
-        let wants = policy.wants();
-        let addr = PolicyActor::new(policy).start();
+    /// The handle of a running operator actor (without checkpoints; see
+    /// [`OperatorHandle::with_state`]).
+    pub fn new<A>(
+        kind: impl Into<String>,
+        paradigm: Paradigm,
+        wants: ObsRequest,
+        addr: &Addr<A>,
+    ) -> Self
+    where
+        A: Actor + Handler<BeginEpisode> + Handler<Decide>,
+        A::Context: actix::dev::ToEnvelope<A, BeginEpisode> + actix::dev::ToEnvelope<A, Decide>,
+    {
         Self {
             kind: kind.into(),
             paradigm,
             wants,
             begin: addr.clone().recipient(),
-            decide: addr.recipient(),
+            decide: addr.clone().recipient(),
+            state: None,
         }
+    }
+
+    /// With checkpoints through `addr`.
+    pub fn with_state<A>(mut self, addr: &Addr<A>) -> Self
+    where
+        A: Actor + Handler<SaveState> + Handler<LoadState>,
+        A::Context: actix::dev::ToEnvelope<A, SaveState> + actix::dev::ToEnvelope<A, LoadState>,
+    {
+        self.state = Some(StateHandle {
+            save: addr.clone().recipient(),
+            load: addr.clone().recipient(),
+        });
+        self
+    }
+
+    /// Starts `policy` in a [`PolicyActor`] on the current arbiter.
+    pub fn start_policy(kind: impl Into<String>, policy: Box<dyn Policy>) -> Self {
+        let paradigm = policy.paradigm();
+        let wants = policy.wants();
+        let addr = PolicyActor::new(policy).start();
+        Self::new(kind, paradigm, wants, &addr).with_state(&addr)
     }
 }
 

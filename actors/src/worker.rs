@@ -222,13 +222,7 @@ impl WorkerPolicy {
             grace: options.grace,
         };
         let addr = actor.start();
-        Ok(OperatorHandle {
-            kind: "worker".into(),
-            paradigm,
-            wants,
-            begin: addr.clone().recipient(),
-            decide: addr.recipient(),
-        })
+        Ok(OperatorHandle::new("worker", paradigm, wants, &addr))
     }
 }
 
@@ -697,7 +691,11 @@ impl Handler<Decide> for WorkerPolicy {
 
 fn failed(name: &str, error: WorkerError) -> OperatorError {
     tracing::warn!(target: "mosaic::worker", worker = name, %error, "decision failed");
-    OperatorError::Failed(format!("{name}: {error}"))
+    if error.is_fatal() {
+        OperatorError::Crashed(format!("{name}: {error}"))
+    } else {
+        OperatorError::Failed(format!("{name}: {error}"))
+    }
 }
 
 #[cfg(test)]

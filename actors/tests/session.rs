@@ -95,13 +95,12 @@ fn kinds() -> OperatorRegistry {
                     illegal,
                 }
                 .start();
-                Ok(OperatorHandle {
-                    kind: name.into(),
-                    paradigm: Paradigm::External,
-                    wants: ObsRequest::MASK_ONLY,
-                    begin: addr.clone().recipient(),
-                    decide: addr.recipient(),
-                })
+                Ok(OperatorHandle::new(
+                    name,
+                    Paradigm::External,
+                    ObsRequest::MASK_ONLY,
+                    &addr,
+                ))
             }),
         });
     }

@@ -3,6 +3,7 @@
 use crate::rng::{Rng, seeded};
 use crate::{Action, AgentContext, Decision, Observation, Paradigm, Policy};
 use rand::Rng as _;
+use serde::Deserialize as _;
 
 /// Uniform over the legal actions, seeded from (episode seed, agent id).
 #[derive(Debug)]
@@ -38,6 +39,16 @@ impl Policy for Random {
         };
         Decision::act(Action(action))
     }
+
+    fn save_state(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(&self.rng).ok()
+    }
+
+    fn load_state(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        self.rng =
+            Rng::deserialize(state).map_err(|e| format!("not a random policy state: {e}"))?;
+        Ok(())
+    }
 }
 
 /// Always the same action (the environment's default unless configured).
@@ -56,6 +67,14 @@ impl Policy for Noop {
 
     fn decide(&mut self, _obs: &Observation) -> Decision {
         Decision::act(self.action.unwrap_or(Action(0)))
+    }
+
+    fn save_state(&self) -> Option<serde_json::Value> {
+        Some(serde_json::Value::Null)
+    }
+
+    fn load_state(&mut self, _state: &serde_json::Value) -> Result<(), String> {
+        Ok(())
     }
 }
 
@@ -86,6 +105,18 @@ impl Policy for Cycling {
         }
         Decision::act(Action(0))
     }
+
+    fn save_state(&self) -> Option<serde_json::Value> {
+        Some(self.next.into())
+    }
+
+    fn load_state(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        self.next = state
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("not a cycling policy state: {state}"))?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -107,6 +138,38 @@ mod tests {
         for legal in [1, 2, 4] {
             assert!(xs.contains(&Action(legal)), "action {legal} never drawn");
         }
+    }
+
+    #[test]
+    fn saved_states_continue_identically() {
+        let obs = Observation::with_mask(0, vec![true, false, true, true, true]);
+        let ctx = AgentContext::new(7, 1, "b".into(), 5);
+        let policies: [fn() -> Box<dyn Policy>; 3] = [
+            || Box::new(Random::default()),
+            || Box::new(Cycling::default()),
+            || Box::new(Noop::default()),
+        ];
+        for make in policies {
+            let mut original = make();
+            original.reset(&ctx);
+            for _ in 0..13 {
+                original.decide(&obs);
+            }
+            let state = original.save_state().expect("baselines save their state");
+            let mut restored = make();
+            restored.reset(&ctx);
+            restored.load_state(&state).expect("own state loads");
+            let xs: Vec<_> = (0..50).map(|_| original.decide(&obs).action).collect();
+            let ys: Vec<_> = (0..50).map(|_| restored.decide(&obs).action).collect();
+            assert_eq!(xs, ys);
+        }
+        let mut random = Random::default();
+        assert!(random.load_state(&serde_json::json!("nonsense")).is_err());
+        assert!(
+            Cycling::default()
+                .load_state(&serde_json::json!(-1))
+                .is_err()
+        );
     }
 
     #[test]

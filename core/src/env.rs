@@ -163,7 +163,11 @@ pub enum EnvError {
     /// The environment does not support what was asked.
     #[error("unsupported: {0}")]
     Unsupported(String),
-    /// Anything else (external environments: broken worker, protocol error).
+    /// The environment's process died, hung or broke its stream: this instance is lost and
+    /// must be replaced (fault recovery restarts it and rebuilds its state).
+    #[error("crashed: {0}")]
+    Crashed(String),
+    /// Anything else (external environments: a refused request, a protocol error).
     #[error("{0}")]
     Other(String),
 }

@@ -49,4 +49,18 @@ pub trait Policy: Send {
 
     /// Chooses an action for `obs`. Must return a legal action when one exists.
     fn decide(&mut self, obs: &Observation) -> Decision;
+
+    /// The policy's state within the episode (RNG position, recurrent state, counters), for
+    /// checkpoints. `None` (the default) means the policy cannot save it: fault recovery
+    /// then rebuilds it by replaying the episode's observations from [`Policy::reset`].
+    fn save_state(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// Continues from a state returned by [`Policy::save_state`] (after [`Policy::reset`]
+    /// of the same episode). Errors describe what does not fit.
+    fn load_state(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        let _ = state;
+        Err("this policy cannot restore a saved state".into())
+    }
 }

@@ -525,13 +525,12 @@ fn language_model_agents_show_their_reasoning() {
         settings: &[],
         spawn: std::sync::Arc::new(|_| {
             let addr = Annotated.start();
-            Ok(mosaic_actors::OperatorHandle {
-                kind: "annotated".into(),
-                paradigm: mosaic_core::Paradigm::Llm,
-                wants: mosaic_core::ObsRequest::MASK_ONLY,
-                begin: addr.clone().recipient(),
-                decide: addr.recipient(),
-            })
+            Ok(mosaic_actors::OperatorHandle::new(
+                "annotated",
+                mosaic_core::Paradigm::Llm,
+                mosaic_core::ObsRequest::MASK_ONLY,
+                &addr,
+            ))
         }),
     });
     let spec: ExperimentSpec = serde_json::from_value(json!({

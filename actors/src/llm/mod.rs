@@ -525,17 +525,17 @@ fn spawn(
         });
     }
     let addr = LlmOperator::new(config, backend, channel).start();
-    Ok(OperatorHandle {
-        kind: kind.to_owned(),
+    Ok(OperatorHandle::new(
+        kind.to_owned(),
         paradigm,
-        wants: ObsRequest {
+        ObsRequest {
             symbolic: false,
             text: spec.offers.text,
             frame: max_image_history > 0,
         },
-        begin: addr.clone().recipient(),
-        decide: addr.recipient(),
-    })
+        &addr,
+    )
+    .with_state(&addr))
 }
 
 /// Registers the operator kinds `llm` and `vlm` (a VLM is the same operator sending the

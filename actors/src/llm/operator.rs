@@ -13,7 +13,7 @@ use super::layers::CacheKey;
 use super::parser::{Parsed, ResponseParser};
 use super::prompt::{CurrentTurn, PromptBuilder, Turn};
 use crate::channel::{Channel, Envelope, Inbox, Post, Scope};
-use crate::{BeginEpisode, Decide, OperatorError};
+use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
 use actix::prelude::*;
 use base64::Engine as _;
 use mosaic_core::{Action, Decision, DecisionSource, Observation};
@@ -186,6 +186,26 @@ impl Handler<RestoreState> for LlmOperator {
 
     fn handle(&mut self, msg: RestoreState, _: &mut Context<Self>) {
         self.state = msg.0;
+    }
+}
+
+impl Handler<SaveState> for LlmOperator {
+    type Result = Result<Option<serde_json::Value>, OperatorError>;
+
+    fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
+        serde_json::to_value(&self.state)
+            .map(Some)
+            .map_err(|e| OperatorError::State(e.to_string()))
+    }
+}
+
+impl Handler<LoadState> for LlmOperator {
+    type Result = Result<(), OperatorError>;
+
+    fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
+        self.state = LlmState::deserialize(msg.0)
+            .map_err(|e| OperatorError::State(format!("not an LLM operator state: {e}")))?;
+        Ok(())
     }
 }
 

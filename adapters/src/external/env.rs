@@ -337,6 +337,10 @@ impl ExternalEnv {
             },
             // The worker refused the request before acting on it: the episode goes on.
             WorkerError::Remote { .. } => EnvError::Other(message),
+            error if error.is_fatal() => {
+                self.running = false;
+                EnvError::Crashed(message)
+            }
             _ => {
                 self.running = false;
                 EnvError::Other(message)

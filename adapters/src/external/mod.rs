@@ -119,6 +119,24 @@ pub enum WorkerError {
     Invalid(String),
 }
 
+impl WorkerError {
+    /// Whether the worker can no longer be trusted to answer (its process exited, it fell
+    /// silent, or its stream is broken): the worker must be replaced, not asked again. A
+    /// refused request, a late reply or an unusable answer leave a live worker usable.
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            WorkerError::Spawn { .. }
+                | WorkerError::Connect { .. }
+                | WorkerError::Write(_)
+                | WorkerError::Closed { .. }
+                | WorkerError::Framing(_)
+                | WorkerError::Hung { .. }
+                | WorkerError::OutOfOrder { .. }
+        )
+    }
+}
+
 /// Names that [`register`] adds to an [`crate::EnvRegistry`].
 pub const ENV_NAMES: &[&str] = &["worker", "gymnasium:<id>", "pettingzoo:<module path>"];
 
