@@ -178,6 +178,7 @@ impl ExperimentBuilder {
                 pace_ms: 0,
                 decision_timeout_ms: None,
                 record_observations: false,
+                supervision: Default::default(),
                 operators: Vec::new(),
             },
             envs: default_envs(),
@@ -219,6 +220,13 @@ impl ExperimentBuilder {
     /// Records each acting agent's observation text.
     pub fn record_observations(mut self, on: bool) -> Self {
         self.spec.record_observations = on;
+        self
+    }
+
+    /// How failed environments and operators are restarted (see
+    /// [`mosaic_core::experiment::SupervisionSpec`]).
+    pub fn supervision(mut self, supervision: mosaic_core::experiment::SupervisionSpec) -> Self {
+        self.spec.supervision = supervision;
         self
     }
 

@@ -73,6 +73,14 @@ pub struct Step {
     pub wants: Arc<Vec<ObsRequest>>,
 }
 
+/// The current view without stepping (e.g. to check a restored state).
+#[derive(Debug, Message)]
+#[rtype(result = "EnvView")]
+pub struct Observe {
+    /// Per agent index: which modalities to fill.
+    pub wants: Arc<Vec<ObsRequest>>,
+}
+
 /// Results and metrics of the episode so far (asked once it is over).
 #[derive(Debug, Message)]
 #[rtype(result = "EpisodeSummary")]
@@ -119,6 +127,14 @@ impl Handler<Step> for EnvActor {
         let mut transition = Transition::default();
         self.env.step(&msg.actions, &mut transition)?;
         Ok(self.view(&msg.wants, Some(transition)))
+    }
+}
+
+impl Handler<Observe> for EnvActor {
+    type Result = MessageResult<Observe>;
+
+    fn handle(&mut self, msg: Observe, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.view(&msg.wants, None))
     }
 }
 

@@ -43,6 +43,9 @@ pub enum SessionError {
     /// The configuration could not be built.
     #[error("{0}")]
     Config(String),
+    /// A child failed more often than the restart limit allows; the session gave up on it.
+    #[error("escalated: {0}")]
+    Escalated(String),
 }
 
 /// The telemetry sink could not record (the run must stop: records would be lost).

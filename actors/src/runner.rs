@@ -6,13 +6,15 @@
 //! Results never depend on the lane a unit ran on: a session resets its environment and
 //! every operator from the episode seed at the start of each episode.
 
-use crate::SessionError;
 use crate::operator::OperatorRegistry;
 use crate::session::{RunEpisode, Session, SessionConfig, Subscribers};
+use crate::{EpisodeEvent, SessionError};
 use actix::prelude::*;
+use futures::future::join_all;
 use mosaic_adapters::EnvRegistry;
-use mosaic_core::record::EpisodeRecord;
-use mosaic_core::{ExperimentSpec, OperatorId, RunId, SpecError};
+use mosaic_core::experiment::OnEscalation;
+use mosaic_core::record::{EPISODE_SCHEMA, EpisodeRecord};
+use mosaic_core::{EpisodeId, ExperimentSpec, OperatorId, RunId, SpecError};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,6 +43,19 @@ pub enum RunError {
         episode: u32,
         /// What went wrong.
         error: SessionError,
+    },
+    /// A session gave up on a failing child and the experiment says to stop
+    /// (`supervision.on_escalation = "stop"`).
+    #[error(
+        "operator {operator}, episode {episode}: {error} (stopping, as supervision.on_escalation says)"
+    )]
+    Escalated {
+        /// The operator id.
+        operator: String,
+        /// The episode index.
+        episode: u32,
+        /// The episode's error.
+        error: String,
     },
 }
 
@@ -83,6 +98,7 @@ impl Runner {
         config.decision_timeout = self.spec.decision_timeout_ms.map(Duration::from_millis);
         config.record_observations = self.spec.record_observations;
         config.pace = Duration::from_millis(self.spec.pace_ms);
+        config.supervision = self.spec.supervision.clone();
         config
     }
 
@@ -94,16 +110,25 @@ impl Runner {
             &self.kinds,
             subscribers,
         )
-        .map_err(|e| SpecError::new(format!("operators[{operator}].{}", e.path), e.message))
+        .map_err(|e| {
+            let path = format!("operators[{operator}].{}", e.path);
+            e.at(path)
+        })
     }
 
     /// Checks the whole experiment against the registries by building every operator's
-    /// environment and agents once (inside an actix system), then dropping them.
+    /// environment and agents once (inside an actix system), then dropping them. A worker
+    /// that cannot start is not a configuration error: the run's supervision deals with it.
     pub fn validate(&self) -> Result<(), SpecError> {
         self.spec.validate()?;
         for operator in 0..self.spec.operators.len() {
-            let session = self.build(operator, Subscribers::default())?;
-            drop(session);
+            match self.build(operator, Subscribers::default()) {
+                Ok(session) => drop(session),
+                Err(e) if e.start_failure => {
+                    tracing::warn!(target: "mosaic::run", "{e}");
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }
@@ -185,7 +210,7 @@ impl Lane {
     }
 
     async fn run(self) {
-        let mut sessions: HashMap<usize, Addr<Session>> = HashMap::new();
+        let mut sessions: HashMap<usize, Result<Addr<Session>, SpecError>> = HashMap::new();
         while let Some(unit) = self.next() {
             let outcome = self.run_unit(unit, &mut sessions).await;
             let failed = outcome.is_err();
@@ -198,7 +223,7 @@ impl Lane {
     async fn run_unit(
         &self,
         unit: Unit,
-        sessions: &mut HashMap<usize, Addr<Session>>,
+        sessions: &mut HashMap<usize, Result<Addr<Session>, SpecError>>,
     ) -> Result<Arc<EpisodeRecord>, RunError> {
         let spec = &self.runner.spec;
         let operator_id = spec.operators[unit.operator].id.clone();
@@ -207,27 +232,78 @@ impl Lane {
             episode: unit.episode,
             error,
         };
-        let session = match sessions.get(&unit.operator) {
-            Some(session) => session.clone(),
-            None => {
-                let session = self
-                    .runner
-                    .build(unit.operator, self.subscribers.clone())?
-                    .start();
-                sessions.insert(unit.operator, session.clone());
-                session
-            }
-        };
         let seed = spec.seeds.seed(unit.episode).ok_or_else(|| {
             SpecError::new("seeds", format!("no seed for episode {}", unit.episode))
         })?;
-        session
-            .send(RunEpisode {
-                index: unit.episode,
-                seed,
-            })
-            .await
-            .map_err(|e| fail(SessionError::Control(format!("session gone: {e}"))))?
-            .map_err(fail)
+        let session = sessions.entry(unit.operator).or_insert_with(|| {
+            self.runner
+                .build(unit.operator, self.subscribers.clone())
+                .map(Actor::start)
+        });
+        let record = match session {
+            Ok(session) => session
+                .send(RunEpisode {
+                    index: unit.episode,
+                    seed,
+                })
+                .await
+                .map_err(|e| fail(SessionError::Control(format!("session gone: {e}"))))?
+                .map_err(fail)?,
+            // Children that never started: the episode is recorded as failed (it is not
+            // retried, so nothing runs twice).
+            Err(e) if e.start_failure => self.unstarted(unit, seed, e.to_string()).await,
+            Err(e) => return Err(e.clone().into()),
+        };
+        let escalated = record.restarts.iter().any(|r| !r.recovered)
+            || matches!(session, Err(e) if e.start_failure);
+        if escalated && spec.supervision.on_escalation == OnEscalation::Stop {
+            return Err(RunError::Escalated {
+                operator: operator_id,
+                episode: unit.episode,
+                error: record.error.clone().unwrap_or_default(),
+            });
+        }
+        Ok(record)
+    }
+
+    /// Records episode `unit` as failed because its session could not start.
+    async fn unstarted(&self, unit: Unit, seed: u64, error: String) -> Arc<EpisodeRecord> {
+        let spec = &self.runner.spec;
+        let operator = &spec.operators[unit.operator];
+        let record = Arc::new(EpisodeRecord {
+            schema: EPISODE_SCHEMA.to_owned(),
+            run_id: self.runner.run_id.to_string(),
+            operator_id: operator.id.clone(),
+            episode_id: EpisodeId::new(
+                &self.runner.run_id,
+                &OperatorId(operator.id.clone()),
+                unit.episode,
+            )
+            .0,
+            episode_index: unit.episode,
+            seed,
+            env: operator.env.clone(),
+            steps: 0,
+            terminated: false,
+            truncated: false,
+            agents: Vec::new(),
+            metrics: Default::default(),
+            error: Some(format!("escalated: could not start: {error}")),
+            restarts: Vec::new(),
+            duration_ms: 0,
+            steps_per_s: 0.0,
+            timestamp: mosaic_core::record::now_ms(),
+        });
+        let event = EpisodeEvent {
+            record: record.clone(),
+        };
+        join_all(
+            self.subscribers
+                .episodes
+                .iter()
+                .map(|s| s.send(event.clone())),
+        )
+        .await;
+        record
     }
 }

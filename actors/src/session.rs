@@ -7,19 +7,37 @@
 //! [`StepEvent`] to its subscribers. At the end of an episode it emits an [`EpisodeEvent`]
 //! and waits until every subscriber has handled it (durable sinks answer only once the
 //! episode's records are on disk). See `docs/semantics.md` for the guarantees.
+//!
+//! A session supervises its children, the environment and the operators of its agents. A
+//! child whose actor died (a panic), whose process exited or fell silent, is restarted as
+//! the experiment's [`SupervisionSpec`] says, brought back to its state before the failed
+//! step (the last checkpoint, then a replay of what happened since), and the step is
+//! retried. Each restart is recorded in the episode's roll-up.
 
 use crate::channel::{Channel, ChannelConfig, NewEpisode};
-use crate::env_actor::{EnvActor, EnvView, Reset, Step, Summarise};
+use crate::env_actor::{
+    EnvActor, EnvView, Observe, Reset, RestoreSnapshot, Step, Summarise, TakeSnapshot,
+};
 use crate::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
-use crate::{BeginEpisode, Decide, EpisodeEvent, OperatorError, SessionError, StepEvent};
+use crate::supervisor::{Intensity, RestartWindow};
+use crate::{
+    BeginEpisode, Decide, EpisodeEvent, LoadState, OperatorError, SaveState, SessionError,
+    StepEvent,
+};
 use actix::prelude::*;
 use futures::future::join_all;
 use mosaic_adapters::EnvRegistry;
-use mosaic_core::record::{AgentResult, EPISODE_SCHEMA, EpisodeRecord, STEP_SCHEMA, StepRecord};
-use mosaic_core::{
-    Action, AgentContext, Decision, DecisionSource, EnvSpec, EpisodeId, ObsRequest, Observation,
-    OperatorId, OperatorSpec, RunId, Transition,
+use mosaic_adapters::registry::ScriptedConstructor;
+use mosaic_core::experiment::{RestartStrategy, SpecError, SupervisionSpec};
+use mosaic_core::record::{
+    AgentResult, EPISODE_SCHEMA, EpisodeRecord, RestartRecord, STEP_SCHEMA, StepRecord,
 };
+use mosaic_core::{
+    Action, AgentContext, Decision, DecisionSource, EnvError, EnvSpec, Environment, EpisodeId,
+    ObsRequest, Observation, OperatorId, OperatorSpec, Paradigm, RunId, Snapshot, Transition,
+};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,6 +59,8 @@ pub struct SessionConfig {
     /// Step events a subscriber may have queued per session before the session waits for
     /// it (backpressure with pipelining).
     pub step_window: u32,
+    /// Restarts of failed children and checkpoints.
+    pub supervision: SupervisionSpec,
 }
 
 impl SessionConfig {
@@ -54,6 +74,7 @@ impl SessionConfig {
             record_observations: false,
             pace: Duration::ZERO,
             step_window: 64,
+            supervision: SupervisionSpec::default(),
         }
     }
 }
@@ -80,11 +101,93 @@ impl std::fmt::Debug for Subscribers {
 struct Handles {
     config: SessionConfig,
     spec: Arc<EnvSpec>,
-    env: Addr<EnvActor>,
+    factory: Factory,
+    children: RefCell<Children>,
+    /// Kind and paradigm of each agent's operator as first started (records keep them
+    /// across restarts).
+    agents: Vec<(String, Paradigm)>,
     channel: Addr<Channel>,
-    operators: Vec<OperatorHandle>,
     wants: Arc<Vec<ObsRequest>>,
     subscribers: Subscribers,
+    /// Restarts per child (index 0: the environment; 1 + i: agent i).
+    windows: RefCell<Vec<RestartWindow>>,
+    /// Whether the environment answered its last snapshot request with a snapshot.
+    env_snapshots: Cell<bool>,
+    /// Per agent: whether its operator answered its last checkpoint request with a state.
+    operator_states: RefCell<Vec<bool>>,
+}
+
+/// The session's running children; replaced one by one on restarts.
+struct Children {
+    env: Addr<EnvActor>,
+    /// Shared with in-flight decisions; a restart swaps in a new list.
+    operators: Rc<Vec<OperatorHandle>>,
+}
+
+/// One of a session's children.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Child {
+    Env,
+    Agent(usize),
+}
+
+impl Child {
+    fn index(self) -> usize {
+        match self {
+            Child::Env => 0,
+            Child::Agent(agent) => agent + 1,
+        }
+    }
+}
+
+/// Starts the session's children: the first time and on every restart.
+struct Factory {
+    envs: EnvRegistry,
+    kinds: OperatorRegistry,
+    operator: OperatorSpec,
+    spec: Arc<EnvSpec>,
+    scripted: Option<ScriptedConstructor>,
+    resources: SessionResources,
+}
+
+impl Factory {
+    fn env(&self) -> Result<Box<dyn Environment>, SpecError> {
+        self.envs
+            .make(&self.operator.env, &self.operator.env_settings)
+    }
+
+    /// Errors name the field relative to the operator spec (e.g. `agents.green_0.kind`).
+    fn operator(&self, agent: usize) -> Result<OperatorHandle, SpecError> {
+        let agent_id = &self.spec.agents[agent].id;
+        let key = if self.operator.agents.contains_key(agent_id) {
+            agent_id.as_str()
+        } else {
+            mosaic_core::experiment::DEFAULT_SLOT
+        };
+        let slot = self.operator.agents.get(key).ok_or_else(|| {
+            SpecError::new(
+                "agents",
+                format!("no operator for agent `{agent_id}` (name it, or add a `\"*\"` slot)"),
+            )
+        })?;
+        let cx = SpawnContext {
+            env_name: &self.operator.env,
+            env_settings: &self.operator.env_settings,
+            spec: &self.spec,
+            agent,
+            slot,
+            scripted: self.scripted,
+            session: &self.resources,
+        };
+        self.kinds.spawn(&cx).map_err(|e| {
+            let path = if e.path.is_empty() {
+                format!("agents.{key}")
+            } else {
+                format!("agents.{key}.{}", e.path)
+            };
+            e.at(path)
+        })
+    }
 }
 
 /// A session's public state, for controllers and viewers.
@@ -123,6 +226,32 @@ struct Episode {
     truncated: bool,
     done: bool,
     steps_since_sync: u32,
+    recovery: Recovery,
+    restarts: Vec<RestartRecord>,
+}
+
+/// What fault recovery needs to rebuild a child's state within the episode: the last
+/// checkpoints and what happened since.
+#[derive(Default)]
+struct Recovery {
+    /// When the last checkpoint was taken.
+    checkpointed: Option<Instant>,
+    /// The environment at some step, when it can save its state.
+    env: Option<(u32, Snapshot)>,
+    /// Joint actions since `env` (since the reset without one).
+    actions: Vec<Vec<Option<Action>>>,
+    /// Per agent: its operator's state, when it can save it.
+    states: Vec<Option<serde_json::Value>>,
+    /// Per agent: what it was asked since its state (since the episode start without one).
+    asked: Vec<Vec<Asked>>,
+}
+
+/// One decision as first made, replayed into a restarted operator.
+struct Asked {
+    step: u32,
+    obs: Arc<Observation>,
+    action: Action,
+    source: DecisionSource,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -155,61 +284,125 @@ impl Handles {
         }
     }
 
-    async fn begin(&self, index: u32, seed: u64) -> Result<Episode, SessionError> {
-        // Messages never cross episodes; the channel is cleared before anyone may post.
-        self.channel
-            .send(NewEpisode)
-            .await
-            .map_err(|e| SessionError::Control(format!("message channel gone: {e}")))?;
-        let begins = self.operators.iter().enumerate().map(|(agent, op)| {
-            let ctx = AgentContext::new(
-                seed,
-                agent,
-                self.spec.agents[agent].id.clone(),
-                self.spec.action_labels.len(),
-            );
-            op.begin.send(BeginEpisode {
-                ctx,
-                spec: self.spec.clone(),
-            })
-        });
-        for (agent, result) in join_all(begins).await.into_iter().enumerate() {
-            let failure = match result {
-                Ok(Ok(())) => continue,
-                Ok(Err(e)) => e.to_string(),
-                Err(e) => e.to_string(),
-            };
-            return Err(SessionError::Control(format!(
-                "operator of {} could not start episode {index}: {failure}",
-                self.spec.agents[agent].id
-            )));
+    fn env(&self) -> Addr<EnvActor> {
+        self.children.borrow().env.clone()
+    }
+
+    fn operators(&self) -> Rc<Vec<OperatorHandle>> {
+        self.children.borrow().operators.clone()
+    }
+
+    fn child_name(&self, child: Child) -> &str {
+        match child {
+            Child::Env => "env",
+            Child::Agent(agent) => &self.spec.agents[agent].id,
         }
-        let view = self
-            .env
-            .send(Reset {
-                seed,
-                wants: self.wants.clone(),
-            })
-            .await
-            .map_err(|e| self.env_error(e))?
-            .map_err(|e| self.env_error(e))?;
+    }
+
+    fn agent_context(&self, seed: u64, agent: usize) -> AgentContext {
+        AgentContext::new(
+            seed,
+            agent,
+            self.spec.agents[agent].id.clone(),
+            self.spec.action_labels.len(),
+        )
+    }
+
+    /// An episode that has not started yet (its reset is [`Handles::start`]).
+    fn new_episode(&self, index: u32, seed: u64) -> Episode {
         let agents = self.spec.agents.len();
-        let done = view.acting.is_empty();
-        Ok(Episode {
+        Episode {
             index,
             seed,
             id: EpisodeId::new(&self.config.run_id, &self.config.operator_id, index).0,
-            view,
+            view: EnvView {
+                steps: 0,
+                acting: Vec::new(),
+                observations: Vec::new(),
+                transition: None,
+            },
             started: Instant::now(),
             returns: vec![0.0; agents],
             results: vec![AgentTally::default(); agents],
             alive: vec![true; agents],
             last_actions: vec![None; agents],
-            terminated: done,
+            terminated: false,
             truncated: false,
-            done,
+            done: false,
             steps_since_sync: 0,
-        })
+            recovery: Recovery {
+                states: vec![None; agents],
+                asked: (0..agents).map(|_| Vec::new()).collect(),
+                ..Recovery::default()
+            },
+            restarts: Vec::new(),
+        }
+    }
+
+    async fn begin(&self, index: u32, seed: u64) -> Result<Episode, SessionError> {
+        let mut episode = self.new_episode(index, seed);
+        self.start(&mut episode).await?;
+        Ok(episode)
+    }
+
+    /// Starts every operator's episode and resets the environment, restarting children
+    /// that are down.
+    async fn start(&self, episode: &mut Episode) -> Result<(), SessionError> {
+        // Messages never cross episodes; the channel is cleared before anyone may post.
+        self.channel
+            .send(NewEpisode)
+            .await
+            .map_err(|e| SessionError::Control(format!("message channel gone: {e}")))?;
+        let operators = self.operators();
+        let begins = operators.iter().enumerate().map(|(agent, op)| {
+            op.begin.send(BeginEpisode {
+                ctx: self.agent_context(episode.seed, agent),
+                spec: self.spec.clone(),
+            })
+        });
+        let answers = join_all(begins).await;
+        for (agent, answer) in answers.into_iter().enumerate() {
+            let failure = match answer {
+                Ok(Ok(())) => continue,
+                Err(mailbox) => OperatorError::Gone(mailbox.to_string()),
+                Ok(Err(e)) => e,
+            };
+            if !failure.needs_restart() {
+                return Err(SessionError::Control(format!(
+                    "operator of {} could not start episode {}: {failure}",
+                    self.spec.agents[agent].id, episode.index
+                )));
+            }
+            // A fresh operator begins the episode as part of its restart.
+            self.restart(episode, Child::Agent(agent), failure.to_string())
+                .await?;
+        }
+        loop {
+            let reset = self
+                .env()
+                .send(Reset {
+                    seed: episode.seed,
+                    wants: self.wants.clone(),
+                })
+                .await;
+            match reset {
+                Ok(Ok(view)) => {
+                    episode.done = view.acting.is_empty();
+                    episode.terminated = episode.done;
+                    episode.view = view;
+                    episode.recovery.checkpointed = Some(Instant::now());
+                    return Ok(());
+                }
+                Ok(Err(EnvError::Crashed(failure))) => {
+                    self.restart(episode, Child::Env, failure).await?;
+                }
+                Err(mailbox) => {
+                    self.restart(episode, Child::Env, mailbox.to_string())
+                        .await?;
+                }
+                Ok(Err(e)) => return Err(self.env_error(e)),
+            }
+        }
     }
 
     /// The action taken when an operator gives none: the default action if legal here,
@@ -223,89 +416,428 @@ impl Handles {
         }
     }
 
-    async fn decide(&self, episode: &Episode) -> Vec<(usize, Decision, u64)> {
+    /// Asks the acting agents in `agents` (indices into `episode.view.acting`) for their
+    /// decisions. A late or failed answer becomes the fallback action; an operator that
+    /// must be restarted answers `Err` with the failure.
+    async fn decide(
+        &self,
+        episode: &Episode,
+        agents: &[usize],
+    ) -> Vec<(usize, Result<(Decision, u64), String>)> {
         let deadline = self
             .config
             .decision_timeout
             .map(|t| tokio::time::Instant::now() + t);
         let step = episode.view.steps;
-        let asks = episode
+        let operators = self.operators();
+        let asks = agents.iter().map(|&slot| {
+            let agent = episode.view.acting[slot];
+            let obs = &episode.view.observations[slot];
+            let request = operators[agent].decide.send(Decide {
+                obs: obs.clone(),
+                step,
+                deadline: deadline.map(tokio::time::Instant::into_std),
+            });
+            async move {
+                let started = Instant::now();
+                let answer = match deadline {
+                    Some(at) => tokio::time::timeout_at(at, request).await.ok(),
+                    None => Some(request.await),
+                };
+                let decision = match answer {
+                    None => Decision::fallback(
+                        self.fallback_action(obs),
+                        DecisionSource::Timeout,
+                        "no decision before the deadline",
+                    ),
+                    Some(Err(mailbox)) => {
+                        return (
+                            slot,
+                            Err(OperatorError::Gone(mailbox.to_string()).to_string()),
+                        );
+                    }
+                    Some(Ok(Err(failure))) if failure.needs_restart() => {
+                        return (slot, Err(failure.to_string()));
+                    }
+                    Some(Ok(Err(failure))) => Decision::fallback(
+                        self.fallback_action(obs),
+                        DecisionSource::Error,
+                        failure.to_string(),
+                    ),
+                    Some(Ok(Ok(decision))) if obs.is_legal(decision.action) => decision,
+                    Some(Ok(Ok(decision))) => {
+                        let mut fallback = Decision::fallback(
+                            self.fallback_action(obs),
+                            DecisionSource::Error,
+                            format!(
+                                "illegal action {} ({})",
+                                decision.action.0,
+                                self.spec.action_label(decision.action)
+                            ),
+                        );
+                        if let (Some(serde_json::Value::Object(into)), Some(original)) =
+                            (fallback.detail.as_mut(), decision.detail)
+                        {
+                            into.insert("operator".into(), original);
+                        }
+                        fallback
+                    }
+                };
+                (slot, Ok((decision, started.elapsed().as_micros() as u64)))
+            }
+        });
+        join_all(asks).await
+    }
+
+    /// Every acting agent's decision, restarting operators that fail until all have
+    /// answered (or the session gives up). In acting order: `(agent, decision, µs)`.
+    async fn decide_all(
+        &self,
+        episode: &mut Episode,
+    ) -> Result<Vec<(usize, Decision, u64)>, SessionError> {
+        let acting = episode.view.acting.len();
+        let mut decided: Vec<Option<(Decision, u64)>> = vec![None; acting];
+        let mut pending: Vec<usize> = (0..acting).collect();
+        while !pending.is_empty() {
+            let mut failed = None;
+            for (slot, answer) in self.decide(episode, &pending).await {
+                match answer {
+                    Ok(decision) => decided[slot] = Some(decision),
+                    Err(failure) => {
+                        failed.get_or_insert((episode.view.acting[slot], failure));
+                    }
+                }
+            }
+            pending.clear();
+            if let Some((agent, failure)) = failed {
+                let restarted = self.restart(episode, Child::Agent(agent), failure).await?;
+                // A restarted operator is back to its state before this step: ask it again
+                // (a deterministic operator answers the same).
+                for (slot, acting_agent) in episode.view.acting.iter().enumerate() {
+                    if decided[slot].is_none() || restarted.contains(&Child::Agent(*acting_agent)) {
+                        decided[slot] = None;
+                        pending.push(slot);
+                    }
+                }
+            }
+        }
+        Ok(episode
             .view
             .acting
             .iter()
-            .zip(&episode.view.observations)
-            .map(|(&agent, obs)| {
-                let request = self.operators[agent].decide.send(Decide {
-                    obs: obs.clone(),
-                    step,
-                    deadline: deadline.map(tokio::time::Instant::into_std),
-                });
-                async move {
-                    let started = Instant::now();
-                    let answer = match deadline {
-                        Some(at) => tokio::time::timeout_at(at, request).await.ok(),
-                        None => Some(request.await),
-                    };
-                    let decision = match answer {
-                        None => Decision::fallback(
-                            self.fallback_action(obs),
-                            DecisionSource::Timeout,
-                            "no decision before the deadline",
-                        ),
-                        Some(Err(mailbox)) => Decision::fallback(
-                            self.fallback_action(obs),
-                            DecisionSource::Error,
-                            OperatorError::Gone(mailbox.to_string()).to_string(),
-                        ),
-                        Some(Ok(Err(failure))) => Decision::fallback(
-                            self.fallback_action(obs),
-                            DecisionSource::Error,
-                            failure.to_string(),
-                        ),
-                        Some(Ok(Ok(decision))) if obs.is_legal(decision.action) => decision,
-                        Some(Ok(Ok(decision))) => {
-                            let mut fallback = Decision::fallback(
-                                self.fallback_action(obs),
-                                DecisionSource::Error,
-                                format!(
-                                    "illegal action {} ({})",
-                                    decision.action.0,
-                                    self.spec.action_label(decision.action)
-                                ),
-                            );
-                            if let (Some(serde_json::Value::Object(into)), Some(original)) =
-                                (fallback.detail.as_mut(), decision.detail)
-                            {
-                                into.insert("operator".into(), original);
-                            }
-                            fallback
-                        }
-                    };
-                    (agent, decision, started.elapsed().as_micros() as u64)
+            .zip(decided)
+            .filter_map(|(&agent, decision)| decision.map(|(d, us)| (agent, d, us)))
+            .collect())
+    }
+
+    /// Saves the environment's and the operators' state when the checkpoint interval has
+    /// passed; from then on recovery replays only what follows.
+    async fn checkpoint(&self, episode: &mut Episode) {
+        let interval = Duration::from_millis(self.config.supervision.checkpoint_interval_ms);
+        if episode
+            .recovery
+            .checkpointed
+            .is_some_and(|at| at.elapsed() < interval)
+        {
+            return;
+        }
+        episode.recovery.checkpointed = Some(Instant::now());
+        let step = episode.view.steps;
+        if self.env_snapshots.get() {
+            match self.env().send(TakeSnapshot).await {
+                Ok(Some(snapshot)) => {
+                    episode.recovery.env = Some((step, snapshot));
+                    episode.recovery.actions.clear();
                 }
-            });
-        join_all(asks).await
+                // The environment cannot save its state: recovery replays from the reset.
+                Ok(None) => self.env_snapshots.set(false),
+                Err(_) => {}
+            }
+        }
+        let operators = self.operators();
+        let wanted: Vec<usize> = (0..operators.len())
+            .filter(|&agent| self.operator_states.borrow()[agent])
+            .collect();
+        let saves = wanted.iter().map(|&agent| {
+            let state = operators[agent].state.clone();
+            async move {
+                let answer = match state {
+                    Some(state) => state.save.send(SaveState).await.ok(),
+                    None => Some(Ok(None)),
+                };
+                (agent, answer)
+            }
+        });
+        for (agent, answer) in join_all(saves).await {
+            match answer {
+                Some(Ok(Some(state))) => {
+                    episode.recovery.states[agent] = Some(state);
+                    episode.recovery.asked[agent].clear();
+                }
+                Some(Ok(None)) => self.operator_states.borrow_mut()[agent] = false,
+                // A failing checkpoint leaves the last one in place; the failure itself
+                // surfaces at the next decision.
+                Some(Err(e)) => {
+                    tracing::warn!(target: "mosaic::session", agent = %self.spec.agents[agent].id, "checkpoint failed: {e}");
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Restarts `failed` (and its siblings as the strategy says), rebuilds their state and
+    /// records the restart. Answers which children were restarted; gives up with
+    /// [`SessionError::Escalated`] past the restart limit.
+    async fn restart(
+        &self,
+        episode: &mut Episode,
+        failed: Child,
+        failure: String,
+    ) -> Result<Vec<Child>, SessionError> {
+        let detected = Instant::now();
+        let timestamp = mosaic_core::record::now_ms();
+        let agents = self.spec.agents.len();
+        let all = std::iter::once(Child::Env).chain((0..agents).map(Child::Agent));
+        let set: Vec<Child> = match self.config.supervision.strategy {
+            RestartStrategy::OneForOne => vec![failed],
+            RestartStrategy::OneForAll => all.collect(),
+            RestartStrategy::RestForOne => all.filter(|c| c.index() >= failed.index()).collect(),
+        };
+        tracing::warn!(target: "mosaic::session", operator = %self.config.operator_id, episode = episode.index, child = self.child_name(failed), "{failure}");
+        let mut recovery = Vec::new();
+        let mut diverged = None;
+        let mut last_failure = failure.clone();
+        for &child in &set {
+            loop {
+                if !self.windows.borrow_mut()[child.index()].allow(Instant::now()) {
+                    let intensity = self.windows.borrow()[child.index()].intensity();
+                    let error = format!(
+                        "{} failed more than {} times within {} ms (last: {last_failure})",
+                        self.child_name(child),
+                        intensity.max_restarts,
+                        intensity.period.as_millis()
+                    );
+                    episode.restarts.push(RestartRecord {
+                        child: self.child_name(failed).to_owned(),
+                        step_index: episode.view.steps,
+                        failure: failure.clone(),
+                        recovery: String::new(),
+                        recovered: false,
+                        diverged: None,
+                        recovery_ms: detected.elapsed().as_millis() as u64,
+                        timestamp,
+                    });
+                    return Err(SessionError::Escalated(error));
+                }
+                let rebuilt = match child {
+                    Child::Env => self.rebuild_env(episode).await,
+                    Child::Agent(agent) => self.rebuild_operator(episode, agent).await,
+                };
+                match rebuilt {
+                    Ok((how, divergence)) => {
+                        recovery.push(format!("{}: {how}", self.child_name(child)));
+                        diverged = diverged.or(divergence);
+                        break;
+                    }
+                    Err(again) => last_failure = again,
+                }
+            }
+        }
+        episode.restarts.push(RestartRecord {
+            child: self.child_name(failed).to_owned(),
+            step_index: episode.view.steps,
+            failure,
+            recovery: recovery.join("; "),
+            recovered: true,
+            diverged,
+            recovery_ms: detected.elapsed().as_millis() as u64,
+            timestamp,
+        });
+        Ok(set)
+    }
+
+    /// A new environment brought to the episode's current step: restored from the last
+    /// snapshot (or reset from the seed), then the actions since replayed. Answers how,
+    /// and where the replay diverged from the first run, if it did.
+    async fn rebuild_env(&self, episode: &Episode) -> Result<(String, Option<String>), String> {
+        let env = self.factory.env().map_err(|e| e.to_string())?;
+        let addr = EnvActor::new(env).start();
+        let masks = Arc::new(vec![ObsRequest::MASK_ONLY; self.spec.agents.len()]);
+        let started_from = if !episode.view.observations.is_empty() || episode.view.steps > 0 {
+            match &episode.recovery.env {
+                Some((step, snapshot)) => {
+                    addr.send(RestoreSnapshot(snapshot.clone()))
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .map_err(|e| e.to_string())?;
+                    format!("snapshot at step {step}")
+                }
+                None => {
+                    addr.send(Reset {
+                        seed: episode.seed,
+                        wants: masks.clone(),
+                    })
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
+                    "reset from the seed".to_owned()
+                }
+            }
+        } else {
+            // Not reset yet: the episode's reset follows.
+            self.children.borrow_mut().env = addr;
+            return Ok(("restarted before the reset".to_owned(), None));
+        };
+        for actions in &episode.recovery.actions {
+            addr.send(Step {
+                actions: actions.clone(),
+                wants: masks.clone(),
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        }
+        let view = addr
+            .send(Observe {
+                wants: masks.clone(),
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let diverged = (view.steps != episode.view.steps
+            || view.acting != episode.view.acting
+            || view
+                .observations
+                .iter()
+                .zip(&episode.view.observations)
+                .any(|(now, then)| now.legal != then.legal))
+        .then(|| {
+            format!(
+                "environment replay reached step {} with agents {:?} acting; the episode was at step {} with {:?}",
+                view.steps, view.acting, episode.view.steps, episode.view.acting
+            )
+        });
+        self.children.borrow_mut().env = addr;
+        Ok((
+            format!(
+                "{started_from}, replayed {} steps",
+                episode.recovery.actions.len()
+            ),
+            diverged,
+        ))
+    }
+
+    /// A new operator for `agent` brought to its state before the current step: the
+    /// episode begun, the last checkpointed state loaded, the decisions since replayed.
+    async fn rebuild_operator(
+        &self,
+        episode: &Episode,
+        agent: usize,
+    ) -> Result<(String, Option<String>), String> {
+        let handle = self.factory.operator(agent).map_err(|e| e.to_string())?;
+        let gone = |e: MailboxError| OperatorError::Gone(e.to_string()).to_string();
+        handle
+            .begin
+            .send(BeginEpisode {
+                ctx: self.agent_context(episode.seed, agent),
+                spec: self.spec.clone(),
+            })
+            .await
+            .map_err(gone)?
+            .map_err(|e| e.to_string())?;
+        let mut how = "episode begun".to_owned();
+        if let Some(state) = &episode.recovery.states[agent] {
+            let load = handle
+                .state
+                .as_ref()
+                .ok_or_else(|| "the restarted operator cannot restore its checkpoint".to_owned())?;
+            load.load
+                .send(LoadState(state.clone()))
+                .await
+                .map_err(gone)?
+                .map_err(|e| e.to_string())?;
+            how = "checkpoint restored".to_owned();
+        }
+        let mut diverged = None;
+        let asked = &episode.recovery.asked[agent];
+        for question in asked {
+            let answer = handle
+                .decide
+                .send(Decide {
+                    obs: question.obs.clone(),
+                    step: question.step,
+                    deadline: None,
+                })
+                .await
+                .map_err(gone)?;
+            let answered = match answer {
+                Ok(decision) => Some(decision.action),
+                Err(e) if e.needs_restart() => return Err(e.to_string()),
+                Err(_) => None,
+            };
+            if question.source == DecisionSource::Policy
+                && answered != Some(question.action)
+                && diverged.is_none()
+            {
+                diverged = Some(format!(
+                    "{}'s replayed decision at step {} was {} instead of {}",
+                    self.spec.agents[agent].id,
+                    question.step,
+                    answered.map_or("an error".to_owned(), |a| self
+                        .spec
+                        .action_label(a)
+                        .to_owned()),
+                    self.spec.action_label(question.action)
+                ));
+            }
+        }
+        let mut children = self.children.borrow_mut();
+        let mut operators = children.operators.as_ref().clone();
+        operators[agent] = handle;
+        children.operators = Rc::new(operators);
+        Ok((
+            format!("{how}, replayed {} decisions", asked.len()),
+            diverged,
+        ))
     }
 
     /// Takes one step of `episode`; emits its records. Returns the env error, if any, after
     /// which the episode is over.
     async fn step(&self, episode: &mut Episode) -> Result<(), SessionError> {
-        let decisions = self.decide(episode).await;
+        self.checkpoint(episode).await;
+        let decisions = self.decide_all(episode).await?;
         let agents = self.spec.agents.len();
         let mut actions: Vec<Option<Action>> = vec![None; agents];
-        for (agent, decision, _) in &decisions {
-            actions[*agent] = Some(decision.action);
-        }
         let step_index = episode.view.steps;
-        let mut view = self
-            .env
-            .send(Step {
-                actions,
-                wants: self.wants.clone(),
-            })
-            .await
-            .map_err(|e| self.env_error(e))?
-            .map_err(|e| self.env_error(e))?;
+        for ((agent, decision, _), obs) in decisions.iter().zip(&episode.view.observations) {
+            actions[*agent] = Some(decision.action);
+            episode.recovery.asked[*agent].push(Asked {
+                step: step_index,
+                obs: obs.clone(),
+                action: decision.action,
+                source: decision.source,
+            });
+        }
+        let mut view = loop {
+            let stepped = self
+                .env()
+                .send(Step {
+                    actions: actions.clone(),
+                    wants: self.wants.clone(),
+                })
+                .await;
+            match stepped {
+                Ok(Ok(view)) => break view,
+                Ok(Err(EnvError::Crashed(failure))) => {
+                    self.restart(episode, Child::Env, failure).await?;
+                }
+                Err(mailbox) => {
+                    self.restart(episode, Child::Env, mailbox.to_string())
+                        .await?;
+                }
+                Ok(Err(e)) => return Err(self.env_error(e)),
+            }
+        };
+        episode.recovery.actions.push(actions);
         let transition = view
             .transition
             .take()
@@ -367,7 +899,7 @@ impl Handles {
             if records.is_empty() {
                 events.extend(agentless_events.by_ref().cloned());
             }
-            let op = &self.operators[agent];
+            let (kind, paradigm) = &self.agents[agent];
             let tally = &mut episode.results[agent];
             let (action, label, source, detail, micros, observation) = match acted[agent].take() {
                 Some((decision, micros)) => {
@@ -411,8 +943,8 @@ impl Handles {
                 seed: episode.seed,
                 step_index,
                 agent_id: self.spec.agents[agent].id.clone(),
-                paradigm: op.paradigm,
-                kind: op.kind.clone(),
+                paradigm: *paradigm,
+                kind: kind.clone(),
                 action,
                 action_label: label,
                 decision_source: source,
@@ -450,7 +982,7 @@ impl Handles {
     }
 
     async fn finish(&self, episode: &Episode, error: Option<String>) -> Arc<EpisodeRecord> {
-        let summary = self.env.send(Summarise).await.ok();
+        let summary = self.env().send(Summarise).await.ok();
         let (outcome, metrics) = summary.map(|s| (s.outcome, s.metrics)).unwrap_or_default();
         let duration = episode.started.elapsed();
         let agents = self
@@ -461,8 +993,8 @@ impl Handles {
             .map(|(i, spec)| AgentResult {
                 agent_id: spec.id.clone(),
                 team: spec.team.clone(),
-                paradigm: self.operators[i].paradigm,
-                kind: self.operators[i].kind.clone(),
+                paradigm: self.agents[i].1,
+                kind: self.agents[i].0.clone(),
                 total_reward: episode.returns[i],
                 outcome: outcome.as_ref().and_then(|o| o.get(i).copied()),
                 decisions: episode.results[i].decisions,
@@ -484,6 +1016,7 @@ impl Handles {
             agents,
             metrics,
             error,
+            restarts: episode.restarts.clone(),
             duration_ms: duration.as_millis() as u64,
             steps_per_s: f64::from(episode.view.steps) / duration.as_secs_f64().max(1e-9),
             timestamp: mosaic_core::record::now_ms(),
@@ -501,8 +1034,14 @@ impl Handles {
         record
     }
 
+    /// Runs a whole episode. Every failure, including one to start it, is recorded in its
+    /// roll-up.
     async fn run_episode(&self, index: u32, seed: u64) -> Result<Arc<EpisodeRecord>, SessionError> {
-        let mut episode = self.begin(index, seed).await?;
+        let mut episode = self.new_episode(index, seed);
+        if let Err(error) = self.start(&mut episode).await {
+            episode.done = true;
+            return Ok(self.finish(&episode, Some(error.to_string())).await);
+        }
         while !episode.done {
             if let Err(error) = self.step(&mut episode).await {
                 episode.done = true;
@@ -518,28 +1057,36 @@ impl Handles {
 
 /// Runs the episodes of one operator configuration. See the module docs.
 pub struct Session {
-    handles: Arc<Handles>,
+    handles: Rc<Handles>,
     episode: Option<Episode>,
 }
 
 impl Session {
     /// Builds the environment and the operators of `operator` on the current arbiter.
     /// Errors name the offending field relative to the operator spec
-    /// (e.g. `agents.green_0.kind`).
+    /// (e.g. `agents.green_0.kind`). A child that fails to start is tried again within the
+    /// restart limit of `config.supervision`; past it, the error is a start failure
+    /// ([`SpecError::start_failure`]).
     pub fn build(
         config: SessionConfig,
         operator: &OperatorSpec,
         envs: &EnvRegistry,
         kinds: &OperatorRegistry,
         subscribers: Subscribers,
-    ) -> Result<Self, mosaic_core::SpecError> {
-        let env = envs.make(&operator.env, &operator.env_settings)?;
+    ) -> Result<Self, SpecError> {
+        let intensity = Intensity::new(
+            config.supervision.max_restarts,
+            Duration::from_millis(config.supervision.period_ms),
+        );
+        let mut env_window = RestartWindow::new(intensity);
+        let env = retry_start(&mut env_window, || {
+            envs.make(&operator.env, &operator.env_settings)
+        })?;
         let spec = Arc::new(env.spec().clone());
-        let scripted = envs.get(&operator.env).and_then(|k| k.scripted);
         for slot in operator.agents.keys() {
             if slot != mosaic_core::experiment::DEFAULT_SLOT && spec.agent_index(slot).is_none() {
                 let known: Vec<_> = spec.agents.iter().map(|a| a.id.as_str()).collect();
-                return Err(mosaic_core::SpecError::new(
+                return Err(SpecError::new(
                     format!("agents.{slot}"),
                     format!(
                         "`{slot}` is not an agent of {} (agents: {})",
@@ -550,43 +1097,22 @@ impl Session {
             }
         }
         let channel = Channel::start(&spec, ChannelConfig::default());
-        let resources = SessionResources {
-            channel: Some(channel.clone()),
+        let factory = Factory {
+            envs: envs.clone(),
+            kinds: kinds.clone(),
+            operator: operator.clone(),
+            spec: spec.clone(),
+            scripted: envs.get(&operator.env).and_then(|k| k.scripted),
+            resources: SessionResources {
+                channel: Some(channel.clone()),
+            },
         };
+        let mut windows = vec![env_window];
         let mut operators = Vec::with_capacity(spec.agents.len());
-        for (agent, agent_spec) in spec.agents.iter().enumerate() {
-            let key = if operator.agents.contains_key(&agent_spec.id) {
-                agent_spec.id.as_str()
-            } else {
-                mosaic_core::experiment::DEFAULT_SLOT
-            };
-            let slot = operator.agents.get(key).ok_or_else(|| {
-                mosaic_core::SpecError::new(
-                    "agents",
-                    format!(
-                        "no operator for agent `{}` (name it, or add a `\"*\"` slot)",
-                        agent_spec.id
-                    ),
-                )
-            })?;
-            let cx = SpawnContext {
-                env_name: &operator.env,
-                env_settings: &operator.env_settings,
-                spec: &spec,
-                agent,
-                slot,
-                scripted,
-                session: &resources,
-            };
-            let handle = kinds.spawn(&cx).map_err(|e| {
-                let path = if e.path.is_empty() {
-                    format!("agents.{key}")
-                } else {
-                    format!("agents.{key}.{}", e.path)
-                };
-                mosaic_core::SpecError::new(path, e.message)
-            })?;
-            operators.push(handle);
+        for agent in 0..spec.agents.len() {
+            let mut window = RestartWindow::new(intensity);
+            operators.push(retry_start(&mut window, || factory.operator(agent))?);
+            windows.push(window);
         }
         let mut wants: Vec<ObsRequest> = operators.iter().map(|o| o.wants).collect();
         if config.record_observations {
@@ -594,16 +1120,28 @@ impl Session {
                 want.text = true;
             }
         }
+        let agents = operators
+            .iter()
+            .map(|o| (o.kind.clone(), o.paradigm))
+            .collect();
+        let operator_states = operators.iter().map(|o| o.state.is_some()).collect();
         let env = EnvActor::new(env).start();
         Ok(Self {
-            handles: Arc::new(Handles {
+            handles: Rc::new(Handles {
                 config,
                 spec,
-                env,
+                factory,
+                children: RefCell::new(Children {
+                    env,
+                    operators: Rc::new(operators),
+                }),
+                agents,
                 channel,
-                operators,
                 wants: Arc::new(wants),
                 subscribers,
+                windows: RefCell::new(windows),
+                env_snapshots: Cell::new(true),
+                operator_states: RefCell::new(operator_states),
             }),
             episode: None,
         })
@@ -615,13 +1153,35 @@ impl Session {
     }
 
     /// The paradigm and kind of each agent's operator, in agent order.
-    pub fn operators(&self) -> &[OperatorHandle] {
-        &self.handles.operators
+    pub fn operators(&self) -> Rc<Vec<OperatorHandle>> {
+        self.handles.operators()
     }
 
-    /// The environment actor (for rendering).
+    /// The environment actor (for rendering); a restart replaces it.
     pub fn env(&self) -> Addr<EnvActor> {
-        self.handles.env.clone()
+        self.handles.env()
+    }
+}
+
+/// Starts a child with `start`, trying again after start failures while `window` allows.
+fn retry_start<T>(
+    window: &mut RestartWindow,
+    mut start: impl FnMut() -> Result<T, SpecError>,
+) -> Result<T, SpecError> {
+    loop {
+        match start() {
+            Err(e) if e.start_failure && window.allow(Instant::now()) => {
+                tracing::warn!(target: "mosaic::session", "{e}; starting again");
+            }
+            Err(e) if e.start_failure => {
+                let attempts = window.count();
+                return Err(SpecError {
+                    message: format!("{} (gave up after {attempts} attempts)", e.message),
+                    ..e
+                });
+            }
+            other => return other,
+        }
     }
 }
 

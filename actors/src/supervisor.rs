@@ -121,6 +121,57 @@ impl Intensity {
     }
 }
 
+/// Restarts counted within a sliding window: the intensity check of supervisors and
+/// sessions.
+///
+/// ```
+/// use mosaic_actors::supervisor::{Intensity, RestartWindow};
+/// use std::time::{Duration, Instant};
+/// let mut window = RestartWindow::new(Intensity::new(2, Duration::from_secs(60)));
+/// let now = Instant::now();
+/// assert!(window.allow(now));
+/// assert!(window.allow(now));
+/// assert!(!window.allow(now), "a third restart within the minute escalates");
+/// ```
+#[derive(Clone, Debug)]
+pub struct RestartWindow {
+    intensity: Intensity,
+    restarts: VecDeque<Instant>,
+}
+
+impl RestartWindow {
+    /// An empty window for `intensity`.
+    pub fn new(intensity: Intensity) -> Self {
+        Self {
+            intensity,
+            restarts: VecDeque::new(),
+        }
+    }
+
+    /// The limit counted against.
+    pub fn intensity(&self) -> Intensity {
+        self.intensity
+    }
+
+    /// Counts a restart at `now`; `false` if it exceeds the intensity.
+    pub fn allow(&mut self, now: Instant) -> bool {
+        self.restarts.push_back(now);
+        while let Some(&oldest) = self.restarts.front() {
+            if now.duration_since(oldest) > self.intensity.period {
+                self.restarts.pop_front();
+            } else {
+                break;
+            }
+        }
+        self.restarts.len() <= self.intensity.max_restarts as usize
+    }
+
+    /// Restarts within the window, counting a refused one.
+    pub fn count(&self) -> usize {
+        self.restarts.len()
+    }
+}
+
 impl Default for Intensity {
     /// 1 restart per 5 s, as in OTP.
     fn default() -> Self {
@@ -623,10 +674,9 @@ enum Escalation {
 pub struct Supervisor {
     name: String,
     strategy: Strategy,
-    intensity: Intensity,
     specs: Vec<ChildSpec>,
     slots: Vec<ChildSlot>,
-    restarts: VecDeque<Instant>,
+    restarts: RestartWindow,
     events: Option<EventSink>,
     escalation: Escalation,
     stopping: bool,
@@ -639,10 +689,9 @@ impl Supervisor {
         Self {
             name: name.into(),
             strategy: Strategy::default(),
-            intensity: Intensity::default(),
             specs: Vec::new(),
             slots: Vec::new(),
-            restarts: VecDeque::new(),
+            restarts: RestartWindow::new(Intensity::default()),
             events: None,
             escalation: Escalation::None,
             stopping: false,
@@ -657,7 +706,7 @@ impl Supervisor {
 
     /// With this restart intensity.
     pub fn intensity(mut self, intensity: Intensity) -> Self {
-        self.intensity = intensity;
+        self.restarts = RestartWindow::new(intensity);
         self
     }
 
@@ -738,15 +787,7 @@ impl Supervisor {
 
     /// Counts a restart; `false` if it exceeds the intensity.
     fn allow_restart(&mut self, now: Instant) -> bool {
-        self.restarts.push_back(now);
-        while let Some(&oldest) = self.restarts.front() {
-            if now.duration_since(oldest) > self.intensity.period {
-                self.restarts.pop_front();
-            } else {
-                break;
-            }
-        }
-        self.restarts.len() <= self.intensity.max_restarts as usize
+        self.restarts.allow(now)
     }
 
     /// Takes the running instances of `indices` (to stop them), last first.
@@ -785,9 +826,9 @@ impl Supervisor {
             let error = SupervisorError::IntensityExceeded {
                 supervisor: self.name.clone(),
                 child: name,
-                restarts: self.restarts.len(),
-                limit: self.intensity.max_restarts,
-                period: self.intensity.period,
+                restarts: self.restarts.count(),
+                limit: self.restarts.intensity().max_restarts,
+                period: self.restarts.intensity().period,
                 exit,
             };
             ctx.wait(stop_all(failed).into_actor(self));

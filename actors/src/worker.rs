@@ -119,8 +119,10 @@ pub fn register(registry: &mut OperatorRegistry) {
                 cx.env_name,
                 cx.spec.agents.get(cx.agent).map_or("?", |a| a.id.as_str())
             );
-            WorkerPolicy::spawn(&settings, &name)
-                .map_err(|e| SpecError::new("command", format!("{name}: {e}")))
+            WorkerPolicy::spawn(&settings, &name).map_err(|e| match e {
+                WorkerError::Config(_) => SpecError::new("command", format!("{name}: {e}")),
+                _ => SpecError::start_failure("command", format!("{name}: {e}")),
+            })
         }),
     });
 }

@@ -2,56 +2,17 @@
 
 mod common;
 
+use common::collect::{collector, stripped};
+
 use actix::prelude::*;
 use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
 use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
 use mosaic_actors::runner::Runner;
 use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
-use mosaic_actors::{BeginEpisode, Decide, EpisodeEvent, OperatorError, StepEvent};
-use mosaic_core::record::{EpisodeRecord, StepRecord, strip_volatile};
+use mosaic_actors::{BeginEpisode, Decide, OperatorError};
 use mosaic_core::{Action, Decision, DecisionSource, ExperimentSpec, ObsRequest, Paradigm, RunId};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-#[derive(Default, Clone)]
-struct Collected {
-    steps: Arc<Mutex<Vec<StepRecord>>>,
-    episodes: Arc<Mutex<Vec<EpisodeRecord>>>,
-}
-
-struct Collector(Collected);
-
-impl Actor for Collector {
-    type Context = Context<Self>;
-}
-
-impl Handler<StepEvent> for Collector {
-    type Result = ();
-    fn handle(&mut self, msg: StepEvent, _: &mut Context<Self>) {
-        self.0
-            .steps
-            .lock()
-            .unwrap()
-            .extend(msg.records.iter().cloned());
-    }
-}
-
-impl Handler<EpisodeEvent> for Collector {
-    type Result = ();
-    fn handle(&mut self, msg: EpisodeEvent, _: &mut Context<Self>) {
-        self.0.episodes.lock().unwrap().push((*msg.record).clone());
-    }
-}
-
-fn collector() -> (Collected, Subscribers) {
-    let collected = Collected::default();
-    let addr = Collector(collected.clone()).start();
-    let subscribers = Subscribers {
-        steps: vec![addr.clone().recipient()],
-        episodes: vec![addr.recipient()],
-    };
-    (collected, subscribers)
-}
 
 /// Answers `right` after sleeping, or an illegal action, to exercise the session's
 /// fallbacks.
@@ -135,19 +96,6 @@ fn session(spec: &ExperimentSpec, op: usize, subscribers: Subscribers) -> Addr<S
     )
     .unwrap()
     .start()
-}
-
-fn stripped<T: serde::Serialize>(records: &[T]) -> Vec<String> {
-    let mut lines: Vec<String> = records
-        .iter()
-        .map(|r| {
-            let mut v = serde_json::to_value(r).unwrap();
-            strip_volatile(&mut v);
-            v.to_string()
-        })
-        .collect();
-    lines.sort();
-    lines
 }
 
 #[actix::test]

@@ -139,12 +139,101 @@ pub struct ExperimentSpec {
     /// Record each agent's observation text in step records.
     #[serde(default)]
     pub record_observations: bool,
+    /// How failed environments and operators are restarted.
+    #[serde(default, skip_serializing_if = "SupervisionSpec::is_default")]
+    pub supervision: SupervisionSpec,
     /// The operators, run side by side under shared seeds.
     pub operators: Vec<OperatorSpec>,
 }
 
 fn one() -> usize {
     1
+}
+
+/// Fault recovery of a run's sessions: each session supervises its environment and the
+/// operators of its agents (see `docs/semantics.md`, "Supervision").
+///
+/// ```
+/// let s: mosaic_core::experiment::SupervisionSpec =
+///     serde_json::from_value(serde_json::json!({"max_restarts": 5})).unwrap();
+/// assert_eq!(s.period_ms, 60_000);
+/// assert_eq!(s.on_escalation, mosaic_core::experiment::OnEscalation::Continue);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisionSpec {
+    /// Which children restart when one fails.
+    #[serde(default)]
+    pub strategy: RestartStrategy,
+    /// Restarts of one child allowed within `period_ms`; one more escalates.
+    #[serde(default = "default_max_restarts")]
+    pub max_restarts: u32,
+    /// The sliding window of the restart limit, milliseconds.
+    #[serde(default = "default_period_ms")]
+    pub period_ms: u64,
+    /// How much work may be lost to a failure, milliseconds: the environment's and the
+    /// operators' state is checkpointed once this long has passed since the last
+    /// checkpoint, and recovery replays at most the steps taken since.
+    #[serde(default = "default_checkpoint_interval_ms")]
+    pub checkpoint_interval_ms: u64,
+    /// What the run does when a session gives up.
+    #[serde(default)]
+    pub on_escalation: OnEscalation,
+}
+
+fn default_max_restarts() -> u32 {
+    3
+}
+
+fn default_period_ms() -> u64 {
+    60_000
+}
+
+fn default_checkpoint_interval_ms() -> u64 {
+    1_000
+}
+
+impl Default for SupervisionSpec {
+    fn default() -> Self {
+        Self {
+            strategy: RestartStrategy::default(),
+            max_restarts: default_max_restarts(),
+            period_ms: default_period_ms(),
+            checkpoint_interval_ms: default_checkpoint_interval_ms(),
+            on_escalation: OnEscalation::default(),
+        }
+    }
+}
+
+impl SupervisionSpec {
+    /// Whether every field has its default (then it is left out of files).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Which of a session's children restart when one fails.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RestartStrategy {
+    /// Only the failed child.
+    #[default]
+    OneForOne,
+    /// The environment and every operator.
+    OneForAll,
+    /// The failed child and those after it (environment first, then agents in order).
+    RestForOne,
+}
+
+/// What a run does when a session exceeds its restart limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnEscalation {
+    /// Record the episode as failed and go on with the rest of the run.
+    #[default]
+    Continue,
+    /// Stop the run with the error (what is recorded is kept; `mosaic resume` continues).
+    Stop,
 }
 
 /// A structural problem in an experiment, with the path of the offending field.
@@ -155,6 +244,10 @@ pub struct SpecError {
     pub path: String,
     /// What is wrong.
     pub message: String,
+    /// The configuration is fine but what it describes could not be started (a worker
+    /// process exited during its handshake): supervision may try again, and validation
+    /// does not reject the experiment for it.
+    pub start_failure: bool,
 }
 
 impl SpecError {
@@ -163,6 +256,23 @@ impl SpecError {
         Self {
             path: path.into(),
             message: message.into(),
+            start_failure: false,
+        }
+    }
+
+    /// A start failure at `path` (see [`SpecError::start_failure`]).
+    pub fn start_failure(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            start_failure: true,
+            ..Self::new(path, message)
+        }
+    }
+
+    /// The same error at `path` (e.g. relative to an enclosing field), keeping its kind.
+    pub fn at(self, path: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            ..self
         }
     }
 }
@@ -186,6 +296,12 @@ impl ExperimentSpec {
                     seeds.len(),
                     self.episodes
                 ),
+            ));
+        }
+        if self.supervision.period_ms == 0 {
+            return Err(SpecError::new(
+                "supervision.period_ms",
+                "must be at least 1",
             ));
         }
         if self.operators.is_empty() {

@@ -25,6 +25,7 @@ pub const VOLATILE_FIELDS: &[&str] = &[
     "steps_per_s",
     "started",
     "finished",
+    "restarts",
 ];
 
 /// One agent at one environment step. Every agent alive at the start of the step gets one
@@ -141,6 +142,9 @@ pub struct EpisodeRecord {
     /// Why the episode failed, if it did (its steps up to the failure are recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Failures recovered from during the episode (volatile: a clean run has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarts: Vec<RestartRecord>,
     /// Wall time of the episode, milliseconds (volatile).
     #[serde(default)]
     pub duration_ms: u64,
@@ -149,6 +153,29 @@ pub struct EpisodeRecord {
     pub steps_per_s: f64,
     /// Unix time in milliseconds when the episode ended (volatile).
     #[serde(default)]
+    pub timestamp: u64,
+}
+
+/// One failure of an environment or operator and how it was recovered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RestartRecord {
+    /// `env`, or the agent id whose operator failed.
+    pub child: String,
+    /// The step being taken when the failure was detected.
+    pub step_index: u32,
+    /// What failed.
+    pub failure: String,
+    /// How the state was rebuilt, e.g. `snapshot at step 40, replayed 3 steps`; empty when
+    /// the restart failed.
+    pub recovery: String,
+    /// Whether the child runs again with its state rebuilt (`false`: it escalated).
+    pub recovered: bool,
+    /// When a replay produced other decisions or observations than the first time: where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diverged: Option<String>,
+    /// Time from the failure's detection to the restored child, milliseconds.
+    pub recovery_ms: u64,
+    /// Unix time in milliseconds of the detection.
     pub timestamp: u64,
 }
 

@@ -181,6 +181,7 @@ pub fn episode(unit: &UnitSpec, steps: u32, agents: usize) -> SyntheticEpisode {
         agents: agents_results,
         metrics,
         error: None,
+        restarts: Vec::new(),
         duration_ms: u64::from(steps) / 4 + 1,
         steps_per_s: f64::from(steps) * 4000.0 / f64::from(steps + 4),
         timestamp: 1_700_000_000_000 + u64::from(steps),
@@ -212,6 +213,7 @@ pub fn manifest(run_id: &str, operators: &[&str], episodes: u32, base_seed: u64)
         pace_ms: 0,
         decision_timeout_ms: None,
         record_observations: false,
+        supervision: Default::default(),
         operators: operators
             .iter()
             .map(|id| OperatorSpec {

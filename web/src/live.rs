@@ -188,7 +188,7 @@ impl Live {
             let agents = spec
                 .agents
                 .iter()
-                .zip(session.operators())
+                .zip(session.operators().iter())
                 .map(|(agent, handle)| AgentView {
                     id: agent.id.clone(),
                     team: agent.team.clone(),

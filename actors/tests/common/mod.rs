@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod collect;
+
 use mosaic_adapters::{EnvKind, EnvRegistry};
 use mosaic_core::experiment::parse_settings;
 use mosaic_core::rng::seeded;

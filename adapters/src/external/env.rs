@@ -165,8 +165,10 @@ pub fn make_external(
         Some(Family::PettingZoo(path)) => format!("pettingzoo:{path}"),
         None => "worker".to_owned(),
     };
-    let env = ExternalEnv::start(&name, family, &parsed)
-        .map_err(|e| SpecError::new("", format!("{name}: {e}")))?;
+    let env = ExternalEnv::start(&name, family, &parsed).map_err(|e| match e {
+        WorkerError::Config(_) => SpecError::new("", format!("{name}: {e}")),
+        _ => SpecError::start_failure("", format!("{name}: {e}")),
+    })?;
     Ok(Box::new(env))
 }
 

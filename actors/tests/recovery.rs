@@ -1,0 +1,407 @@
+//! Fault recovery inside sessions: panicking operators and environments are restarted,
+//! brought back to their state before the failed step, and the episode's records equal a
+//! clean run's.
+
+mod common;
+
+use common::collect::{collector, stripped};
+use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
+use mosaic_actors::runner::{RunError, Runner};
+use mosaic_adapters::{EnvKind, EnvRegistry};
+use mosaic_core::baseline::Random;
+use mosaic_core::experiment::{SpecError, parse_settings};
+use mosaic_core::{
+    AgentContext, Decision, EnvError, EnvSpec, Environment, ExperimentSpec, ObsRequest,
+    Observation, Paradigm, Policy, RunId, Settings, Snapshot, Transition,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Instances started so far, per test key (tests run in parallel in one process).
+static STARTS: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
+
+fn count_start(key: &str) -> u32 {
+    let mut starts = STARTS.lock().unwrap();
+    let counter = starts
+        .get_or_insert_with(HashMap::new)
+        .entry(key.to_owned())
+        .or_default();
+    *counter += 1;
+    *counter
+}
+
+/// soccer-2v2 whose first `panics` instances panic when asked to take step `at`.
+struct FlakyEnv {
+    inner: Box<dyn Environment>,
+    panic_at: Option<u32>,
+    snapshots: bool,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlakySettings {
+    key: String,
+    at: u32,
+    panics: u32,
+    #[serde(default = "yes")]
+    snapshots: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn make_flaky(settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
+    let flaky: FlakySettings = parse_settings(settings)?;
+    let instance = count_start(&format!("env:{}", flaky.key));
+    Ok(Box::new(FlakyEnv {
+        inner: EnvRegistry::native().make("soccer-2v2", &Settings::new())?,
+        panic_at: (instance <= flaky.panics).then_some(flaky.at),
+        snapshots: flaky.snapshots,
+    }))
+}
+
+impl Environment for FlakyEnv {
+    fn spec(&self) -> &EnvSpec {
+        self.inner.spec()
+    }
+    fn reset(&mut self, seed: u64) -> Result<(), EnvError> {
+        self.inner.reset(seed)
+    }
+    fn acting(&self) -> Vec<usize> {
+        self.inner.acting()
+    }
+    fn observe(&self, agent: usize, want: ObsRequest) -> Observation {
+        self.inner.observe(agent, want)
+    }
+    fn step(
+        &mut self,
+        actions: &[Option<mosaic_core::Action>],
+        out: &mut Transition,
+    ) -> Result<(), EnvError> {
+        if self.panic_at == Some(self.inner.steps()) {
+            panic!("injected environment panic at step {}", self.inner.steps());
+        }
+        self.inner.step(actions, out)
+    }
+    fn steps(&self) -> u32 {
+        self.inner.steps()
+    }
+    fn outcome(&self) -> Option<Vec<mosaic_core::Outcome>> {
+        self.inner.outcome()
+    }
+    fn metrics(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.inner.metrics()
+    }
+    fn snapshot(&self) -> Option<Snapshot> {
+        self.snapshots.then(|| self.inner.snapshot()).flatten()
+    }
+    fn restore(&mut self, snapshot: &Snapshot) -> Result<(), EnvError> {
+        self.inner.restore(snapshot)
+    }
+}
+
+/// The random baseline, except that the first `panics` instances panic at step `at`.
+struct FlakyPolicy {
+    random: Random,
+    panic_at: Option<u32>,
+}
+
+impl Policy for FlakyPolicy {
+    fn paradigm(&self) -> Paradigm {
+        Paradigm::Random
+    }
+    fn reset(&mut self, ctx: &AgentContext) {
+        self.random.reset(ctx);
+    }
+    fn decide(&mut self, obs: &Observation) -> Decision {
+        if self.panic_at == Some(obs.step) {
+            panic!("injected operator panic at step {}", obs.step);
+        }
+        self.random.decide(obs)
+    }
+    fn save_state(&self) -> Option<serde_json::Value> {
+        self.random.save_state()
+    }
+    fn load_state(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        self.random.load_state(state)
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlakyPolicySettings {
+    key: String,
+    at: u32,
+    panics: u32,
+    /// Never start: every start fails.
+    #[serde(default)]
+    never_starts: bool,
+}
+
+fn registries() -> (Arc<EnvRegistry>, Arc<OperatorRegistry>) {
+    let mut envs = EnvRegistry::native();
+    envs.register(EnvKind {
+        name: "flaky-soccer",
+        summary: "soccer-2v2 that panics on purpose",
+        settings: &[],
+        make: make_flaky,
+        scripted: None,
+    });
+    let mut kinds = OperatorRegistry::baselines();
+    kinds.register(OperatorKind {
+        name: "flaky",
+        summary: "random, panicking on purpose",
+        settings: &[],
+        spawn: Arc::new(|cx| {
+            let settings: FlakyPolicySettings = parse_settings(&cx.slot.settings)?;
+            if settings.never_starts {
+                return Err(SpecError::start_failure("", "injected start failure"));
+            }
+            let instance = count_start(&format!("op:{}", settings.key));
+            Ok(OperatorHandle::start_policy(
+                "flaky",
+                Box::new(FlakyPolicy {
+                    random: Random::default(),
+                    panic_at: (instance <= settings.panics).then_some(settings.at),
+                }),
+            ))
+        }),
+    });
+    (Arc::new(envs), Arc::new(kinds))
+}
+
+/// Soccer with `green_0` driven by `green_0` (a slot spec), the rest random, 3 episodes.
+fn experiment(
+    env: serde_json::Value,
+    green_0: serde_json::Value,
+    supervision: serde_json::Value,
+) -> ExperimentSpec {
+    let mut spec = serde_json::json!({
+        "name": "faults",
+        "episodes": 3,
+        "max_steps": 40,
+        "seeds": {"plan": "procedural", "base": 7},
+        "supervision": supervision,
+        "operators": [{"id": "op", "agents": {"*": {"kind": "random"}, "green_0": green_0}}]
+    });
+    spec["operators"][0]["env"] = env["env"].clone();
+    if let Some(settings) = env.get("env_settings") {
+        spec["operators"][0]["env_settings"] = settings.clone();
+    }
+    serde_json::from_value(spec).unwrap()
+}
+
+struct Outcome {
+    steps: Vec<String>,
+    episodes: Vec<String>,
+    raw: Vec<mosaic_core::record::EpisodeRecord>,
+    result: Result<(), RunError>,
+}
+
+async fn run(spec: ExperimentSpec) -> Outcome {
+    let (envs, kinds) = registries();
+    let runner = Runner::new(spec, RunId::from("r"), envs, kinds);
+    let (collected, subscribers) = collector();
+    let result = runner.run(None, subscribers, |_| {}).await.map(|_| ());
+    // Let the collector drain its mailbox.
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let steps = collected.steps.lock().unwrap().clone();
+    let raw = collected.episodes.lock().unwrap().clone();
+    Outcome {
+        steps: stripped(&steps),
+        episodes: stripped(&raw),
+        raw,
+        result,
+    }
+}
+
+fn clean() -> ExperimentSpec {
+    experiment(
+        serde_json::json!({"env": "soccer-2v2"}),
+        serde_json::json!({"kind": "random"}),
+        serde_json::json!({}),
+    )
+}
+
+/// The faulty run's records equal the clean run's, up to the names of the stand-ins.
+fn assert_same(faulty: &Outcome, clean: &Outcome) {
+    assert!(faulty.result.is_ok(), "{:?}", faulty.result);
+    let renamed = |lines: &[String]| -> Vec<String> {
+        let mut lines: Vec<String> = lines
+            .iter()
+            .map(|l| {
+                l.replace(r#""kind":"flaky""#, r#""kind":"random""#)
+                    .replace("flaky-soccer", "soccer-2v2")
+            })
+            .collect();
+        lines.sort();
+        lines
+    };
+    let steps = renamed(&faulty.steps);
+    assert_eq!(steps.len(), clean.steps.len());
+    if let Some((now, then)) = steps.iter().zip(&clean.steps).find(|(a, b)| a != b) {
+        panic!("step records differ from the clean run:\n{now}\n{then}");
+    }
+    assert!(
+        renamed(&faulty.episodes) == clean.episodes,
+        "episode records differ from the clean run"
+    );
+}
+
+#[actix::test]
+async fn a_panicking_operator_is_restored_and_the_records_equal_a_clean_run() {
+    let clean = run(clean()).await;
+    for (key, interval, strategy) in [
+        ("op-every-step", 0, "one_for_one"),
+        ("op-replay", 3_600_000, "one_for_one"),
+        ("op-all", 0, "one_for_all"),
+        ("op-rest", 3_600_000, "rest_for_one"),
+    ] {
+        let faulty = run(experiment(
+            serde_json::json!({"env": "soccer-2v2"}),
+            serde_json::json!({"kind": "flaky", "key": key, "at": 17, "panics": 2}),
+            serde_json::json!({"checkpoint_interval_ms": interval, "strategy": strategy}),
+        ))
+        .await;
+        assert_same(&faulty, &clean);
+        let restarts: Vec<_> = faulty.raw.iter().flat_map(|e| e.restarts.clone()).collect();
+        assert_eq!(restarts.len(), 2, "{key}: {restarts:?}");
+        for restart in &restarts {
+            assert!(
+                restart.recovered && restart.diverged.is_none(),
+                "{key}: {restart:?}"
+            );
+            assert_eq!(restart.child, "green_0");
+            assert_eq!(restart.step_index, 17);
+            assert!(
+                restart.failure.contains("mailbox closed"),
+                "{}",
+                restart.failure
+            );
+        }
+        let how = &restarts[0].recovery;
+        if interval == 0 {
+            assert!(
+                how.contains("checkpoint restored, replayed 0 decisions"),
+                "{how}"
+            );
+        } else {
+            assert!(
+                how.contains("episode begun, replayed 17 decisions"),
+                "{how}"
+            );
+        }
+        if strategy == "one_for_all" {
+            assert!(
+                how.contains("env: snapshot at step 17, replayed 0 steps")
+                    && how.contains("blue_1:"),
+                "{how}"
+            );
+        }
+    }
+}
+
+#[actix::test]
+async fn a_panicking_environment_is_rebuilt_from_a_snapshot_or_by_replay() {
+    let clean = run(clean()).await;
+    for (key, snapshots, interval) in [
+        ("env-snap", true, 0),
+        ("env-replay", false, 0),
+        ("env-old-snap", true, 3_600_000),
+    ] {
+        let faulty = run(experiment(
+            serde_json::json!({"env": "flaky-soccer", "env_settings": {"key": key, "at": 23, "panics": 1, "snapshots": snapshots}}),
+            serde_json::json!({"kind": "random"}),
+            serde_json::json!({"checkpoint_interval_ms": interval}),
+        ))
+        .await;
+        assert_same(&faulty, &clean);
+        let restarts: Vec<_> = faulty.raw.iter().flat_map(|e| e.restarts.clone()).collect();
+        assert_eq!(restarts.len(), 1, "{key}: {restarts:?}");
+        let how = &restarts[0].recovery;
+        let expected = if snapshots && interval == 0 {
+            "env: snapshot at step 23, replayed 0 steps"
+        } else {
+            "env: reset from the seed, replayed 23 steps"
+        };
+        assert!(how.contains(expected), "{key}: {how}");
+        assert!(restarts[0].diverged.is_none());
+    }
+}
+
+#[actix::test]
+async fn past_the_restart_limit_the_episode_fails_and_the_run_continues_or_stops() {
+    let always = |key: &str, on: &str| {
+        experiment(
+            serde_json::json!({"env": "soccer-2v2"}),
+            serde_json::json!({"kind": "flaky", "key": key, "at": 5, "panics": 1000}),
+            serde_json::json!({"max_restarts": 2, "on_escalation": on}),
+        )
+    };
+    let continued = run(always("esc-continue", "continue")).await;
+    assert!(continued.result.is_ok(), "{:?}", continued.result);
+    assert_eq!(continued.raw.len(), 3, "every episode is recorded");
+    for episode in &continued.raw {
+        let error = episode.error.as_deref().unwrap_or_default();
+        assert!(
+            error.contains("escalated") && error.contains("green_0 failed more than 2 times"),
+            "{error}"
+        );
+        assert!(episode.restarts.iter().any(|r| !r.recovered));
+    }
+    assert_eq!(
+        continued.raw[0].steps, 5,
+        "steps before the failure are kept"
+    );
+    assert_eq!(
+        continued.raw[0].restarts.len(),
+        3,
+        "two restarts, then the escalation"
+    );
+
+    let stopped = run(always("esc-stop", "stop")).await;
+    let error = stopped.result.expect_err("the run stops").to_string();
+    assert!(
+        error.contains("stopping") && error.contains("episode 0"),
+        "{error}"
+    );
+    assert_eq!(
+        stopped.raw.len(),
+        1,
+        "the failed episode is recorded before stopping"
+    );
+}
+
+#[actix::test]
+async fn an_operator_that_never_starts_fails_its_episodes_and_the_others_run() {
+    let mut spec = experiment(
+        serde_json::json!({"env": "soccer-2v2"}),
+        serde_json::json!({"kind": "flaky", "key": "never", "at": 0, "panics": 0, "never_starts": true}),
+        serde_json::json!({"max_restarts": 2}),
+    );
+    let mut healthy = spec.operators[0].clone();
+    healthy.id = "healthy".into();
+    healthy.agents.remove("green_0");
+    spec.operators.push(healthy);
+    let outcome = run(spec).await;
+    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    let (failed, ran): (Vec<_>, Vec<_>) = outcome.raw.iter().partition(|e| e.operator_id == "op");
+    assert_eq!(failed.len(), 3);
+    assert_eq!(ran.len(), 3);
+    for episode in failed {
+        let error = episode.error.as_deref().unwrap_or_default();
+        assert!(
+            error.contains("could not start") && error.contains("gave up after 3 attempts"),
+            "{error}"
+        );
+    }
+    assert!(ran.iter().all(|e| e.error.is_none() && e.steps > 0));
+}
+
+#[test]
+fn start_counter_counts_per_key() {
+    assert_eq!(count_start("unit-a"), 1);
+    assert_eq!(count_start("unit-a"), 2);
+    assert_eq!(count_start("unit-b"), 1);
+}
