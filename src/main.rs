@@ -26,6 +26,8 @@ struct Cli {
 enum Command {
     /// Run an experiment file headless into a run directory.
     Run(RunArgs),
+    /// Finish a run whose process died: keep its complete episodes, run the rest.
+    Resume(ResumeArgs),
     /// Watch an experiment's operators side by side in the browser (Step All, Reset All,
     /// human players) and browse recorded runs.
     Serve(ServeArgs),
@@ -64,6 +66,15 @@ struct RunArgs {
 }
 
 #[derive(clap::Args)]
+struct ResumeArgs {
+    /// The run directory (as printed by `mosaic run` and listed by `mosaic runs`).
+    run: PathBuf,
+    /// Episodes running at once (overrides the run's experiment; never changes results).
+    #[arg(long)]
+    parallelism: Option<usize>,
+}
+
+#[derive(clap::Args)]
 struct ServeArgs {
     /// The experiment file whose operator configurations are shown side by side.
     experiment: Option<PathBuf>,
@@ -89,6 +100,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run(args),
+        Command::Resume(args) => resume(args),
         Command::Serve(args) => serve(args),
         Command::Envs => {
             print!(
@@ -147,6 +159,32 @@ fn run(args: RunArgs) -> ExitCode {
         ..RunOptions::default()
     };
     match experiment.run(&options) {
+        Err(mosaic::run::RunFailure::Spec(error)) => {
+            eprintln!("error: {}", file.error_at(&error));
+            ExitCode::from(2)
+        }
+        result => summarise(result),
+    }
+}
+
+fn resume(args: ResumeArgs) -> ExitCode {
+    let mut experiment = match mosaic::run::experiment_of_run(&args.run) {
+        Ok(experiment) => experiment,
+        Err(failure) => return summarise(Err(failure)),
+    };
+    if let Some(lanes) = args.parallelism {
+        experiment.spec_mut().parallelism = lanes.max(1);
+    }
+    let options = RunOptions {
+        progress: std::io::stderr().is_terminal(),
+        ..RunOptions::default()
+    };
+    summarise(experiment.resume(&args.run, &options))
+}
+
+/// Prints a finished run's summary table, or the failure.
+fn summarise(result: Result<mosaic::run::RunOutcome, mosaic::run::RunFailure>) -> ExitCode {
+    match result {
         Ok(outcome) => match mosaic::summary::table(&outcome) {
             Ok(table) => {
                 print!("{table}");
@@ -157,10 +195,6 @@ fn run(args: RunArgs) -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Err(mosaic::run::RunFailure::Spec(error)) => {
-            eprintln!("error: {}", file.error_at(&error));
-            ExitCode::from(2)
-        }
         Err(failure) => {
             eprintln!("error: {failure}");
             ExitCode::from(failure.exit_code())

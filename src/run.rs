@@ -2,12 +2,12 @@
 
 use crate::Experiment;
 use mosaic_actors::error::SinkError;
-use mosaic_actors::runner::{RunError, Runner};
+use mosaic_actors::runner::{RunError, Runner, Unit};
 use mosaic_actors::session::Subscribers;
 use mosaic_actors::sink::Sinks;
 use mosaic_core::record::{EpisodeRecord, RUN_SCHEMA, RunManifest, now_ms};
 use mosaic_core::{RunId, SpecError};
-use mosaic_recorder::{Durability, RunDir};
+use mosaic_recorder::{Durability, RunDir, RunStore};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,6 +64,37 @@ pub enum RunFailure {
     /// Recording failed (what was made durable before is kept).
     #[error("recording failed: {0}")]
     Sink(SinkError),
+    /// `mosaic run` was pointed at a run that did not finish.
+    #[error(
+        "{} holds the unfinished run `{run_id}` ({done} of {planned} episodes done): finish it with `mosaic resume {}`",
+        path.display(), path.display()
+    )]
+    Unfinished {
+        /// The run directory.
+        path: PathBuf,
+        /// Its run id.
+        run_id: String,
+        /// Episodes complete.
+        done: usize,
+        /// Episodes planned.
+        planned: usize,
+    },
+    /// `mosaic resume` was pointed at a run with nothing left to do.
+    #[error("{} holds the finished run `{run_id}`: nothing to resume", path.display())]
+    Finished {
+        /// The run directory.
+        path: PathBuf,
+        /// Its run id.
+        run_id: String,
+    },
+    /// The experiment resuming a run is not the one the run was started with.
+    #[error("{}: the run was started with another experiment than the one given ({field} differs)", path.display())]
+    OtherExperiment {
+        /// The run directory.
+        path: PathBuf,
+        /// The first top-level field that differs.
+        field: String,
+    },
 }
 
 impl RunFailure {
@@ -72,6 +103,9 @@ impl RunFailure {
         match self {
             RunFailure::Spec(_) => 2,
             RunFailure::Recorder(e) if e.is_bad_input() => 2,
+            RunFailure::Unfinished { .. }
+            | RunFailure::Finished { .. }
+            | RunFailure::OtherExperiment { .. } => 2,
             _ => 1,
         }
     }
@@ -107,9 +141,22 @@ impl Experiment {
             Some(id) => id.clone(),
             None => default_run_id(&self.spec().name, now_ms() / 1000),
         };
+        let dir = options.out.join(&run_id);
+        if is_run_dir(&dir) {
+            let run = RunDir::open(&dir)?;
+            let store = run.store()?;
+            let done = store.completed_count();
+            if done < run.planned() {
+                return Err(RunFailure::Unfinished {
+                    path: dir,
+                    run_id,
+                    done,
+                    planned: run.planned(),
+                });
+            }
+        }
         let runner = self.runner(&run_id);
         runner.validate().map_err(RunFailure::Spec)?;
-        let dir = options.out.join(&run_id);
         let manifest = RunManifest {
             schema: RUN_SCHEMA.to_owned(),
             run_id: run_id.clone(),
@@ -119,14 +166,101 @@ impl Experiment {
             started: now_ms(),
         };
         let (run_dir, store) = RunDir::create(&dir, &manifest)?;
-        let sinks = Sinks::start(&run_dir, &store, options.durability).map_err(RunFailure::Sink)?;
+        let episodes = self
+            .run_units(&runner, &run_dir, &store, None, options)
+            .await?;
+        Ok(RunOutcome {
+            run_id,
+            dir,
+            episodes,
+            wall: started.elapsed(),
+        })
+    }
+
+    /// Finishes the run in `dir` whose process died: its complete episodes are kept, the
+    /// records of unfinished ones are dropped and those episodes run again from their
+    /// seeds, so that the run ends with the records an uninterrupted run would have. The
+    /// experiment must be the one the run started with (see [`experiment_of_run`]).
+    pub fn resume(&self, dir: &Path, options: &RunOptions) -> Result<RunOutcome, RunFailure> {
+        actix::System::new().block_on(self.resume_async(dir, options))
+    }
+
+    /// [`Experiment::resume`] inside a running actix system.
+    pub async fn resume_async(
+        &self,
+        dir: &Path,
+        options: &RunOptions,
+    ) -> Result<RunOutcome, RunFailure> {
+        let started = Instant::now();
+        let run_dir = RunDir::open(dir)?;
+        let run_id = run_dir.manifest().run_id.clone();
+        if let Some(field) = first_difference(&run_dir.manifest().experiment, self.spec()) {
+            return Err(RunFailure::OtherExperiment {
+                path: dir.to_owned(),
+                field,
+            });
+        }
+        let store = run_dir.store()?;
+        let discarded = run_dir.discard_incomplete(&store)?;
+        if !discarded.units.is_empty() {
+            tracing::info!(target: "mosaic::run", "dropped the partial records of {} unfinished episodes", discarded.units.len());
+        }
+        let runner = self.runner(&run_id);
+        let mut units = Vec::new();
+        for unit in store.remaining_units()? {
+            let operator = self
+                .spec()
+                .operators
+                .iter()
+                .position(|o| o.id == unit.operator_id)
+                .ok_or_else(|| RunFailure::OtherExperiment {
+                    path: dir.to_owned(),
+                    field: format!("operators (no `{}`)", unit.operator_id),
+                })?;
+            units.push(Unit {
+                operator,
+                episode: unit.episode_index,
+            });
+        }
+        if units.is_empty() {
+            return Err(RunFailure::Finished {
+                path: dir.to_owned(),
+                run_id,
+            });
+        }
+        runner.validate().map_err(RunFailure::Spec)?;
+        self.run_units(&runner, &run_dir, &store, Some(units), options)
+            .await?;
+        let mut episodes = Vec::with_capacity(run_dir.planned());
+        for record in store.complete_episodes() {
+            episodes.push(Arc::new(record?));
+        }
+        Ok(RunOutcome {
+            run_id,
+            dir: dir.to_owned(),
+            episodes,
+            wall: started.elapsed(),
+        })
+    }
+
+    /// Runs `units` (all when `None`) into the open run, with a progress bar over them.
+    async fn run_units(
+        &self,
+        runner: &Runner,
+        run_dir: &RunDir,
+        store: &RunStore,
+        units: Option<Vec<Unit>>,
+        options: &RunOptions,
+    ) -> Result<Vec<Arc<EpisodeRecord>>, RunFailure> {
+        let sinks = Sinks::start(run_dir, store, options.durability).map_err(RunFailure::Sink)?;
         let subscribers = Subscribers {
             steps: sinks.steps.clone(),
             episodes: sinks.episodes.clone(),
         };
-        let bar = progress_bar(options.progress, runner.all_units().len() as u64);
+        let total = units.as_ref().map_or(runner.all_units().len(), Vec::len);
+        let bar = progress_bar(options.progress, total as u64);
         let episodes = runner
-            .run(None, subscribers, |record| {
+            .run(units, subscribers, |record| {
                 bar.inc(1);
                 bar.set_message(format!(
                     "{} ep {}",
@@ -139,13 +273,37 @@ impl Experiment {
         let closed = sinks.close().await;
         let episodes = episodes.map_err(RunFailure::Run)?;
         closed.map_err(RunFailure::Sink)?;
-        Ok(RunOutcome {
-            run_id,
-            dir,
-            episodes,
-            wall: started.elapsed(),
-        })
+        Ok(episodes)
     }
+}
+
+/// The experiment a run was started with (from its `run.json`), with the default
+/// environments and operator kinds: what `mosaic resume` runs.
+pub fn experiment_of_run(dir: &Path) -> Result<Experiment, RunFailure> {
+    let run_dir = RunDir::open(dir)?;
+    Ok(Experiment::from_spec(run_dir.manifest().experiment.clone()))
+}
+
+/// The first top-level field in which two experiments differ, ignoring how they are run
+/// (`parallelism`, `pace_ms`), which never changes results.
+fn first_difference(
+    recorded: &mosaic_core::ExperimentSpec,
+    given: &mosaic_core::ExperimentSpec,
+) -> Option<String> {
+    let as_map = |spec: &mosaic_core::ExperimentSpec| match serde_json::to_value(spec) {
+        Ok(serde_json::Value::Object(mut map)) => {
+            map.remove("parallelism");
+            map.remove("pace_ms");
+            map
+        }
+        _ => serde_json::Map::new(),
+    };
+    let (recorded, given) = (as_map(recorded), as_map(given));
+    recorded
+        .keys()
+        .chain(given.keys())
+        .find(|key| recorded.get(*key) != given.get(*key))
+        .cloned()
 }
 
 fn progress_bar(show: bool, units: u64) -> indicatif::ProgressBar {

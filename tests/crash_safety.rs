@@ -1,7 +1,8 @@
 //! Crash safety with the real binary: `mosaic run` killed with SIGKILL at many points of a
 //! soccer run leaves a run that opens cleanly, lists as interrupted, reports, and holds every
 //! episode logged before the kill intact: the same records as a clean run of the same
-//! experiment under the same run id.
+//! experiment under the same run id. `mosaic run` on it points at `mosaic resume`, which
+//! finishes it with exactly the clean run's records: nothing lost, nothing twice.
 
 use mosaic_core::record::strip_volatile;
 use mosaic_recorder::{RunDir, RunStore, Unit};
@@ -107,6 +108,10 @@ fn run_and_kill(file: &Path, out: &Path, point: KillPoint) -> BTreeSet<Unit> {
         .collect()
 }
 
+fn line_count(path: &Path) -> usize {
+    std::fs::read_to_string(path).unwrap().lines().count()
+}
+
 /// A unit's records without the volatile fields.
 fn stable_records(store: &RunStore, unit: &Unit) -> (serde_json::Value, Vec<serde_json::Value>) {
     let mut episode = serde_json::to_value(store.episode(unit).unwrap().unwrap()).unwrap();
@@ -125,7 +130,7 @@ fn stable_records(store: &RunStore, unit: &Unit) -> (serde_json::Value, Vec<serd
 }
 
 #[test]
-fn a_killed_run_keeps_every_logged_episode_intact() {
+fn a_killed_run_keeps_every_logged_episode_intact_and_resumes_to_the_clean_records() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("crash.toml");
     std::fs::write(&file, EXPERIMENT).unwrap();
@@ -192,6 +197,45 @@ fn a_killed_run_keeps_every_logged_episode_intact() {
         }
         let problems = run.check_consistency(&store).unwrap();
         assert!(problems.is_empty(), "{point:?}: {problems:?}");
+        drop(store);
+
+        let again = run_command(&file, &out)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(again.status.code(), Some(2), "{point:?}: {}", text(&again));
+        assert!(
+            text(&again).contains(&format!("mosaic resume {}", path.display())),
+            "{point:?}: {}",
+            text(&again)
+        );
+        let resumed = mosaic().arg("resume").arg(&path).output().unwrap();
+        assert!(resumed.status.success(), "{point:?}: {}", text(&resumed));
+        let store = run.store().unwrap();
+        assert_eq!(store.completed_count(), 200, "{point:?}");
+        for unit in clean_store.completed_units().unwrap() {
+            assert_eq!(
+                stable_records(&store, &unit),
+                stable_records(&clean_store, &unit),
+                "{point:?}: resumed {unit} differs from the clean run"
+            );
+        }
+        assert_eq!(
+            line_count(&path.join("steps.jsonl")),
+            line_count(&clean.path().join("steps.jsonl")),
+            "{point:?}: step lines lost or doubled"
+        );
+        assert_eq!(episode_lines(&path).len(), 200, "{point:?}");
+        let problems = run.check_consistency(&store).unwrap();
+        assert!(problems.is_empty(), "{point:?}: {problems:?}");
+        drop(store);
+        let finished = mosaic().arg("resume").arg(&path).output().unwrap();
+        assert_eq!(finished.status.code(), Some(2), "{point:?}");
+        assert!(
+            text(&finished).contains("nothing to resume"),
+            "{}",
+            text(&finished)
+        );
     }
     assert!(
         kills_with_episodes >= 9,
