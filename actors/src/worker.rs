@@ -670,7 +670,8 @@ impl Handler<BeginEpisode> for WorkerPolicy {
                 .as_mut()
                 .ok_or_else(|| OperatorError::Gone("policy worker stopped".into()))?;
             let name = conn.name.clone();
-            conn.begin(msg).await.map_err(|e| failed(&name, e))
+            let result = conn.begin(msg).await;
+            result.map_err(|e| failed(&name, e, &mut guard))
         })
     }
 }
@@ -686,14 +687,20 @@ impl Handler<Decide> for WorkerPolicy {
                 .as_mut()
                 .ok_or_else(|| OperatorError::Gone("policy worker stopped".into()))?;
             let name = conn.name.clone();
-            conn.decide(msg).await.map_err(|e| failed(&name, e))
+            let result = conn.decide(msg).await;
+            result.map_err(|e| failed(&name, e, &mut guard))
         })
     }
 }
 
-fn failed(name: &str, error: WorkerError) -> OperatorError {
-    tracing::warn!(target: "mosaic::worker", worker = name, %error, "decision failed");
+/// The operator error for `error`; a worker that died or hung is killed and dropped at once
+/// (later requests answer `Gone`).
+fn failed(name: &str, error: WorkerError, conn: &mut Option<Conn>) -> OperatorError {
+    tracing::warn!(target: "mosaic::worker", worker = name, %error, "request failed");
     if error.is_fatal() {
+        if let Some(mut dead) = conn.take() {
+            dead.process.kill();
+        }
         OperatorError::Crashed(format!("{name}: {error}"))
     } else {
         OperatorError::Failed(format!("{name}: {error}"))

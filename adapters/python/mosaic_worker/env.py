@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import pickle
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import protocol
 from .protocol import BAD_REQUEST, ILLEGAL_ACTION, UNSUPPORTED, Handler, WorkerError
@@ -158,16 +158,22 @@ class _EnvHandler(Handler):
         self.close()
         return {"type": "closed"}
 
+    #: Attributes that change within an episode: what a checkpoint saves (subclasses add
+    #: their own).
+    EPISODE_STATE: Tuple[str, ...] = ("env", "running", "want")
+
     def checkpoint(self, _msg: Dict[str, Any]) -> Dict[str, Any]:
         try:
-            data = pickle.dumps((self.env, self.running))
+            data = pickle.dumps({name: getattr(self, name) for name in self.EPISODE_STATE})
         except Exception as exc:
             raise WorkerError(UNSUPPORTED, f"{self.name} cannot be saved: {exc}") from None
         return {"type": "state", "data": base64.b64encode(data).decode("ascii")}
 
     def restore(self, msg: Dict[str, Any]) -> Dict[str, Any]:
         try:
-            self.env, self.running = pickle.loads(base64.b64decode(msg.get("data", "")))
+            state = pickle.loads(base64.b64decode(msg.get("data", "")))
+            for name in self.EPISODE_STATE:
+                setattr(self, name, state[name])
         except Exception as exc:
             raise WorkerError(BAD_REQUEST, f"cannot restore {self.name}: {exc}") from None
         return {"type": "restored"}
@@ -222,6 +228,8 @@ class _EnvHandler(Handler):
 
 class GymnasiumEnv(_EnvHandler):
     """A single-agent Gymnasium environment with a discrete action space."""
+
+    EPISODE_STATE = _EnvHandler.EPISODE_STATE + ("_obs", "_info", "_done")
 
     def __init__(self, env: Any, name: str, labels: Optional[Sequence[str]] = None,
                  text: Optional[TextHook] = None, agent: str = "agent", default_action: int = 0) -> None:
@@ -288,6 +296,8 @@ class AecEnv(_EnvHandler):
     (board games).
     """
 
+    EPISODE_STATE = _EnvHandler.EPISODE_STATE + ("_returns",)
+
     def __init__(self, env: Any, name: str, labels: Optional[Sequence[str]] = None,
                  text: Optional[TextHook] = None, zero_sum_outcome: bool = False, default_action: int = 0) -> None:
         agents = list(env.possible_agents)
@@ -345,6 +355,8 @@ class AecEnv(_EnvHandler):
 
 class ParallelEnv(_EnvHandler):
     """A PettingZoo parallel environment: every live agent acts each step."""
+
+    EPISODE_STATE = _EnvHandler.EPISODE_STATE + ("_obs", "_infos")
 
     def __init__(self, env: Any, name: str, labels: Optional[Sequence[str]] = None,
                  text: Optional[TextHook] = None, default_action: int = 0) -> None:

@@ -341,6 +341,7 @@ impl ExternalEnv {
             WorkerError::Remote { .. } => EnvError::Other(message),
             error if error.is_fatal() => {
                 self.running = false;
+                self.link.get_mut().abort();
                 EnvError::Crashed(message)
             }
             _ => {

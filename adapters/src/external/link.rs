@@ -442,6 +442,18 @@ impl Link {
         error
     }
 
+    /// Gives up on a worker that died or hung: no goodbye, its process group is killed at
+    /// once.
+    pub fn abort(&mut self) {
+        self.closed = true;
+        if let Some(socket) = &self.socket {
+            let _ = socket.shutdown();
+        }
+        if let Some(process) = self.process.as_mut() {
+            process.kill();
+        }
+    }
+
     /// Asks the worker to stop (`stop`, waiting briefly for `stopped`), then stops its
     /// process group. Returns the exit status when the worker was a process.
     pub fn close(&mut self) -> Option<String> {

@@ -179,6 +179,16 @@ impl WorkerProcess {
         self.exit
     }
 
+    /// Kills the whole process group at once (SIGKILL, no grace): for a worker already
+    /// declared dead or hung. Returns the exit status.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+        if self.exit.is_none() {
+            self.exit = self.child.wait().ok();
+        }
+        self.exit
+    }
+
     /// The exit status, described, once the process has exited.
     pub fn describe_exit(&mut self) -> Option<String> {
         self.try_exit().map(|s| s.to_string())
