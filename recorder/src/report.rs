@@ -139,9 +139,65 @@ pub struct OperatorReport {
     pub groups: Vec<GroupReport>,
     /// Means of the environment's numeric metrics.
     pub metrics: BTreeMap<String, f64>,
+    /// Failures recovered from (or given up on), per failing child.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub restarts: Vec<RestartStats>,
     /// (episode index, operator return) of every averaged episode, for plots.
     #[serde(skip)]
     pub returns: Vec<(u32, f64)>,
+}
+
+/// The restarts of one child of an operator's sessions (`env` or an agent), from the
+/// `restarts` of its episode records.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RestartStats {
+    /// `env` or the agent id.
+    pub child: String,
+    /// Failures seen.
+    pub failures: usize,
+    /// Of those, recovered (the child ran on with its state rebuilt).
+    pub recovered: usize,
+    /// Recoveries whose replay did not reproduce the first run (non-determinism).
+    pub diverged: usize,
+    /// Mean time from detection to the restored child, milliseconds.
+    pub mean_recovery_ms: f64,
+    /// Longest such time.
+    pub max_recovery_ms: u64,
+    /// The first failure, as recorded.
+    pub first_failure: String,
+}
+
+/// The restart statistics of `episodes`, per child in order of first failure.
+fn restart_stats(episodes: &[&EpisodeRecord]) -> Vec<RestartStats> {
+    let mut stats: Vec<RestartStats> = Vec::new();
+    for restart in episodes.iter().flat_map(|e| &e.restarts) {
+        let index = match stats.iter().position(|s| s.child == restart.child) {
+            Some(index) => index,
+            None => {
+                stats.push(RestartStats {
+                    child: restart.child.clone(),
+                    failures: 0,
+                    recovered: 0,
+                    diverged: 0,
+                    mean_recovery_ms: 0.0,
+                    max_recovery_ms: 0,
+                    first_failure: restart.failure.clone(),
+                });
+                stats.len() - 1
+            }
+        };
+        let s = &mut stats[index];
+        s.failures += 1;
+        if restart.recovered {
+            // Running mean over the recovered restarts.
+            s.recovered += 1;
+            s.mean_recovery_ms +=
+                (restart.recovery_ms as f64 - s.mean_recovery_ms) / s.recovered as f64;
+            s.max_recovery_ms = s.max_recovery_ms.max(restart.recovery_ms);
+        }
+        s.diverged += usize::from(restart.diverged.is_some());
+    }
+    stats
 }
 
 /// A report of a run.
@@ -338,6 +394,7 @@ fn operator_report(
             .into_iter()
             .map(|(name, (sum, n))| (name, sum / f64::from(n)))
             .collect(),
+        restarts: restart_stats(episodes),
         returns,
     }
 }
@@ -446,6 +503,7 @@ impl Report {
                     let _ = writeln!(out, "| {name} | {mean:.3} |");
                 }
             }
+            out.push_str(&restarts_markdown(&op.restarts));
             out.push('\n');
         }
         out
@@ -603,9 +661,51 @@ impl Report {
             for (name, mean) in &op.metrics {
                 put(id, "metric", name, "mean", mean.to_string());
             }
+            for r in &op.restarts {
+                put(id, "restarts", &r.child, "failures", r.failures.to_string());
+                put(
+                    id,
+                    "restarts",
+                    &r.child,
+                    "recovered",
+                    r.recovered.to_string(),
+                );
+                put(id, "restarts", &r.child, "diverged", r.diverged.to_string());
+                put(
+                    id,
+                    "restarts",
+                    &r.child,
+                    "mean_recovery_ms",
+                    r.mean_recovery_ms.to_string(),
+                );
+            }
         }
         out
     }
+}
+
+/// The restarts table of an operator (empty when nothing failed).
+fn restarts_markdown(restarts: &[RestartStats]) -> String {
+    if restarts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\n| restarted | failures | recovered | diverged | mean recovery ms | max ms | first failure |\n|---|---|---|---|---|---|---|\n",
+    );
+    for r in restarts {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.0} | {} | {} |",
+            r.child,
+            r.failures,
+            r.recovered,
+            r.diverged,
+            r.mean_recovery_ms,
+            r.max_recovery_ms,
+            r.first_failure.replace('|', "\\|")
+        );
+    }
+    out
 }
 
 /// Quotes a CSV field when it needs it.
@@ -635,6 +735,7 @@ fn fmt_ci(ci: Option<MeanCi>) -> String {
 mod tests {
     use super::*;
     use crate::synthetic;
+    use mosaic_core::record::RestartRecord;
 
     fn report(operators: &[&str]) -> (tempfile::TempDir, Report) {
         let dir = tempfile::tempdir().unwrap();
@@ -642,6 +743,58 @@ mod tests {
         let (run, store) = synthetic::write_run(&dir.path().join("rep"), &manifest, 30, 4).unwrap();
         let report = build(&run, &Records::Store(Box::new(store))).unwrap();
         (dir, report)
+    }
+
+    #[test]
+    fn restarts_are_counted_per_child_from_the_episode_records() {
+        let restart = |child: &str, recovered: bool, ms: u64, diverged: bool| RestartRecord {
+            child: child.into(),
+            step_index: 3,
+            failure: format!("{child} | died"),
+            recovery: String::new(),
+            recovered,
+            diverged: diverged.then(|| "step 2".to_owned()),
+            recovery_ms: ms,
+            timestamp: 0,
+        };
+        let unit = synthetic::UnitSpec {
+            run_id: "r".into(),
+            operator_id: "a".into(),
+            episode_index: 0,
+            seed: 1,
+        };
+        let mut first = synthetic::episode(&unit, 5, 2).record;
+        first.restarts = vec![
+            restart("env", true, 100, false),
+            restart("green_0", true, 40, true),
+        ];
+        let mut second = first.clone();
+        second.restarts = vec![
+            restart("env", true, 300, false),
+            restart("env", false, 999, false),
+        ];
+        let stats = restart_stats(&[&first, &second]);
+        assert_eq!(stats.len(), 2);
+        assert_eq!(
+            (
+                stats[0].child.as_str(),
+                stats[0].failures,
+                stats[0].recovered
+            ),
+            ("env", 3, 2)
+        );
+        assert_eq!(
+            stats[0].mean_recovery_ms, 200.0,
+            "escalations are not averaged"
+        );
+        assert_eq!(stats[0].max_recovery_ms, 300);
+        assert_eq!((stats[1].child.as_str(), stats[1].diverged), ("green_0", 1));
+        let table = restarts_markdown(&stats);
+        assert!(
+            table.contains("| env | 3 | 2 | 0 | 200 | 300 | env \\| died |"),
+            "{table}"
+        );
+        assert!(restarts_markdown(&[]).is_empty());
     }
 
     #[test]
