@@ -11,226 +11,31 @@ mod python;
 #[path = "../actors/tests/common/collect.rs"]
 mod collect;
 
-use actix::prelude::*;
-use collect::{Collected, collector, stripped};
-use mosaic::Experiment;
-use mosaic_actors::StepEvent;
-use mosaic_actors::runner::Runner;
-use mosaic_actors::session::Subscribers;
-use mosaic_core::record::EpisodeRecord;
-use mosaic_core::{ExperimentSpec, RunId};
-use rand::Rng;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+#[path = "support/faults.rs"]
+mod faults;
 
-const EPISODES: u32 = 10;
-/// The environment variable naming the test a worker belongs to.
-const TAG: &str = "MOSAIC_FAULT_TEST";
-
-/// MiniGrid DoorKey in a Python environment worker, its agent a Python policy worker. The
-/// workers carry `tag` in their environment, so each test strikes only its own.
-fn experiment(
-    tag: &str,
-    supervision: serde_json::Value,
-    extra_operator: Option<serde_json::Value>,
-) -> ExperimentSpec {
-    let py = python::python_env();
-    let pythonpath = py.package_dir.to_string_lossy().into_owned();
-    let env = serde_json::json!({"PYTHONPATH": pythonpath, TAG: tag});
-    let mut operators = vec![serde_json::json!({
-        "id": "doorkey",
-        "env": "gymnasium:MiniGrid-DoorKey-5x5-v0",
-        "env_settings": {"python": py.python, "env": env, "heartbeat_ms": 200},
-        "agents": {"*": {
-            "kind": "worker",
-            "command": [py.python, "-m", "mosaic_worker", "policy", "random"],
-            "env": env,
-            "heartbeat_ms": 200
-        }}
-    })];
-    operators.extend(extra_operator);
-    serde_json::from_value(serde_json::json!({
-        "name": "faults",
-        "episodes": EPISODES,
-        "max_steps": 40,
-        "seeds": {"plan": "procedural", "base": 300},
-        "supervision": supervision,
-        "operators": operators,
-    }))
-    .expect("a valid experiment")
-}
-
-/// What to do to a worker, and when.
-#[derive(Clone, Copy, Debug)]
-enum Fault {
-    Kill,
-    Stop,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Target {
-    Env,
-    Policy,
-}
-
-/// Live worker processes of this test process started for test `tag`.
-fn workers(tag: &str, target: Target) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid ...`; comm may hold spaces, so split after the last ')'.
-        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.first() == Some(&"Z") || fields.get(1).and_then(|p| p.parse().ok()) != Some(me) {
-            continue;
-        }
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        let is_target = match target {
-            Target::Env => cmdline.contains("mosaic_worker") && cmdline.contains("gymnasium"),
-            Target::Policy => cmdline.contains("mosaic_worker") && cmdline.contains("policy"),
-        };
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-        let tagged = environ
-            .split(|b| *b == 0)
-            .any(|var| var == format!("{TAG}={tag}").as_bytes());
-        if is_target && tagged {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-fn signal(pid: i32, fault: Fault) {
-    let signal = match fault {
-        Fault::Kill => nix::sys::signal::Signal::SIGKILL,
-        Fault::Stop => nix::sys::signal::Signal::SIGSTOP,
-    };
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)
-        .unwrap_or_else(|e| panic!("{signal} to {pid}: {e}"));
-}
-
-/// Strikes one worker per episode at a planned step.
-struct Striker {
-    tag: &'static str,
-    /// Per episode: (step, target).
-    plan: Vec<(u32, Target)>,
-    fault: Fault,
-    struck: Arc<Mutex<Vec<(u32, Target, Instant)>>>,
-}
-
-impl Actor for Striker {
-    type Context = Context<Self>;
-}
-
-impl Handler<StepEvent> for Striker {
-    type Result = ();
-    fn handle(&mut self, msg: StepEvent, _: &mut Context<Self>) {
-        let Some(record) = msg.records.first() else {
-            return;
-        };
-        let episode = record.episode_index;
-        let Some(&(step, target)) = self.plan.get(episode as usize) else {
-            return;
-        };
-        let mut struck = self.struck.lock().unwrap();
-        if record.step_index != step || struck.iter().any(|(e, _, _)| *e == episode) {
-            return;
-        }
-        if let Some(pid) = workers(self.tag, target).first() {
-            signal(*pid, self.fault);
-            struck.push((episode, target, Instant::now()));
-        }
-    }
-}
-
-struct Outcome {
-    collected: Collected,
-    episodes: Vec<EpisodeRecord>,
-    result: Result<(), String>,
-}
-
-async fn run(spec: ExperimentSpec, striker: Option<Striker>) -> Outcome {
-    let experiment = Experiment::from_spec(spec.clone());
-    let runner = Runner::new(
-        spec,
-        RunId::from("faults"),
-        Arc::new(experiment.envs().clone()),
-        Arc::new(experiment.kinds().clone()),
-    );
-    let (collected, mut subscribers): (Collected, Subscribers) = collector();
-    if let Some(striker) = striker {
-        subscribers.steps.push(striker.start().recipient());
-    }
-    let result = runner
-        .run(None, subscribers, |_| {})
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string());
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let episodes = collected.episodes.lock().unwrap().clone();
-    Outcome {
-        collected,
-        episodes,
-        result,
-    }
-}
-
-fn assert_same_records(faulty: &Outcome, clean: &Outcome) {
-    assert!(faulty.result.is_ok(), "{:?}", faulty.result);
-    let steps = |o: &Outcome| stripped(&o.collected.steps.lock().unwrap());
-    let (now, then) = (steps(faulty), steps(clean));
-    let errors: Vec<_> = faulty
-        .episodes
-        .iter()
-        .filter_map(|e| e.error.clone())
-        .collect();
-    assert_eq!(
-        now.len(),
-        then.len(),
-        "step record counts differ; errors: {errors:?}"
-    );
-    if let Some((a, b)) = now.iter().zip(&then).find(|(a, b)| a != b) {
-        panic!("step records differ from the clean run:\n{a}\n{b}");
-    }
-    assert_eq!(stripped(&faulty.episodes), stripped(&clean.episodes));
-}
-
-/// A seeded plan: one strike per episode at a random step, alternating targets.
-fn plan(seed: u64, targets: &[Target]) -> Vec<(u32, Target)> {
-    let mut rng = mosaic_core::rng::seeded(seed);
-    (0..EPISODES as usize)
-        .map(|e| (rng.random_range(2..30), targets[e % targets.len()]))
-        .collect()
-}
+use faults::{
+    EPISODES, Fault, Striker, Target, assert_same_records, experiment, plan, run, workers,
+};
+use std::time::Duration;
 
 #[actix::test]
 async fn killed_env_and_policy_workers_are_restarted_and_the_records_equal_a_clean_run() {
     let clean = run(experiment("kill", serde_json::json!({}), None), None).await;
     assert!(clean.result.is_ok(), "{:?}", clean.result);
-    for (interval, seed) in [(0, 1), (3_600_000, 2)] {
-        let struck = Arc::new(Mutex::new(Vec::new()));
-        let striker = Striker {
-            tag: "kill",
-            plan: plan(seed, &[Target::Env, Target::Policy]),
-            fault: Fault::Kill,
-            struck: struck.clone(),
-        };
+    // Every target at random steps of 11 episodes (seeds), with checkpoints at every step
+    // and with none (recovery replays from the episode start).
+    for (target, interval, seed) in [
+        (Target::Env, 0, 1),
+        (Target::Env, 3_600_000, 2),
+        (Target::Policy, 0, 3),
+        (Target::Policy, 3_600_000, 4),
+    ] {
+        let (striker, strikes) = Striker::new("kill", plan(seed, &[target]), Fault::Kill);
         let faulty = run(
             experiment(
                 "kill",
-                // Ten strikes within seconds: allow them (the default is 3 a minute).
+                // Eleven strikes within seconds: allow them (the default is 3 a minute).
                 serde_json::json!({"checkpoint_interval_ms": interval, "max_restarts": 50}),
                 None,
             ),
@@ -238,18 +43,27 @@ async fn killed_env_and_policy_workers_are_restarted_and_the_records_equal_a_cle
         )
         .await;
         assert_same_records(&faulty, &clean);
-        let struck = struck.lock().unwrap().clone();
-        assert!(
-            struck.len() >= 8,
-            "only {} of {EPISODES} strikes landed",
-            struck.len()
+        let struck = strikes.struck.lock().unwrap().clone();
+        assert_eq!(
+            struck.len(),
+            EPISODES as usize - 1,
+            "every planned strike landed"
         );
         let restarts: Vec<_> = faulty
             .episodes
             .iter()
             .flat_map(|e| e.restarts.clone())
             .collect();
-        assert!(restarts.len() >= struck.len(), "{restarts:?}");
+        let per_episode: Vec<(u32, usize)> = faulty
+            .episodes
+            .iter()
+            .map(|e| (e.episode_index, e.restarts.len()))
+            .collect();
+        let struck_at: Vec<(u32, Target)> = struck.iter().map(|(e, t, _)| (*e, *t)).collect();
+        assert!(
+            restarts.len() == struck.len(),
+            "struck {struck_at:?}, restarts per episode {per_episode:?}"
+        );
         for restart in &restarts {
             assert!(restart.recovered, "{restart:?}");
             assert!(restart.diverged.is_none(), "{restart:?}");
@@ -260,23 +74,21 @@ async fn killed_env_and_policy_workers_are_restarted_and_the_records_equal_a_cle
                 "{restart:?}"
             );
         }
-        assert!(restarts.iter().any(|r| r.child == "env"));
-        assert!(restarts.iter().any(|r| r.child == "agent"));
+        let child = if target == Target::Env {
+            "env"
+        } else {
+            "agent"
+        };
+        assert!(restarts.iter().all(|r| r.child == child), "{restarts:?}");
     }
 }
 
 #[actix::test]
 async fn a_frozen_worker_is_declared_dead_by_its_heartbeat_and_replaced() {
     let clean = run(experiment("stop", serde_json::json!({}), None), None).await;
-    let struck = Arc::new(Mutex::new(Vec::new()));
     let mut plan = plan(3, &[Target::Env, Target::Policy]);
     plan.truncate(2);
-    let striker = Striker {
-        tag: "stop",
-        plan,
-        fault: Fault::Stop,
-        struck: struck.clone(),
-    };
+    let (striker, strikes) = Striker::new("stop", plan, Fault::Stop);
     let faulty = run(
         experiment("stop", serde_json::json!({}), None),
         Some(striker),
@@ -288,7 +100,7 @@ async fn a_frozen_worker_is_declared_dead_by_its_heartbeat_and_replaced() {
         .iter()
         .flat_map(|e| e.restarts.clone())
         .collect();
-    assert_eq!(struck.lock().unwrap().len(), 2);
+    assert_eq!(strikes.struck.lock().unwrap().len(), 2);
     assert_eq!(restarts.len(), 2, "{restarts:?}");
     for restart in &restarts {
         assert!(
