@@ -6,6 +6,9 @@
 //!   and scratchpad. Reset All, Step All (every operator advances exactly one environment
 //!   step), Run / Pause with a pacing slider. Agents of kind `human` take their actions
 //!   from the keyboard or buttons of the page (legal actions only).
+//! - **Recording**: with [`ServeConfig::record`], every episode played is recorded into a
+//!   run directory (the layout `mosaic run` writes), which the runs browser, `mosaic
+//!   report` and `mosaic replay` read like any other run.
 //! - **Runs browser**: the recorded runs of a directory, their episode and per-agent
 //!   tables, a returns plot, and a frame-by-frame replay of any episode, rebuilt from the
 //!   recorded actions and checked against the recorded rewards.
@@ -29,6 +32,7 @@
 
 mod assets;
 mod live;
+mod record;
 mod routes;
 mod runs;
 mod security;
@@ -39,6 +43,7 @@ use mosaic_core::{ExperimentSpec, SpecError};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+pub use record::RecordConfig;
 pub use security::{TOKEN_ENV, resolve_token};
 
 /// The largest request body accepted, in bytes (controls are a few numbers).
@@ -67,11 +72,15 @@ pub struct ServeConfig {
     pub token: Option<String>,
     /// The directory of recorded runs shown by the runs browser.
     pub runs_dir: Option<PathBuf>,
+    /// Where the experiment's episodes are recorded (a new run directory, typically in
+    /// `runs_dir`); `None` records nothing.
+    pub record: Option<RecordConfig>,
 }
 
 impl ServeConfig {
-    /// No experiment, no runs directory, listening on [`DEFAULT_BIND`] without a token;
-    /// replays may rebuild the in-process environments ([`EnvRegistry::in_process`]).
+    /// No experiment, no runs directory, no recording, listening on [`DEFAULT_BIND`]
+    /// without a token; replays may rebuild the in-process environments
+    /// ([`EnvRegistry::in_process`]).
     pub fn new(envs: EnvRegistry, kinds: OperatorRegistry) -> Self {
         Self {
             experiment: None,
@@ -81,6 +90,7 @@ impl ServeConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             token: None,
             runs_dir: None,
+            record: None,
         }
     }
 }
@@ -105,6 +115,10 @@ pub enum WebError {
     /// The first Reset All of the experiment failed.
     #[error("experiment: {0}")]
     Start(String),
+    /// The manual episodes could not be recorded (the run directory could not be created,
+    /// or writing it failed; what was made durable before is kept).
+    #[error("recording: {0}")]
+    Record(String),
     /// The runs directory is not a directory.
     #[error("runs directory {}: {message}", path.display())]
     RunsDir {
@@ -131,6 +145,7 @@ pub enum WebError {
 pub struct WebServer {
     addr: SocketAddr,
     server: actix_web::dev::Server,
+    live: Option<std::sync::Arc<live::Live>>,
 }
 
 impl std::fmt::Debug for WebServer {
@@ -152,9 +167,20 @@ impl WebServer {
         self.server.handle()
     }
 
-    /// Serves until stopped (Ctrl-C, or [`WebServer::handle`]).
+    /// The run the experiment's episodes are recorded into: its id and directory.
+    pub fn recording(&self) -> Option<(&str, &std::path::Path)> {
+        self.live.as_deref().and_then(live::Live::recording)
+    }
+
+    /// Serves until stopped (Ctrl-C, or [`WebServer::handle`]); then ends the episodes in
+    /// progress and closes their recording.
     pub async fn run(self) -> Result<(), WebError> {
-        self.server.await.map_err(WebError::Server)
+        let served = self.server.await.map_err(WebError::Server);
+        let closed = match &self.live {
+            Some(live) => live.close().await.unwrap_or(Ok(())),
+            None => Ok(()),
+        };
+        served.and(closed)
     }
 }
 
@@ -171,12 +197,29 @@ pub async fn start(config: ServeConfig) -> Result<WebServer, WebError> {
         });
     }
     let live = match &config.experiment {
-        Some(spec) => Some(live::Live::start(spec.clone(), &config.envs, &config.kinds).await?),
+        Some(spec) => Some(
+            live::Live::start(
+                spec.clone(),
+                &config.envs,
+                &config.kinds,
+                config.record.as_ref(),
+            )
+            .await?,
+        ),
         None => None,
     };
     let runs = runs::Runs::new(&config);
     let security = security::Security::new(config.bind, config.token.clone());
-    routes::bind(config.bind, security, live, runs)
+    match routes::bind(config.bind, security, live.clone(), runs) {
+        Ok(server) => Ok(server),
+        Err(error) => {
+            if let Some(live) = live {
+                // Nothing was played: an empty recording goes again.
+                live.close().await;
+            }
+            Err(error)
+        }
+    }
 }
 
 /// Starts the server and serves until Ctrl-C. Must run inside an actix system, e.g.

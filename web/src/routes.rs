@@ -139,7 +139,7 @@ pub(crate) fn bind(
 ) -> Result<WebServer, WebError> {
     let security = Data::new(security);
     let state = Data::new(AppState {
-        live,
+        live: live.clone(),
         runs: Arc::new(runs),
     });
     let server = HttpServer::new(move || {
@@ -200,6 +200,7 @@ pub(crate) fn bind(
     Ok(WebServer {
         addr,
         server: server.run(),
+        live,
     })
 }
 
