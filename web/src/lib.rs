@@ -172,16 +172,50 @@ impl WebServer {
         self.live.as_deref().and_then(live::Live::recording)
     }
 
-    /// Serves until stopped (Ctrl-C, or [`WebServer::handle`]); then ends the episodes in
-    /// progress and closes their recording.
+    /// Serves until stopped (Ctrl-C, `SIGTERM`, or [`WebServer::handle`]); then ends the
+    /// episodes in progress and closes their recording.
     pub async fn run(self) -> Result<(), WebError> {
+        let handle = self.server.handle();
+        let watch = actix_rt::spawn(async move {
+            match stop_signal().await {
+                Ok(()) => handle.stop(false).await,
+                Err(error) => tracing::warn!(%error, "cannot listen for Ctrl-C"),
+            }
+        });
         let served = self.server.await.map_err(WebError::Server);
+        watch.abort();
         let closed = match &self.live {
-            Some(live) => live.close().await.unwrap_or(Ok(())),
+            // A second Ctrl-C does not wait for the episodes in progress (a decision may take
+            // long); every episode that ended before is durable already.
+            Some(live) => tokio::select! {
+                closed = live.close() => closed.unwrap_or(Ok(())),
+                () = async {
+                    if stop_signal().await.is_err() {
+                        futures::future::pending::<()>().await;
+                    }
+                } => Err(WebError::Record(
+                    "stopped again: the episodes in progress were not recorded".into(),
+                )),
+            },
             None => Ok(()),
         };
         served.and(closed)
     }
+}
+
+/// Ctrl-C, or on Unix `SIGTERM`.
+async fn stop_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => interrupted,
+            _ = terminate.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await
 }
 
 /// Builds the experiment's sessions, resets them with the first planned seed and binds the

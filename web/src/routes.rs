@@ -194,6 +194,9 @@ pub(crate) fn bind(
     .workers(2)
     // Event streams never end by themselves: do not wait long for them on shutdown.
     .shutdown_timeout(1)
+    // Signals stop the server through `WebServer::run`, which then closes the recording
+    // (the server's own handling would stop the whole actix system first).
+    .disable_signals()
     .bind(bind)
     .map_err(|source| WebError::Bind { bind, source })?;
     let addr = server.addrs().first().copied().unwrap_or(bind);
