@@ -54,11 +54,13 @@ impl SessionGroup {
     fn collect(
         results: Vec<Result<Result<SessionStatus, SessionError>, MailboxError>>,
     ) -> Result<Vec<SessionStatus>, SessionError> {
-        results
-            .into_iter()
-            .map(|r| r.map_err(|e| SessionError::Control(format!("session gone: {e}")))?)
-            .collect()
+        results.into_iter().map(|r| r.map_err(gone)?).collect()
     }
+}
+
+/// A session that no longer answers.
+fn gone(error: MailboxError) -> SessionError {
+    SessionError::Control(format!("session gone: {error}"))
 }
 
 impl Actor for SessionGroup {
@@ -164,13 +166,8 @@ impl Handler<EndAll> for SessionGroup {
         });
         let all = join_all(ends);
         AtomicResponse::new(Box::pin(
-            async move {
-                all.await
-                    .into_iter()
-                    .map(|r| r.map_err(|e| SessionError::Control(format!("session gone: {e}"))))
-                    .collect()
-            }
-            .into_actor(self),
+            async move { all.await.into_iter().map(|r| r.map_err(gone)).collect() }
+                .into_actor(self),
         ))
     }
 }
@@ -225,11 +222,6 @@ impl Handler<GroupStatus> for SessionGroup {
 
     fn handle(&mut self, _: GroupStatus, _: &mut Context<Self>) -> Self::Result {
         let all = join_all(self.sessions.iter().map(|s| s.send(GetStatus)));
-        Box::pin(async move {
-            all.await
-                .into_iter()
-                .map(|r| r.map_err(|e| SessionError::Control(format!("session gone: {e}"))))
-                .collect()
-        })
+        Box::pin(async move { all.await.into_iter().map(|r| r.map_err(gone)).collect() })
     }
 }

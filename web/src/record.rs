@@ -13,7 +13,7 @@ use mosaic_actors::session::Subscribers;
 use mosaic_actors::sink::Sinks;
 use mosaic_core::record::{RUN_SCHEMA, RunManifest, now_ms};
 use mosaic_core::{ExperimentSpec, SeedPlan};
-use mosaic_recorder::{Durability, RunDir, RunStore};
+use mosaic_recorder::{Durability, RecorderError, RunDir, RunStore};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -149,17 +149,7 @@ impl Recording {
         let Some(Open { run, store, .. }) = open.as_mut() else {
             return;
         };
-        let mut manifest = run.manifest().clone();
-        if index < manifest.experiment.episodes {
-            return;
-        }
-        // An index no session recorded (only after a session failed) keeps the next seed.
-        manifest.seeds.resize(index as usize + 1, seed);
-        manifest.experiment.episodes = index + 1;
-        manifest.experiment.seeds = SeedPlan::List {
-            seeds: manifest.seeds.clone(),
-        };
-        if let Err(error) = run.update_manifest(store, manifest) {
+        if let Err(error) = plan_episode(run, store, index, seed) {
             tracing::error!(%error, "cannot write the manual run's manifest");
             lock(&self.failure).get_or_insert(format!("recording failed: {error}"));
         }
@@ -168,21 +158,61 @@ impl Recording {
     /// Makes every record durable and closes the run; removes the run directory if nothing
     /// was played. Call once the sessions have ended their episodes.
     pub(crate) async fn close(&self) -> Result<(), WebError> {
-        let Some(Open { run, store, sinks }) = lock(&self.open).take() else {
+        let Some(Open {
+            mut run,
+            mut store,
+            sinks,
+        }) = lock(&self.open).take()
+        else {
             return Ok(());
         };
         let closed = sinks.close().await;
-        let played = run.manifest().experiment.episodes;
+        // The board notes episodes as their records pass by; the records have the last word.
+        let settled = settle_plan(&mut run, &mut store);
         drop(store);
-        if played == 0 && closed.is_ok() {
+        if let (Ok(()), Ok(false)) = (&closed, &settled) {
             remove_run(run.path());
         }
         closed.map_err(|e| WebError::Record(e.to_string()))?;
+        settled.map_err(|e| WebError::Record(e.to_string()))?;
         match lock(&self.failure).clone() {
             Some(failure) => Err(WebError::Record(failure)),
             None => Ok(()),
         }
     }
+}
+
+/// Grows the plan of `run` to cover episode `index`, played with `seed`.
+fn plan_episode(
+    run: &mut RunDir,
+    store: &mut RunStore,
+    index: u32,
+    seed: u64,
+) -> Result<(), RecorderError> {
+    let mut manifest = run.manifest().clone();
+    if index < manifest.experiment.episodes {
+        return Ok(());
+    }
+    // An index no session recorded (only after a session failed) keeps the next seed.
+    manifest.seeds.resize(index as usize + 1, seed);
+    manifest.experiment.episodes = index + 1;
+    manifest.experiment.seeds = SeedPlan::List {
+        seeds: manifest.seeds.clone(),
+    };
+    run.update_manifest(store, manifest)
+}
+
+/// Makes the plan of a closed run cover every episode recorded; answers whether the run
+/// holds any record.
+fn settle_plan(run: &mut RunDir, store: &mut RunStore) -> Result<bool, RecorderError> {
+    let recorded: Vec<(u32, u64)> = store
+        .complete_episodes()
+        .map(|e| e.map(|e| (e.episode_index, e.seed)))
+        .collect::<Result<_, _>>()?;
+    for (index, seed) in &recorded {
+        plan_episode(run, store, *index, *seed)?;
+    }
+    Ok(!recorded.is_empty() || !store.incomplete_units_with_records()?.is_empty())
 }
 
 /// Removes a run directory this server created and left empty.

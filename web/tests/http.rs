@@ -802,3 +802,53 @@ fn a_session_without_play_leaves_no_run_and_no_record_records_nothing() {
     let left: Vec<_> = std::fs::read_dir(runs.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "only the directory made by hand is left");
 }
+
+#[test]
+fn stopping_with_a_move_awaited_records_the_step_it_ended() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut config = config(Some(duel()));
+    config.record = Some(recording(runs.path(), "stopped"));
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+    state_until(addr, "the first reset", |s| steps(s, 0) == Some(0));
+    let answer = http(
+        addr,
+        "POST",
+        "/api/live/step",
+        &[("Content-Type", "application/json")],
+        b"{}",
+    );
+    assert_eq!(answer.status, 202);
+    state_until(addr, "the human's turn", |s| s["waiting"] == 1);
+    drop(server);
+
+    let run = mosaic_recorder::RunDir::open(&runs.path().join("stopped")).unwrap();
+    assert_eq!(run.manifest().experiment.episodes, 1);
+    assert_eq!(run.manifest().seeds, vec![5]);
+    assert_eq!(
+        run.summary().unwrap().status,
+        mosaic_recorder::RunStatus::Complete
+    );
+    let store = run.store().unwrap();
+    assert_eq!(run.check_consistency(&store).unwrap(), Vec::<String>::new());
+    for operator in ["duel", "solo"] {
+        let unit = mosaic_recorder::Unit::new(operator, 0);
+        let record = store.episode(&unit).unwrap().unwrap();
+        assert_eq!(record.steps, 1, "{unit}");
+        assert_eq!(
+            record.error.as_deref(),
+            Some("abandoned: the server stopped")
+        );
+    }
+    let withdrawn = store
+        .step(&mosaic_recorder::Unit::new("duel", 0), 0)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.agent_id == "red")
+        .unwrap();
+    assert_eq!(
+        (withdrawn.action, withdrawn.decision_source),
+        (Some(0), Some(mosaic_core::DecisionSource::Error)),
+        "the move awaited became the default action"
+    );
+}
