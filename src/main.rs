@@ -84,9 +84,17 @@ struct ServeArgs {
     /// The token every request must carry (default: the MOSAIC_TOKEN variable).
     #[arg(long)]
     token: Option<String>,
-    /// Directory of recorded runs for the runs browser (default: `runs`, if it exists).
+    /// Directory of recorded runs: the runs browser lists them, and the experiment's
+    /// episodes are recorded into a new run here (default: `runs`).
     #[arg(long)]
     runs: Option<PathBuf>,
+    /// Do not record the experiment's episodes.
+    #[arg(long)]
+    no_record: bool,
+    /// Run id of the recording (default: the experiment name, `manual` and the UTC start
+    /// time).
+    #[arg(long, conflicts_with = "no_record")]
+    run_id: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -223,6 +231,21 @@ fn serve(args: ServeArgs) -> ExitCode {
     config.experiment = file.as_ref().map(|f| f.spec.clone());
     config.bind = args.bind;
     config.token = mosaic_web::resolve_token(args.token);
+    config.record = match &file {
+        Some(file) if !args.no_record => {
+            let runs = args.runs.clone().unwrap_or_else(|| PathBuf::from("runs"));
+            if let Err(error) = std::fs::create_dir_all(&runs) {
+                eprintln!("error: runs directory {}: {error}", runs.display());
+                return ExitCode::from(2);
+            }
+            Some(mosaic::manual::record_config(
+                &file.spec,
+                &runs,
+                args.run_id,
+            ))
+        }
+        _ => None,
+    };
     config.runs_dir = args
         .runs
         .or_else(|| Some(PathBuf::from("runs")).filter(|d| d.is_dir()));
@@ -233,6 +256,9 @@ fn serve(args: ServeArgs) -> ExitCode {
                     "mosaic: serving on http://{}/ (Ctrl-C stops)",
                     server.local_addr()
                 );
+                if let Some((run_id, dir)) = server.recording() {
+                    eprintln!("mosaic: recording run {run_id} into {}", dir.display());
+                }
                 server.run().await
             }
             Err(error) => Err(error),

@@ -320,7 +320,8 @@ fn progress_bar(show: bool, units: u64) -> indicatif::ProgressBar {
     bar
 }
 
-fn versions() -> serde_json::Map<String, serde_json::Value> {
+/// The software versions a run's manifest records: `mosaic` and the record schemas.
+pub fn versions() -> serde_json::Map<String, serde_json::Value> {
     let mut versions = serde_json::Map::new();
     versions.insert("mosaic".into(), env!("CARGO_PKG_VERSION").into());
     versions.insert(
@@ -335,7 +336,7 @@ fn versions() -> serde_json::Map<String, serde_json::Value> {
 }
 
 /// `{name}-{YYYYMMDDTHHMMSS}` in UTC, with the name reduced to id characters.
-fn default_run_id(name: &str, unix_seconds: u64) -> String {
+pub fn default_run_id(name: &str, unix_seconds: u64) -> String {
     let clean: String = name
         .chars()
         .map(|c| {

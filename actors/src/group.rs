@@ -1,11 +1,18 @@
 //! N sessions advanced together: the manual mode's Step All / Reset All / Run / Pause.
 //!
-//! Every session of a group gets the same seed at Reset All, and Step All advances every
-//! unfinished session by exactly one environment step (joined: the call answers when all
-//! have stepped, so a human's pending choice holds the whole group).
+//! Every session of a group gets the same seed and episode index at Reset All, and Step All
+//! advances every unfinished session by exactly one environment step (joined: the call
+//! answers when all have stepped, so a human's pending choice holds the whole group).
+//!
+//! Episode indices are unique among the episodes the sessions record: Reset All takes the
+//! next index once the current episode has records in some session (it took a step or
+//! ended), and gives the untouched episode's index to its replacement otherwise. A session
+//! records an episode that Reset All abandons mid-way as ended with the error
+//! [`ABANDONED_BY_RESET`](crate::session::ABANDONED_BY_RESET); [`EndAll`] ends the
+//! episodes in progress the same way when the group closes.
 
 use crate::SessionError;
-use crate::session::{BeginManual, GetStatus, Session, SessionStatus, StepManual};
+use crate::session::{BeginManual, EndManual, GetStatus, Session, SessionStatus, StepManual};
 use actix::prelude::*;
 use futures::future::join_all;
 use std::time::Duration;
@@ -13,7 +20,8 @@ use std::time::Duration;
 /// Controls a group of sessions side by side.
 pub struct SessionGroup {
     sessions: Vec<Addr<Session>>,
-    episode_index: u32,
+    /// The index of the episode begun last.
+    current: Option<u32>,
     running: bool,
     pace: Duration,
 }
@@ -23,20 +31,36 @@ impl SessionGroup {
     pub fn new(sessions: Vec<Addr<Session>>) -> Self {
         Self {
             sessions,
-            episode_index: 0,
+            current: None,
             running: false,
             pace: Duration::ZERO,
         }
     }
 
+    /// Whether any session has records of its current episode: it took a step, or it
+    /// ended (sessions record every episode that ends). A session that cannot tell counts
+    /// as having records, so that an index is never given twice.
+    async fn recorded(sessions: &[Addr<Session>]) -> bool {
+        join_all(sessions.iter().map(|s| s.send(GetStatus)))
+            .await
+            .into_iter()
+            .any(|status| match status {
+                Ok(Some(status)) => status.steps > 0 || status.done,
+                Ok(None) => false,
+                Err(_) => true,
+            })
+    }
+
     fn collect(
         results: Vec<Result<Result<SessionStatus, SessionError>, MailboxError>>,
     ) -> Result<Vec<SessionStatus>, SessionError> {
-        results
-            .into_iter()
-            .map(|r| r.map_err(|e| SessionError::Control(format!("session gone: {e}")))?)
-            .collect()
+        results.into_iter().map(|r| r.map_err(gone)?).collect()
     }
+}
+
+/// A session that no longer answers.
+fn gone(error: MailboxError) -> SessionError {
+    SessionError::Control(format!("session gone: {error}"))
 }
 
 impl Actor for SessionGroup {
@@ -49,6 +73,16 @@ impl Actor for SessionGroup {
 pub struct ResetAll {
     /// The shared seed.
     pub seed: u64,
+}
+
+/// Ends every session's episode in progress (when the group closes): those that took steps
+/// are recorded with `reason` as their error, the others are dropped. Answers the statuses
+/// (`None` for a session without an episode).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Vec<Option<SessionStatus>>, SessionError>")]
+pub struct EndAll {
+    /// Why the episodes ended.
+    pub reason: String,
 }
 
 /// Advances every unfinished session by exactly one step.
@@ -83,17 +117,28 @@ impl Handler<ResetAll> for SessionGroup {
 
     fn handle(&mut self, msg: ResetAll, _: &mut Context<Self>) -> Self::Result {
         self.running = false;
-        let index = self.episode_index;
-        self.episode_index += 1;
-        let begins = self.sessions.iter().map(|s| {
-            s.send(BeginManual {
-                index,
-                seed: msg.seed,
-            })
-        });
-        let all = join_all(begins);
+        let sessions = self.sessions.clone();
+        let current = self.current;
         AtomicResponse::new(Box::pin(
-            async move { Self::collect(all.await) }.into_actor(self),
+            async move {
+                let index = match current {
+                    None => 0,
+                    Some(index) if Self::recorded(&sessions).await => index + 1,
+                    Some(index) => index,
+                };
+                let begins = sessions.iter().map(|s| {
+                    s.send(BeginManual {
+                        index,
+                        seed: msg.seed,
+                    })
+                });
+                (index, Self::collect(join_all(begins).await))
+            }
+            .into_actor(self)
+            .map(|(index, begun), group, _| {
+                group.current = Some(index);
+                begun
+            }),
         ))
     }
 }
@@ -105,6 +150,24 @@ impl Handler<StepAll> for SessionGroup {
         let all = join_all(self.sessions.iter().map(|s| s.send(StepManual)));
         AtomicResponse::new(Box::pin(
             async move { Self::collect(all.await) }.into_actor(self),
+        ))
+    }
+}
+
+impl Handler<EndAll> for SessionGroup {
+    type Result = AtomicResponse<Self, Result<Vec<Option<SessionStatus>>, SessionError>>;
+
+    fn handle(&mut self, msg: EndAll, _: &mut Context<Self>) -> Self::Result {
+        self.running = false;
+        let ends = self.sessions.iter().map(|s| {
+            s.send(EndManual {
+                reason: msg.reason.clone(),
+            })
+        });
+        let all = join_all(ends);
+        AtomicResponse::new(Box::pin(
+            async move { all.await.into_iter().map(|r| r.map_err(gone)).collect() }
+                .into_actor(self),
         ))
     }
 }
@@ -159,11 +222,6 @@ impl Handler<GroupStatus> for SessionGroup {
 
     fn handle(&mut self, _: GroupStatus, _: &mut Context<Self>) -> Self::Result {
         let all = join_all(self.sessions.iter().map(|s| s.send(GetStatus)));
-        Box::pin(async move {
-            all.await
-                .into_iter()
-                .map(|r| r.map_err(|e| SessionError::Control(format!("session gone: {e}"))))
-                .collect()
-        })
+        Box::pin(async move { all.await.into_iter().map(|r| r.map_err(gone)).collect() })
     }
 }

@@ -41,6 +41,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The error recorded for a manual episode that a Reset All ([`BeginManual`]) abandons
+/// before it ends.
+pub const ABANDONED_BY_RESET: &str = "abandoned by reset";
+
 /// How a session runs its episodes.
 #[derive(Clone, Debug)]
 pub struct SessionConfig {
@@ -1034,6 +1038,19 @@ impl Handles {
         record
     }
 
+    /// Ends an unfinished manual episode, recorded with `reason` as its error. One that took
+    /// no step emitted nothing: it is dropped (`None`).
+    async fn abandon(&self, mut episode: Episode, reason: &str) -> Option<Episode> {
+        if !episode.done {
+            if episode.view.steps == 0 {
+                return None;
+            }
+            episode.done = true;
+            self.finish(&episode, Some(reason.to_owned())).await;
+        }
+        Some(episode)
+    }
+
     /// Runs a whole episode. Every failure, including one to start it, is recorded in its
     /// roll-up.
     async fn run_episode(&self, index: u32, seed: u64) -> Result<Arc<EpisodeRecord>, SessionError> {
@@ -1200,8 +1217,10 @@ pub struct RunEpisode {
     pub seed: u64,
 }
 
-/// Starts episode `index` with `seed` for manual stepping (Reset All), abandoning any
-/// unfinished one.
+/// Starts episode `index` with `seed` for manual stepping (Reset All). An unfinished
+/// episode that took steps is first recorded as ended with the error
+/// [`ABANDONED_BY_RESET`]; one that took none is dropped (it has no records). An episode
+/// over at once (nobody acts) is recorded at once, as in script mode.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<SessionStatus, SessionError>")]
 pub struct BeginManual {
@@ -1216,6 +1235,15 @@ pub struct BeginManual {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<SessionStatus, SessionError>")]
 pub struct StepManual;
+
+/// Ends the manual episode in progress (e.g. when the interface closes): recorded with
+/// `reason` as its error if it took steps, dropped if it took none. Answers the status.
+#[derive(Debug, Message)]
+#[rtype(result = "Option<SessionStatus>")]
+pub struct EndManual {
+    /// Why the episode ended, recorded as its error.
+    pub reason: String,
+}
 
 /// The session's status (`None` before the first manual episode).
 #[derive(Debug, Message)]
@@ -1238,16 +1266,25 @@ impl Handler<BeginManual> for Session {
 
     fn handle(&mut self, msg: BeginManual, _: &mut Context<Self>) -> Self::Result {
         let handles = self.handles.clone();
-        self.episode = None;
+        let previous = self.episode.take();
         AtomicResponse::new(Box::pin(
-            async move { handles.begin(msg.index, msg.seed).await }
-                .into_actor(self)
-                .map(|begun, session, _| {
-                    let episode = begun?;
-                    let status = episode.status(&session.handles.config.operator_id);
-                    session.episode = Some(episode);
-                    Ok(status)
-                }),
+            async move {
+                if let Some(previous) = previous {
+                    handles.abandon(previous, ABANDONED_BY_RESET).await;
+                }
+                let episode = handles.begin(msg.index, msg.seed).await?;
+                if episode.done {
+                    handles.finish(&episode, None).await;
+                }
+                Ok::<_, SessionError>(episode)
+            }
+            .into_actor(self)
+            .map(|begun, session, _| {
+                let episode = begun?;
+                let status = episode.status(&session.handles.config.operator_id);
+                session.episode = Some(episode);
+                Ok(status)
+            }),
         ))
     }
 }
@@ -1280,6 +1317,26 @@ impl Handler<StepManual> for Session {
                 session.episode = Some(episode);
                 Ok(status)
             }),
+        ))
+    }
+}
+
+impl Handler<EndManual> for Session {
+    type Result = AtomicResponse<Self, Option<SessionStatus>>;
+
+    fn handle(&mut self, msg: EndManual, _: &mut Context<Self>) -> Self::Result {
+        let handles = self.handles.clone();
+        let episode = self.episode.take();
+        AtomicResponse::new(Box::pin(
+            async move { handles.abandon(episode?, &msg.reason).await }
+                .into_actor(self)
+                .map(|ended, session, _| {
+                    session.episode = ended;
+                    session
+                        .episode
+                        .as_ref()
+                        .map(|e| e.status(&session.handles.config.operator_id))
+                }),
         ))
     }
 }

@@ -203,8 +203,9 @@ async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, Strin
     );
     match decision {
         Ok(decision) => Ok(decision.action),
-        Err(OperatorError::Failed(why)) => Err(why),
-        Err(other) => panic!("{mode}: not a Failed error: {other}"),
+        // A broken or silent worker is `Crashed` (to be restarted), a bad answer `Failed`.
+        Err(OperatorError::Failed(why) | OperatorError::Crashed(why)) => Err(why),
+        Err(other) => panic!("{mode}: not a Failed or Crashed error: {other}"),
     }
 }
 

@@ -157,6 +157,39 @@ impl RunDir {
         self.manifest.experiment.operators.len() * self.manifest.experiment.episodes as usize
     }
 
+    /// Replaces the manifest, in `run.json` and in `store` (the run's open store): for runs
+    /// whose plan grows as they go, like a manual run whose episodes are known only as they
+    /// are played. The run id and the operators cannot change, since records are keyed by
+    /// them.
+    pub fn update_manifest(&mut self, store: &mut RunStore, manifest: RunManifest) -> Result<()> {
+        let operators = |m: &RunManifest| -> Vec<String> {
+            m.experiment
+                .operators
+                .iter()
+                .map(|o| o.id.clone())
+                .collect()
+        };
+        if manifest.run_id != self.manifest.run_id
+            || operators(&manifest) != operators(&self.manifest)
+        {
+            return Err(RecorderError::Foreign {
+                path: self.path.join(MANIFEST_FILE),
+                message: format!(
+                    "a new manifest for run `{}` may not change its run id or its operators",
+                    self.manifest.run_id
+                ),
+            });
+        }
+        // The store first, as at creation: run.json is the last word.
+        store.put_manifest(&manifest)?;
+        write_atomically(
+            &self.path.join(MANIFEST_FILE),
+            &serde_json::to_vec_pretty(&manifest)?,
+        )?;
+        self.manifest = manifest;
+        Ok(())
+    }
+
     /// Opens the store (exclusively), first bringing it up to date with the JSON-lines log
     /// if a crash left it behind (see [`RunDir::catch_up`]).
     pub fn store(&self) -> Result<RunStore> {
@@ -905,6 +938,49 @@ mod tests {
         assert!(
             matches!(err, RecorderError::Malformed { line: 2, .. }),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_plan_that_grows_is_written_to_run_json_and_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r7");
+        let manifest = synthetic::manifest("r7", &["a", "b"], 1, 5);
+        let episodes = synthetic::run_episodes(&synthetic::manifest("r7", &["a", "b"], 3, 5), 4, 2);
+        let (mut run, mut store) = RunDir::create(&path, &manifest).unwrap();
+        write(&run, &store, &episodes, 0);
+        let mut grown = manifest.clone();
+        grown.experiment.episodes = 3;
+        grown.experiment.seeds = mosaic_core::SeedPlan::List {
+            seeds: vec![5, 6, 7],
+        };
+        grown.seeds = vec![5, 6, 7];
+        run.update_manifest(&mut store, grown.clone()).unwrap();
+        assert_eq!(run.manifest(), &grown);
+        assert_eq!(store.planned_units().len(), 6);
+
+        let mut renamed = grown.clone();
+        renamed.run_id = "r8".into();
+        let err = run.update_manifest(&mut store, renamed).unwrap_err();
+        assert!(err.to_string().contains("may not change"), "{err}");
+        let mut fewer = grown.clone();
+        fewer.experiment.operators.pop();
+        assert!(run.update_manifest(&mut store, fewer).is_err());
+        drop(store);
+
+        let reopened = RunDir::open(&path).unwrap();
+        assert_eq!(reopened.manifest(), &grown);
+        let summary = reopened.summary().unwrap();
+        assert_eq!(
+            (summary.status, summary.done, summary.planned),
+            (RunStatus::Complete, 6, 6)
+        );
+        let store = reopened.store().unwrap();
+        assert_eq!(store.manifest(), &grown);
+        assert!(store.remaining_units().unwrap().is_empty());
+        assert_eq!(
+            reopened.check_consistency(&store).unwrap(),
+            Vec::<String>::new()
         );
     }
 

@@ -218,6 +218,18 @@ impl RunStore {
         })
     }
 
+    /// Replaces the stored manifest (through [`crate::RunDir::update_manifest`]). Other
+    /// handles of the store keep the manifest they had; writers use only its run id and
+    /// operators, which never change.
+    pub(crate) fn put_manifest(&mut self, manifest: &RunManifest) -> Result<()> {
+        let runs = self.db.open_tree("runs").map_err(self.err())?;
+        runs.insert(manifest.run_id.as_bytes(), serde_json::to_vec(manifest)?)
+            .map_err(self.err())?;
+        self.db.flush().map_err(self.err())?;
+        self.manifest = manifest.clone();
+        Ok(())
+    }
+
     /// The store directory.
     pub fn path(&self) -> &Path {
         &self.path

@@ -271,6 +271,7 @@
     status.textContent = state.waiting > 0 ? 'Waiting for a human player…'
       : state.resetting ? 'resetting…' : state.stepping ? 'stepping…' : state.running ? 'running' : '';
     showError($('#live-error'), state.error);
+    renderRecording(state.recording);
 
     for (const v of state.viewports) {
       const view = views.get(v.id);
@@ -312,6 +313,33 @@
       }
     }
   }
+
+  /** The header's note of the run the episodes are recorded into. */
+  function renderRecording(recording) {
+    const note = $('#recording');
+    note.hidden = false;
+    if (!recording) {
+      note.dataset.state = 'off';
+      note.disabled = true;
+      note.textContent = 'not recorded';
+      note.title = 'Started with --no-record: the episodes played here are not recorded';
+      return;
+    }
+    note.dataset.run = setup.recording.name;
+    note.dataset.runId = recording.run_id;
+    note.dataset.state = recording.error ? 'failed' : 'on';
+    const episodes = `${recording.episodes} episode${recording.episodes === 1 ? '' : 's'}`;
+    note.textContent = recording.error ? recording.error : `● recording to ${recording.run_id} · ${episodes}`;
+    note.title = recording.error
+      ? `Recording into run ${recording.run_id} stopped`
+      : 'Every episode played here is recorded into this run: open it in the runs browser';
+  }
+  $('#recording').addEventListener('click', (event) => {
+    if (event.detail > 0) event.currentTarget.blur();
+    if (!setup || !setup.recording) return;
+    selectTab('runs');
+    openRun(setup.recording.name);
+  });
 
   async function control(path, body) {
     try {

@@ -2,8 +2,10 @@
 //! board shows every viewport one step further with a new frame, fetch the frames — for
 //! two soccer-2v2 viewports (scripted against random), against the same two sessions
 //! stepped directly in a session group with each frame rendered and PNG encoded, measured
-//! in the same run. The ratio is what the browser interface costs per step. For scale:
-//! MOSAIC's Python platform does 10.8 steps/s with frames on.
+//! in the same run. The ratio is what the browser interface costs per step. A third server
+//! records every episode into a run directory, as `mosaic serve` does by default: its ratio
+//! to the unrecorded server is what recording costs. For scale: MOSAIC's Python platform
+//! does 10.8 steps/s with frames on.
 
 // criterion's macros generate undocumented functions.
 #![allow(missing_docs)]
@@ -220,11 +222,41 @@ fn step_all(c: &mut Criterion) {
             web_rate.add(iters, total)
         })
     });
+    drop(server);
+
+    let runs = tempfile::tempdir().expect("runs directory");
+    let mut config =
+        mosaic_web::ServeConfig::new(EnvRegistry::native(), OperatorRegistry::baselines());
+    config.experiment = Some(experiment());
+    config.bind = "127.0.0.1:0".parse().expect("address");
+    config.record = Some(mosaic_web::RecordConfig {
+        dir: runs.path().join("bench"),
+        run_id: "bench".into(),
+        versions: Default::default(),
+    });
+    let server = common::serve_in_background(config).expect("server");
+    let recorded_rate = Rate::default();
+    let seed = Cell::new(1);
+    group.bench_function("web_recorded", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                total += web_step(server.addr, &seed);
+            }
+            recorded_rate.add(iters, total)
+        })
+    });
     group.finish();
+    drop(server);
     let (web, direct) = (web_rate.per_second(), direct_rate.per_second());
+    let recorded = recorded_rate.per_second();
     println!(
         "Step All, two soccer viewports with frames: web {web:.0} steps/s, direct {direct:.0} steps/s, web/direct = {:.2} (MOSAIC: 10.8 steps/s)",
         web / direct
+    );
+    println!(
+        "Recording every episode: web {recorded:.0} steps/s, recorded/unrecorded = {:.2}",
+        recorded / web
     );
 }
 

@@ -6,6 +6,9 @@
 //!   and scratchpad. Reset All, Step All (every operator advances exactly one environment
 //!   step), Run / Pause with a pacing slider. Agents of kind `human` take their actions
 //!   from the keyboard or buttons of the page (legal actions only).
+//! - **Recording**: with [`ServeConfig::record`], every episode played is recorded into a
+//!   run directory (the layout `mosaic run` writes), which the runs browser, `mosaic
+//!   report` and `mosaic replay` read like any other run.
 //! - **Runs browser**: the recorded runs of a directory, their episode and per-agent
 //!   tables, a returns plot, and a frame-by-frame replay of any episode, rebuilt from the
 //!   recorded actions and checked against the recorded rewards.
@@ -29,6 +32,7 @@
 
 mod assets;
 mod live;
+mod record;
 mod routes;
 mod runs;
 mod security;
@@ -39,6 +43,7 @@ use mosaic_core::{ExperimentSpec, SpecError};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+pub use record::RecordConfig;
 pub use security::{TOKEN_ENV, resolve_token};
 
 /// The largest request body accepted, in bytes (controls are a few numbers).
@@ -67,11 +72,15 @@ pub struct ServeConfig {
     pub token: Option<String>,
     /// The directory of recorded runs shown by the runs browser.
     pub runs_dir: Option<PathBuf>,
+    /// Where the experiment's episodes are recorded (a new run directory, typically in
+    /// `runs_dir`); `None` records nothing.
+    pub record: Option<RecordConfig>,
 }
 
 impl ServeConfig {
-    /// No experiment, no runs directory, listening on [`DEFAULT_BIND`] without a token;
-    /// replays may rebuild the in-process environments ([`EnvRegistry::in_process`]).
+    /// No experiment, no runs directory, no recording, listening on [`DEFAULT_BIND`]
+    /// without a token; replays may rebuild the in-process environments
+    /// ([`EnvRegistry::in_process`]).
     pub fn new(envs: EnvRegistry, kinds: OperatorRegistry) -> Self {
         Self {
             experiment: None,
@@ -81,6 +90,7 @@ impl ServeConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             token: None,
             runs_dir: None,
+            record: None,
         }
     }
 }
@@ -105,6 +115,10 @@ pub enum WebError {
     /// The first Reset All of the experiment failed.
     #[error("experiment: {0}")]
     Start(String),
+    /// The manual episodes could not be recorded (the run directory could not be created,
+    /// or writing it failed; what was made durable before is kept).
+    #[error("recording: {0}")]
+    Record(String),
     /// The runs directory is not a directory.
     #[error("runs directory {}: {message}", path.display())]
     RunsDir {
@@ -131,6 +145,7 @@ pub enum WebError {
 pub struct WebServer {
     addr: SocketAddr,
     server: actix_web::dev::Server,
+    live: Option<std::sync::Arc<live::Live>>,
 }
 
 impl std::fmt::Debug for WebServer {
@@ -152,10 +167,55 @@ impl WebServer {
         self.server.handle()
     }
 
-    /// Serves until stopped (Ctrl-C, or [`WebServer::handle`]).
-    pub async fn run(self) -> Result<(), WebError> {
-        self.server.await.map_err(WebError::Server)
+    /// The run the experiment's episodes are recorded into: its id and directory.
+    pub fn recording(&self) -> Option<(&str, &std::path::Path)> {
+        self.live.as_deref().and_then(live::Live::recording)
     }
+
+    /// Serves until stopped (Ctrl-C, `SIGTERM`, or [`WebServer::handle`]); then ends the
+    /// episodes in progress and closes their recording.
+    pub async fn run(self) -> Result<(), WebError> {
+        let handle = self.server.handle();
+        let watch = actix_rt::spawn(async move {
+            match stop_signal().await {
+                Ok(()) => handle.stop(false).await,
+                Err(error) => tracing::warn!(%error, "cannot listen for Ctrl-C"),
+            }
+        });
+        let served = self.server.await.map_err(WebError::Server);
+        watch.abort();
+        let closed = match &self.live {
+            // A second Ctrl-C does not wait for the episodes in progress (a decision may take
+            // long); every episode that ended before is durable already.
+            Some(live) => tokio::select! {
+                closed = live.close() => closed.unwrap_or(Ok(())),
+                () = async {
+                    if stop_signal().await.is_err() {
+                        futures::future::pending::<()>().await;
+                    }
+                } => Err(WebError::Record(
+                    "stopped again: the episodes in progress were not recorded".into(),
+                )),
+            },
+            None => Ok(()),
+        };
+        served.and(closed)
+    }
+}
+
+/// Ctrl-C, or on Unix `SIGTERM`.
+async fn stop_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => interrupted,
+            _ = terminate.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await
 }
 
 /// Builds the experiment's sessions, resets them with the first planned seed and binds the
@@ -171,12 +231,29 @@ pub async fn start(config: ServeConfig) -> Result<WebServer, WebError> {
         });
     }
     let live = match &config.experiment {
-        Some(spec) => Some(live::Live::start(spec.clone(), &config.envs, &config.kinds).await?),
+        Some(spec) => Some(
+            live::Live::start(
+                spec.clone(),
+                &config.envs,
+                &config.kinds,
+                config.record.as_ref(),
+            )
+            .await?,
+        ),
         None => None,
     };
     let runs = runs::Runs::new(&config);
     let security = security::Security::new(config.bind, config.token.clone());
-    routes::bind(config.bind, security, live, runs)
+    match routes::bind(config.bind, security, live.clone(), runs) {
+        Ok(server) => Ok(server),
+        Err(error) => {
+            if let Some(live) = live {
+                // Nothing was played: an empty recording goes again.
+                live.close().await;
+            }
+            Err(error)
+        }
+    }
 }
 
 /// Starts the server and serves until Ctrl-C. Must run inside an actix system, e.g.

@@ -6,13 +6,18 @@
 //! is refreshed (status from the session, full-view frame from its environment, PNG
 //! encoded once and served to every viewer). Refreshes of one viewport never wait for
 //! another's, so a person pondering a move in one game does not freeze the others.
+//!
+//! When recording, the sessions also report to the run's telemetry sink
+//! ([`Recording`]); closing the board ends the episodes in progress, recorded as ended
+//! with the error [`CLOSED`].
 
 use crate::WebError;
+use crate::record::{RecordConfig, Recording};
 use actix::prelude::*;
 use mosaic_actors::env_actor::{EnvActor, Render};
-use mosaic_actors::group::{Pause, ResetAll, Resume, SessionGroup, StepAll};
+use mosaic_actors::group::{EndAll, Pause, ResetAll, Resume, SessionGroup, StepAll};
 use mosaic_actors::human::{self, ChoiceError, HumanHub};
-use mosaic_actors::session::{GetStatus, Session, SessionConfig, SessionStatus, Subscribers};
+use mosaic_actors::session::{GetStatus, Session, SessionConfig, SessionStatus};
 use mosaic_actors::{EpisodeEvent, OperatorRegistry, StepEvent};
 use mosaic_adapters::EnvRegistry;
 use mosaic_core::record::EpisodeRecord;
@@ -33,8 +38,11 @@ const EVENT_LOG: usize = 8;
 /// Run's pace when the experiment sets none (flat out is too fast to watch).
 const DEFAULT_PACE_MS: u64 = 250;
 
-/// The run id of manual sessions (their records are not stored).
-const MANUAL_RUN: &str = "manual";
+/// The run id of manual sessions that are not recorded.
+const UNRECORDED_RUN: &str = "manual";
+
+/// The error recorded for the episodes in progress when the server stops.
+pub(crate) const CLOSED: &str = "abandoned: the server stopped";
 
 /// A control could not be applied.
 #[derive(Debug, thiserror::Error)]
@@ -143,6 +151,7 @@ impl Handler<EpisodeEvent> for Relay {
 pub(crate) struct Live {
     name: String,
     seeds: SeedPlan,
+    recording: Option<Recording>,
     group: Addr<SessionGroup>,
     operators: Vec<LiveOperator>,
     hub: HumanHub,
@@ -152,38 +161,68 @@ pub(crate) struct Live {
 
 impl Live {
     /// Builds every operator configuration's session (with `human` registered), starts
-    /// the group and resets it with the experiment's first seed.
+    /// the group and resets it with the experiment's first seed. With `record`, every
+    /// episode played is recorded into that run directory.
     pub(crate) async fn start(
         spec: ExperimentSpec,
         envs: &EnvRegistry,
         kinds: &OperatorRegistry,
+        record: Option<&RecordConfig>,
     ) -> Result<Arc<Live>, WebError> {
         spec.validate()?;
+        let recording = record
+            .map(|config| Recording::create(config, &spec))
+            .transpose()?;
+        match Self::build(spec, envs, kinds, recording).await {
+            Ok(live) => Ok(live),
+            Err((error, recording)) => {
+                if let Some(recording) = recording
+                    && let Err(closing) = recording.close().await
+                {
+                    tracing::warn!(%closing, "closing the unused recording");
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn build(
+        spec: ExperimentSpec,
+        envs: &EnvRegistry,
+        kinds: &OperatorRegistry,
+        recording: Option<Recording>,
+    ) -> Result<Arc<Live>, (WebError, Option<Recording>)> {
         let hub = HumanHub::new();
         let (sender, receiver) = mpsc::unbounded_channel();
         let relay = Relay(sender).start();
+        let run_id = RunId::from(recording.as_ref().map_or(UNRECORDED_RUN, |r| r.run_id()));
         let mut operators = Vec::with_capacity(spec.operators.len());
         for (index, operator) in spec.operators.iter().enumerate() {
             let mut operator_kinds = kinds.clone();
             human::register(&mut operator_kinds, hub.scoped(&operator.id));
-            let mut config =
-                SessionConfig::new(RunId::from(MANUAL_RUN), OperatorId(operator.id.clone()));
+            let mut config = SessionConfig::new(run_id.clone(), OperatorId(operator.id.clone()));
             config.max_steps = spec.max_steps;
             config.decision_timeout = spec.decision_timeout_ms.map(Duration::from_millis);
             config.record_observations = spec.record_observations;
-            let subscribers = Subscribers {
-                steps: vec![relay.clone().recipient()],
-                episodes: vec![relay.clone().recipient()],
-            };
-            let session = Session::build(config, operator, envs, &operator_kinds, subscribers)
-                .map_err(|e| {
+            let mut subscribers = recording
+                .as_ref()
+                .map(Recording::subscribers)
+                .unwrap_or_default();
+            subscribers.steps.push(relay.clone().recipient());
+            subscribers.episodes.push(relay.clone().recipient());
+            let built = Session::build(config, operator, envs, &operator_kinds, subscribers);
+            let session = match built {
+                Ok(session) => session,
+                Err(e) => {
                     let path = if e.path.is_empty() {
                         format!("operators[{index}]")
                     } else {
                         format!("operators[{index}].{}", e.path)
                     };
-                    SpecError::new(path, e.message)
-                })?;
+                    let error = WebError::Experiment(SpecError::new(path, e.message));
+                    return Err((error, recording));
+                }
+            };
             let spec = session.spec().clone();
             let agents = spec
                 .agents
@@ -228,6 +267,7 @@ impl Live {
         let live = Arc::new(Live {
             name: spec.name.clone(),
             seeds: spec.seeds.clone(),
+            recording,
             group: group.start(),
             operators,
             hub,
@@ -235,8 +275,41 @@ impl Live {
             changed: watch::Sender::new(0),
         });
         actix::spawn(consume(live.clone(), receiver));
-        live.reset(first_seed).await.map_err(WebError::Start)?;
+        if let Err(error) = live.reset(first_seed).await {
+            live.close().await;
+            return Err((WebError::Start(error), None));
+        }
         Ok(live)
+    }
+
+    /// Ends the episodes in progress (recorded, when recording, as ended with the error
+    /// [`CLOSED`]) and closes the recording. Awaited human moves are withdrawn.
+    pub(crate) async fn close(&self) -> Option<Result<(), WebError>> {
+        self.group.do_send(Pause);
+        let mut parked = self.hub.subscribe();
+        let end = self.group.send(EndAll {
+            reason: CLOSED.into(),
+        });
+        tokio::pin!(end);
+        let ended = loop {
+            self.hub.withdraw_all();
+            tokio::select! {
+                ended = &mut end => break ended,
+                changed = parked.changed() => if changed.is_err() { break (&mut end).await },
+            }
+        };
+        match ended {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "ending the manual episodes"),
+            Err(error) => tracing::warn!(%error, "ending the manual episodes: group gone"),
+        }
+        let recording = self.recording.as_ref()?;
+        Some(recording.close().await)
+    }
+
+    /// The run the board records into: its id and directory.
+    pub(crate) fn recording(&self) -> Option<(&str, &std::path::Path)> {
+        self.recording.as_ref().map(|r| (r.run_id(), r.dir()))
     }
 
     fn board(&self) -> MutexGuard<'_, Board> {
@@ -278,7 +351,11 @@ impl Live {
                 })
             })
             .collect();
-        json!({ "experiment": self.name, "operators": operators })
+        let recording = self
+            .recording
+            .as_ref()
+            .map(|r| json!({ "run_id": r.run_id(), "name": r.name() }));
+        json!({ "experiment": self.name, "operators": operators, "recording": recording })
     }
 
     /// Everything that changes, for the page.
@@ -303,7 +380,11 @@ impl Live {
             })
             .collect();
         // Seeds are u64: as text they survive JavaScript's doubles.
+        let recording = self.recording.as_ref().map(
+            |r| json!({ "run_id": r.run_id(), "episodes": r.episodes(), "error": r.failure() }),
+        );
         json!({
+            "recording": recording,
             "seed": board.seed.to_string(),
             "next_seed": board.next_seed.to_string(),
             "running": board.running,
@@ -462,6 +543,15 @@ impl Live {
 
     /// Takes in one event; answers the viewport it concerns, if any changed.
     fn absorb(&self, heard: Heard) -> Option<usize> {
+        if let Some(recording) = &self.recording {
+            let episode = match &heard {
+                Heard::Step(event) => event.records.first().map(|r| (r.episode_index, r.seed)),
+                Heard::Episode(event) => Some((event.record.episode_index, event.record.seed)),
+            };
+            if let Some((index, seed)) = episode {
+                recording.saw(index, seed);
+            }
+        }
         match heard {
             Heard::Step(event) => {
                 let first = event.records.first()?;

@@ -139,7 +139,7 @@ pub(crate) fn bind(
 ) -> Result<WebServer, WebError> {
     let security = Data::new(security);
     let state = Data::new(AppState {
-        live,
+        live: live.clone(),
         runs: Arc::new(runs),
     });
     let server = HttpServer::new(move || {
@@ -194,12 +194,16 @@ pub(crate) fn bind(
     .workers(2)
     // Event streams never end by themselves: do not wait long for them on shutdown.
     .shutdown_timeout(1)
+    // Signals stop the server through `WebServer::run`, which then closes the recording
+    // (the server's own handling would stop the whole actix system first).
+    .disable_signals()
     .bind(bind)
     .map_err(|source| WebError::Bind { bind, source })?;
     let addr = server.addrs().first().copied().unwrap_or(bind);
     Ok(WebServer {
         addr,
         server: server.run(),
+        live,
     })
 }
 

@@ -2,19 +2,23 @@
 //! (`tests/browser/manual.mjs`). The browser and playwright-core come from
 //! `scripts/setup/browser.sh` (run here unless `MOSAIC_CHROMIUM` and
 //! `MOSAIC_PLAYWRIGHT_DIR` are set already). Screenshots are saved in
-//! `<target>/web-artifacts/`.
+//! `<target>/web-artifacts/`. What the browser played is recorded; once the server has
+//! stopped, the run directory is checked with the recorder.
 
 mod common;
 
 use common::{Walk, record_run, serve_in_background};
 use mosaic_core::{Action, Environment, ExperimentSpec, Stepping, Transition};
-use mosaic_web::ServeConfig;
+use mosaic_recorder::replay::{ReplayedStep, replay};
+use mosaic_recorder::{RunDir, RunStatus, Unit};
+use mosaic_web::{RecordConfig, ServeConfig};
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const TOKEN: &str = "browser-test-token-7";
+const MANUAL_RUN: &str = "manual-walk";
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -97,8 +101,10 @@ fn manual_mode_and_replays_in_a_real_browser() {
     let tools = browser_tools();
     let work = tempfile::tempdir().unwrap();
     let expected = work.path().join("expected");
+    let played = work.path().join("played");
     let runs = work.path().join("runs");
     std::fs::create_dir_all(&expected).unwrap();
+    std::fs::create_dir_all(&played).unwrap();
     std::fs::create_dir_all(&runs).unwrap();
     let artifacts = artifacts_dir();
     std::fs::create_dir_all(&artifacts).unwrap();
@@ -154,10 +160,15 @@ fn manual_mode_and_replays_in_a_real_browser() {
         common::registry(),
         mosaic_actors::OperatorRegistry::baselines(),
     );
-    config.experiment = Some(spec);
+    config.experiment = Some(spec.clone());
     config.bind = "127.0.0.1:0".parse().unwrap();
     config.token = Some(TOKEN.into());
     config.runs_dir = Some(runs.clone());
+    config.record = Some(RecordConfig {
+        dir: runs.join(MANUAL_RUN),
+        run_id: MANUAL_RUN.into(),
+        versions: Default::default(),
+    });
     let server = serve_in_background(config).unwrap();
 
     let script_dir = manifest_dir().join("tests/browser");
@@ -172,6 +183,8 @@ fn manual_mode_and_replays_in_a_real_browser() {
         .env("MOSAIC_RUN", "run-walk")
         .env("MOSAIC_REPLAY", format!("pair/{}", replayed.episode_index))
         .env("MOSAIC_REPLAY_STEPS", replayed.steps.to_string())
+        .env("MOSAIC_MANUAL_RUN", MANUAL_RUN)
+        .env("MOSAIC_PLAYED", &played)
         .output()
         .expect("node runs (install nodejs)");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -182,8 +195,82 @@ fn manual_mode_and_replays_in_a_real_browser() {
         output.status.success(),
         "the browser script failed:\n{stdout}\n{stderr}"
     );
-    for shot in ["manual-waiting.png", "manual.png", "replay.png"] {
+    for shot in [
+        "manual-waiting.png",
+        "manual.png",
+        "replay.png",
+        "manual-replay.png",
+    ] {
         let bytes = std::fs::read(artifacts.join(shot)).unwrap();
         assert_eq!(&bytes[1..4], b"PNG", "{shot}");
+    }
+    drop(server);
+    check_manual_run(&runs.join(MANUAL_RUN), &spec, &played, &after_right);
+}
+
+/// The run recorded while the browser played: consistent, complete, one record per agent
+/// per step taken, and replaying to the frames the page showed.
+fn check_manual_run(path: &Path, spec: &ExperimentSpec, played: &Path, after_right: &[u8]) {
+    let steps_taken: HashMap<String, u32> =
+        serde_json::from_slice(&std::fs::read(played.join("played.json")).unwrap()).unwrap();
+    let run = RunDir::open(path).unwrap();
+    let summary = run.summary().unwrap();
+    assert_eq!(
+        (summary.status, summary.done),
+        (RunStatus::Complete, spec.operators.len()),
+        "the episode played in every viewport, nothing else (the last one took no step)"
+    );
+    let store = run.store().unwrap();
+    assert_eq!(run.check_consistency(&store).unwrap(), Vec::<String>::new());
+    for operator in &spec.operators {
+        let unit = Unit::new(operator.id.as_str(), 0);
+        let record = store.episode(&unit).unwrap().unwrap();
+        let steps = store.steps_of(&unit).unwrap();
+        let taken = steps_taken[&operator.id];
+        assert_eq!(record.steps, taken, "{unit}: steps recorded = steps taken");
+        let mut indices: Vec<u32> = steps.iter().map(|r| r.step_index).collect();
+        indices.dedup();
+        assert_eq!(indices, (0..taken).collect::<Vec<_>>(), "{unit}");
+        assert!(
+            record.terminated || record.error.as_deref() == Some("abandoned by reset"),
+            "{unit}: {:?}",
+            record.error
+        );
+        let mut env = common::registry()
+            .make(&operator.env, &operator.env_settings)
+            .unwrap();
+        let mut frames = Vec::new();
+        replay(
+            env.as_mut(),
+            &record,
+            &steps,
+            spec.max_steps,
+            |env: &dyn Environment, _: &ReplayedStep<'_>| {
+                frames.push(png(env));
+                Ok(())
+            },
+        )
+        .unwrap();
+        let shown = std::fs::read(played.join(format!("live-{}.png", operator.id))).unwrap();
+        assert!(
+            frames.last() == Some(&shown),
+            "{unit}: the replay ends on the frame shown"
+        );
+        if operator.id == "duel" {
+            let human = &steps[0];
+            assert_eq!(
+                (
+                    human.agent_id.as_str(),
+                    human.kind.as_str(),
+                    human.action_label.as_deref()
+                ),
+                ("red", "human", Some("right")),
+                "the key press is recorded"
+            );
+            assert!(
+                frames[0] == after_right,
+                "the replay moves the human agent right"
+            );
+        }
     }
 }

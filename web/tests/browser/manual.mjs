@@ -2,7 +2,7 @@
 // web/tests/browser.rs, which starts the server and writes the expected frames; every
 // check failing here fails that test.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,6 +19,8 @@ const artifacts = need('MOSAIC_ARTIFACTS');
 const runName = need('MOSAIC_RUN');
 const [replayOperator, replayEpisode] = need('MOSAIC_REPLAY').split('/');
 const replaySteps = Number(need('MOSAIC_REPLAY_STEPS'));
+const manualRun = need('MOSAIC_MANUAL_RUN');
+const playedDir = need('MOSAIC_PLAYED');
 
 const require = createRequire(path.join(need('MOSAIC_PLAYWRIGHT_DIR'), 'node_modules', 'index.js'));
 const { chromium } = require('playwright-core');
@@ -142,8 +144,46 @@ try {
   }
   await page.click('#run-pause');
   await page.waitForFunction(() => document.querySelector('#run-pause').textContent === 'Run');
+  // Pause stops after the step in progress, which may be waiting for the human: answer
+  // until nothing is awaited any more.
+  for (let quiet = 0; quiet < 3;) {
+    const state = await page.evaluate(async () => (await fetch('/api/live/state')).json());
+    if (state.waiting > 0) {
+      await page.keyboard.press(' ');
+      quiet = 0;
+    } else {
+      quiet += 1;
+    }
+    await page.waitForTimeout(150);
+  }
   assert.equal(await viewport('duel').locator('tr[data-agent="0"] .last').textContent(), 'stay');
   log(`Run / Pause: the duel went from step ${startedAt} to ${await duelSteps()} with Space`);
+
+  // ---- what was played is recorded into the run the page names -------------------------
+  const recordingNote = page.locator('#recording');
+  assert.match(await recordingNote.textContent(), new RegExp(`recording to ${manualRun} · 1 episode$`));
+  // Every viewport shows the frame of its last step.
+  await page.waitForFunction(async () => {
+    const state = await (await fetch('/api/live/state')).json();
+    return !state.stepping && !state.running && state.waiting === 0 && state.viewports.every((v) => {
+      const card = document.querySelector(`.viewport[data-op="${v.id}"]`);
+      return card.dataset.steps === String(v.status.steps)
+        && card.querySelector('img.frame').dataset.version === String(v.frame);
+    });
+  }, null, { polling: 100 });
+  const played = {};
+  for (const id of ops) {
+    played[id] = Number(await viewport(id).getAttribute('data-steps'));
+    writeFileSync(path.join(playedDir, `live-${id}.png`), await liveFrame(id));
+  }
+  writeFileSync(path.join(playedDir, 'played.json'), JSON.stringify(played));
+  // Reset All: the episodes in progress are recorded as abandoned, a new one begins.
+  await page.click('#reset-all');
+  await page.waitForFunction((ids) => ids.every((id) => {
+    const card = document.querySelector(`.viewport[data-op="${id}"]`);
+    return card.querySelector('.episode').textContent === 'episode 1' && card.dataset.steps === '0';
+  }), ops);
+  log('played and shown:', JSON.stringify(played), '- then Reset All');
 
   // ---- the runs browser: tables and a replay scrubbed frame by frame -------------------
   await page.click('.tab[data-tab="runs"]');
@@ -157,14 +197,17 @@ try {
   await page.click(`tr[data-episode="${replayOperator}/${replayEpisode}"] .replay-button`);
   await page.locator('#replay').waitFor({ state: 'visible' });
   const replayImage = '#replay-frame';
-  const showsStep = async (step) => {
+  /** The scrubber is at `step` of `total` and the replay shows `frame`. */
+  const showsFrame = async (step, total, frame, what) => {
     await page.waitForFunction((k) => {
       const img = document.querySelector('#replay-frame');
       return img.dataset.step === String(k) && img.complete && img.naturalWidth > 0;
     }, step);
-    assert.equal(await page.textContent('#replay-step'), `step ${step} / ${replaySteps}`);
-    assert.ok((await frameOf(replayImage)).equals(expected(`replay-${step}.png`)), `replay frame ${step}`);
+    assert.equal(await page.textContent('#replay-step'), `step ${step} / ${total}`);
+    assert.ok((await frameOf(replayImage)).equals(frame), what);
   };
+  const showsStep = (step) =>
+    showsFrame(step, replaySteps, expected(`replay-${step}.png`), `replay frame ${step}`);
   await showsStep(0);
   // Scrub with the keyboard, like a person would.
   await page.focus('#scrubber');
@@ -182,6 +225,30 @@ try {
   assert.ok(!(await frameOf(replayImage)).equals(expected('replay-0.png')), 'frames change along the episode');
   await page.screenshot({ path: path.join(artifacts, 'replay.png'), fullPage: true });
   log(`replay of ${replayOperator} episode ${replayEpisode}: frames 0..${replaySteps} match the record`);
+
+  // ---- the manual run in the runs browser: what was played replays frame by frame ------
+  await page.click('.tab[data-tab="live"]');
+  await page.click('#recording');
+  await page.waitForFunction((run) => {
+    const detail = document.querySelector('#run-detail');
+    return !detail.hidden && detail.dataset.run === run;
+  }, manualRun);
+  assert.match(await page.textContent('#run-title'), new RegExp(manualRun));
+  assert.equal(await page.locator('#run-report section.operator-report').count(), ops.length, 'one report table per viewport');
+  const duelRow = page.locator('tr[data-episode="duel/0"]');
+  assert.match(await duelRow.textContent(), /abandoned by reset/);
+  await duelRow.locator('.replay-button').click();
+  await page.waitForFunction((run) => document.querySelector('#replay').dataset.replay === `${run}/duel/0`, manualRun);
+  const duelPlayed = played.duel;
+  await showsFrame(0, duelPlayed, first, 'the manual replay starts from the seed\'s first frame');
+  await page.focus('#scrubber');
+  await page.keyboard.press('ArrowRight');
+  await showsFrame(1, duelPlayed, expected('after-right.png'), 'the replay shows the human\'s key press');
+  await page.keyboard.press('End');
+  await showsFrame(duelPlayed, duelPlayed, readFileSync(path.join(playedDir, 'live-duel.png')),
+    'the replay ends on the frame shown when it was played');
+  await page.screenshot({ path: path.join(artifacts, 'manual-replay.png'), fullPage: true });
+  log(`manual run ${manualRun}: the duel's ${duelPlayed} steps replay as shown`);
 
   const docsShot = process.env.MOSAIC_DOCS_SCREENSHOT;
   if (docsShot) {
