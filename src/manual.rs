@@ -25,9 +25,11 @@ pub fn record_config(
 ) -> RecordConfig {
     let run_id = run_id
         .unwrap_or_else(|| default_run_id(&format!("{} manual", experiment.name), now_ms() / 1000));
+    let mut versions = versions();
+    versions.insert(crate::run::MODE_KEY.into(), crate::run::MANUAL_MODE.into());
     RecordConfig {
         dir: runs.join(&run_id),
         run_id,
-        versions: versions(),
+        versions,
     }
 }

@@ -12,6 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The key in `run.json`'s `versions` naming how a run was made, when not by `mosaic run`.
+pub const MODE_KEY: &str = "mode";
+/// Its value for runs played by hand in `mosaic serve`.
+pub const MANUAL_MODE: &str = "manual";
+
 /// Where and how to run.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -87,6 +92,14 @@ pub enum RunFailure {
         /// Its run id.
         run_id: String,
     },
+    /// The run was played by hand (`mosaic serve`): its episodes follow a person's resets.
+    #[error("{}: `{run_id}` was played by hand in `mosaic serve`; only script-mode runs can be resumed", path.display())]
+    Manual {
+        /// The run directory.
+        path: PathBuf,
+        /// Its run id.
+        run_id: String,
+    },
     /// The experiment resuming a run is not the one the run was started with.
     #[error("{}: the run was started with another experiment than the one given ({field} differs)", path.display())]
     OtherExperiment {
@@ -105,6 +118,7 @@ impl RunFailure {
             RunFailure::Recorder(e) if e.is_bad_input() => 2,
             RunFailure::Unfinished { .. }
             | RunFailure::Finished { .. }
+            | RunFailure::Manual { .. }
             | RunFailure::OtherExperiment { .. } => 2,
             _ => 1,
         }
@@ -194,6 +208,12 @@ impl Experiment {
         let started = Instant::now();
         let run_dir = RunDir::open(dir)?;
         let run_id = run_dir.manifest().run_id.clone();
+        if run_dir.manifest().versions.get(MODE_KEY) == Some(&MANUAL_MODE.into()) {
+            return Err(RunFailure::Manual {
+                path: dir.to_owned(),
+                run_id,
+            });
+        }
         if let Some(field) = first_difference(&run_dir.manifest().experiment, self.spec()) {
             return Err(RunFailure::OtherExperiment {
                 path: dir.to_owned(),

@@ -231,6 +231,11 @@ fn what_a_person_plays_is_recorded_reported_and_replayed() {
         "{text}"
     );
 
+    let resumed = mosaic(&["resume", &run.to_string_lossy()]);
+    let text = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(2), "{text}");
+    assert!(text.contains("played by hand"), "{text}");
+
     let frames = dir.path().join("frames");
     let replayed = mosaic(&[
         "replay",
