@@ -30,6 +30,7 @@ mod render;
 mod rules;
 mod scripted;
 mod settings;
+mod snapshot;
 mod state;
 mod text;
 mod types;
@@ -49,7 +50,7 @@ use crate::registry::EnvKind;
 use mosaic_core::experiment::SpecError;
 use mosaic_core::{
     Action, AgentSpec, EnvError, EnvSpec, Environment, Frame, ObsRequest, Observation, Policy,
-    Settings, Stepping, Transition,
+    Settings, Snapshot, Stepping, Transition,
 };
 use std::sync::Arc;
 
@@ -228,5 +229,26 @@ impl Environment for CoordWorld {
         self.running()
             .map(|w| metrics::metrics(w, &self.config))
             .unwrap_or_default()
+    }
+
+    /// The whole episode state, RNG position included (JSON; see `docs/coordination-world.md`);
+    /// `None` before the first reset.
+    fn snapshot(&self) -> Option<Snapshot> {
+        let world = self.running()?;
+        match snapshot::save(world, &self.config) {
+            Ok(bytes) => Some(Snapshot(bytes)),
+            Err(e) => {
+                tracing::error!("{NAME}: cannot serialise a snapshot: {e}");
+                None
+            }
+        }
+    }
+
+    /// Replaces the episode with a snapshot's; a snapshot of other settings, or damaged,
+    /// is refused and the current episode kept.
+    fn restore(&mut self, snapshot: &Snapshot) -> Result<(), EnvError> {
+        let world = snapshot::load(&snapshot.0, &self.config).map_err(EnvError::Restore)?;
+        self.world = Some(world);
+        Ok(())
     }
 }

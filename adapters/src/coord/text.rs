@@ -133,7 +133,7 @@ pub fn text(
         Life::Alive => {}
     }
     if let Some(note) = me.note {
-        let _ = writeln!(out, "Last step: {note}.");
+        let _ = writeln!(out, "Last step: {}.", note.text());
     }
 
     see(&mut out, world, agent);
