@@ -73,6 +73,11 @@ fn scripted_policy(env: &Settings, slot: &Settings) -> Result<Box<dyn Policy>, S
     Ok(Box::new(Scripted::from_settings(&config, slot)?))
 }
 
+/// The id of agent `index` (`agent_0`, ...), as in the spec and in messages.
+fn agent_id(index: usize) -> String {
+    format!("agent_{index}")
+}
+
 /// The coordination world environment.
 #[derive(Debug)]
 pub struct CoordWorld {
@@ -98,7 +103,7 @@ impl CoordWorld {
             name: NAME.into(),
             agents: (0..config.agents)
                 .map(|i| AgentSpec {
-                    id: format!("agent_{i}"),
+                    id: agent_id(i),
                     team: Some("team".into()),
                 })
                 .collect(),
@@ -157,6 +162,9 @@ impl Environment for CoordWorld {
         }
     }
 
+    /// With the text view comes `info.visible_teammates`: one line per teammate inside
+    /// the agent's view (what the LLM operators show in observation mode
+    /// `visible_teammates`).
     fn observe(&self, agent: usize, want: ObsRequest) -> Observation {
         let Some(world) = self.running().filter(|w| agent < w.agents.len()) else {
             return Observation::with_mask(agent, vec![true; self.actions.len()]);
@@ -175,7 +183,9 @@ impl Environment for CoordWorld {
                 .frame
                 .then(|| Arc::new(render::agent_frame(world, agent))),
             legal,
-            info: None,
+            info: want.text.then(|| {
+                serde_json::json!({ "visible_teammates": text::visible_teammates(world, agent) })
+            }),
         }
     }
 

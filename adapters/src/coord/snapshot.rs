@@ -2,9 +2,9 @@
 //! the dynamics RNG's position) as JSON, so that a restored world continues exactly as
 //! the original would have.
 //!
-//! The map grids and the mob labels (thousands of small values) travel as base64 of one
-//! to four bytes per entry, which keeps a 64 × 64 snapshot at about 30 kB and its cost at
-//! tens of microseconds. Everything else is plain JSON. Restoring checks every value the
+//! The bulky parts travel as base64 of a few bytes per entry: the map (one byte per
+//! tile), the coordination requirements (six bytes per tile that has one) and the mob
+//! labels (three bytes per spawn slot). Everything else is plain JSON. Restoring checks every value the
 //! rules rely on, so a damaged or foreign snapshot is refused with a message naming the
 //! problem and never leaves a world that could fail later.
 
@@ -38,9 +38,12 @@ struct Saved<'a> {
     config: Cow<'a, Config>,
     step: u32,
     /// One byte per tile: the index in [`Block::ALL`].
-    blocks: String,
-    /// Four bytes per tile: kind, soft, agents required, handover window.
-    tags: String,
+    #[serde(borrow)]
+    blocks: Cow<'a, str>,
+    /// Six bytes per tile with a coordination requirement, in tile order: the tile index
+    /// (u16, little-endian), kind, soft, agents required, handover window.
+    #[serde(borrow)]
+    tags: Cow<'a, str>,
     agents: Cow<'a, [AgentState]>,
     mobs: Cow<'a, [Mob]>,
     arrows: Cow<'a, [Arrow]>,
@@ -48,7 +51,8 @@ struct Saved<'a> {
     pending: Cow<'a, [Pending]>,
     /// Three bytes per spawn slot (coordinated, soft, agents required), kinds in
     /// [`MobKind::ALL`] order.
-    mob_labels: String,
+    #[serde(borrow)]
+    mob_labels: Cow<'a, str>,
     spawned: [u32; 3],
     shelters: u32,
     rng: Cow<'a, Rng>,
@@ -87,18 +91,26 @@ pub fn save(world: &World, config: &Config) -> Result<Vec<u8>, serde_json::Error
         format: FORMAT,
         config: Cow::Borrowed(config),
         step: world.step,
-        blocks: pack(&world.blocks, |b| [*b as u8]),
-        tags: pack(&world.tags, |t| {
-            [t.kind as u8, u8::from(t.soft), t.required, t.window]
-        }),
+        blocks: Cow::Owned(pack(&world.blocks, |b| [*b as u8])),
+        tags: Cow::Owned(pack(&tagged(&world.tags), |(tile, t)| {
+            let [low, high] = tile.to_le_bytes();
+            [
+                low,
+                high,
+                t.kind as u8,
+                u8::from(t.soft),
+                t.required,
+                t.window,
+            ]
+        })),
         agents: Cow::Borrowed(&world.agents),
         mobs: Cow::Borrowed(&world.mobs),
         arrows: Cow::Borrowed(&world.arrows),
         plants: Cow::Borrowed(&world.plants),
         pending: Cow::Borrowed(&world.pending),
-        mob_labels: pack(&labels, |l| {
+        mob_labels: Cow::Owned(pack(&labels, |l| {
             [u8::from(l.coordinated), u8::from(l.soft), l.required]
-        }),
+        })),
         spawned: world.spawned,
         shelters: world.shelters,
         rng: Cow::Borrowed(&world.rng),
@@ -131,32 +143,48 @@ pub fn load(bytes: &[u8], config: &Config) -> Result<World, String> {
         ));
     }
     let tiles = config.width * config.height;
-    let blocks = unpack(&saved.blocks, "blocks", tiles, |[b]| {
+    let blocks = unpack(&saved.blocks, "blocks", |[b]| {
         // Outside the map is never a tile of it.
         Block::ALL[..Block::ALL.len() - 1]
             .get(usize::from(b))
             .copied()
     })?;
-    let tags = unpack(
+    if blocks.len() != tiles {
+        return Err(format!(
+            "{NAME} snapshot: {} blocks for a map of {tiles} tiles",
+            blocks.len()
+        ));
+    }
+    let tagged = unpack(
         &saved.tags,
         "tags",
-        tiles,
-        |[kind, soft, required, window]| {
-            let kind = [CoordKind::None, CoordKind::Sync, CoordKind::Handover]
-                .get(usize::from(kind))
+        |[low, high, kind, soft, required, window]| {
+            let kind = [CoordKind::Sync, CoordKind::Handover]
+                .get(usize::from(kind).checked_sub(1)?)
                 .copied()?;
-            Some(Tag {
+            let tag = Tag {
                 kind,
                 soft: flag(soft)?,
                 required,
                 window,
-            })
+            };
+            Some((u16::from_le_bytes([low, high]), tag))
         },
     )?;
+    let mut tags = vec![Tag::NONE; tiles];
+    let mut last = None;
+    for (tile, tag) in tagged {
+        if usize::from(tile) >= tiles || last.is_some_and(|l| l >= tile) {
+            return Err(format!(
+                "{NAME} snapshot: `tags` lists tile {tile} out of order or off the map"
+            ));
+        }
+        tags[usize::from(tile)] = tag;
+        last = Some(tile);
+    }
     let labels = unpack(
         &saved.mob_labels,
         "mob_labels",
-        MOB_LABELS * MobKind::ALL.len(),
         |[coordinated, soft, required]| {
             Some(MobTag {
                 coordinated: flag(coordinated)?,
@@ -165,6 +193,12 @@ pub fn load(bytes: &[u8], config: &Config) -> Result<World, String> {
             })
         },
     )?;
+    if labels.len() != MOB_LABELS * MobKind::ALL.len() {
+        return Err(format!(
+            "{NAME} snapshot: {} mob labels, {MOB_LABELS} per kind expected",
+            labels.len()
+        ));
+    }
     let mut labels = labels.chunks(MOB_LABELS).map(<[MobTag]>::to_vec);
     let mob_labels = MobKind::ALL.map(|_| labels.next().unwrap_or_default());
     let mut world = World {
@@ -211,6 +245,16 @@ fn settings_difference(saved: &Config, here: &Config) -> String {
     differing.join("; ")
 }
 
+/// The tiles with a coordination requirement and their tags. Maps have at most 256 × 256
+/// tiles, so a tile index fits 16 bits.
+fn tagged(tags: &[Tag]) -> Vec<(u16, Tag)> {
+    tags.iter()
+        .enumerate()
+        .filter(|(_, t)| t.kind != CoordKind::None)
+        .map(|(tile, t)| (tile as u16, *t))
+        .collect()
+}
+
 fn flag(byte: u8) -> Option<bool> {
     match byte {
         0 => Some(false),
@@ -228,33 +272,33 @@ fn pack<T, const N: usize>(items: &[T], bytes_of: impl Fn(&T) -> [u8; N]) -> Str
     BASE64.encode(bytes)
 }
 
-/// `count` items of `N` bytes each from base64 `text`; errors name `what`.
+/// Items of `N` bytes each from base64 `text`; errors name `what`.
 fn unpack<T, const N: usize>(
     text: &str,
     what: &str,
-    count: usize,
     item_of: impl Fn([u8; N]) -> Option<T>,
 ) -> Result<Vec<T>, String> {
     let bytes = BASE64
         .decode(text)
         .map_err(|e| format!("{NAME} snapshot: `{what}` is not base64: {e}"))?;
-    if bytes.len() != count * N {
+    if bytes.len() % N != 0 {
         return Err(format!(
-            "{NAME} snapshot: `{what}` holds {} bytes, {count} entries of {N} need {}",
-            bytes.len(),
-            count * N
+            "{NAME} snapshot: `{what}` holds {} bytes, not entries of {N}",
+            bytes.len()
         ));
     }
-    bytes
-        .chunks_exact(N)
-        .enumerate()
-        .map(|(i, chunk)| {
-            let mut entry = [0u8; N];
-            entry.copy_from_slice(chunk);
-            item_of(entry)
-                .ok_or_else(|| format!("{NAME} snapshot: `{what}` entry {i} is invalid: {entry:?}"))
-        })
-        .collect()
+    let mut items = Vec::with_capacity(bytes.len() / N);
+    let mut entry = [0u8; N];
+    for (i, chunk) in bytes.chunks_exact(N).enumerate() {
+        entry.copy_from_slice(chunk);
+        let Some(item) = item_of(entry) else {
+            return Err(format!(
+                "{NAME} snapshot: `{what}` entry {i} is invalid: {entry:?}"
+            ));
+        };
+        items.push(item);
+    }
+    Ok(items)
 }
 
 /// Checks every value the rules index or subtract with, and rebuilds the mob occupancy.
@@ -665,7 +709,16 @@ mod tests {
             ),
             (
                 edited(&good, |v| v["tags"] = json!("AAAA")),
-                "`tags` holds 3 bytes",
+                "`tags` holds 3 bytes, not entries of 6",
+            ),
+            (
+                // Tile 1 listed after tile 2.
+                edited(&good, |v| v["tags"] = json!("AgABAAIAAQABAAIA")),
+                "`tags` lists tile 1 out of order",
+            ),
+            (
+                edited(&good, |v| v["mob_labels"] = json!("AAAA")),
+                "1 mob labels, 64 per kind expected",
             ),
             (
                 // Byte 17 is the edge of the world, never a tile.
