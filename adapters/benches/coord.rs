@@ -1,12 +1,13 @@
 //! Coordination-world throughput: environment steps per second with 3 agents on one
-//! thread (random actions), the cost of world generation, and of one text and one
-//! symbolic observation. Prints the step rate against the 200,000 steps/s goal and the
-//! observation costs in environment steps measured in the same run.
+//! thread (random actions), the cost of world generation, of one text and one symbolic
+//! observation, and of a snapshot and a restore. Prints the step rate against the
+//! 200,000 steps/s goal and the other costs in environment steps (and snapshot plus
+//! restore against a reset) measured in the same run.
 
 use criterion::Criterion;
 use mosaic_adapters::coord::CoordWorld;
 use mosaic_core::rng::seeded;
-use mosaic_core::{Action, Environment, ObsRequest, Settings, Transition};
+use mosaic_core::{Action, Environment, ObsRequest, Settings, Snapshot, Transition};
 use rand::Rng as _;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -122,6 +123,12 @@ fn bench(c: &mut Criterion) {
     group.bench_function("symbolic_observation", |b| {
         b.iter(|| black_box(world.observe(0, symbolic)))
     });
+    let snapshot = saved(&world);
+    group.bench_function("snapshot", |b| b.iter(|| black_box(world.snapshot())));
+    let mut restored = self::env();
+    group.bench_function("restore", |b| {
+        b.iter(|| black_box(restored.restore(&snapshot)))
+    });
     group.finish();
 
     // A plain timed run for the figures that go in the report.
@@ -147,6 +154,19 @@ fn bench(c: &mut Criterion) {
         start.elapsed().as_secs_f64() / f64::from(n)
     };
     let (text_s, symbolic_s) = (per_obs(text), per_obs(symbolic));
+    let rounds = 2_000;
+    let start = Instant::now();
+    for _ in 0..rounds {
+        black_box(world.snapshot());
+    }
+    let snapshot_s = start.elapsed().as_secs_f64() / f64::from(rounds);
+    let start = Instant::now();
+    for _ in 0..rounds {
+        if restored.restore(&snapshot).is_err() {
+            panic!("a fresh snapshot was refused");
+        }
+    }
+    let restore_s = start.elapsed().as_secs_f64() / f64::from(rounds);
     println!(
         "coord-world, 3 agents, one thread: {rate:.0} steps/s with random actions = {:.2}x the {GOAL_STEPS_PER_S:.0} goal; {legal_rate:.0} steps/s with a legal-mask observation per agent and step = {:.2}x",
         rate / GOAL_STEPS_PER_S,
@@ -165,6 +185,23 @@ fn bench(c: &mut Criterion) {
         symbolic_s * 1e6,
         symbolic_s * rate,
     );
+    println!(
+        "snapshot: {:.1} us, restore: {:.1} us ({} bytes at step {}); together {:.0} environment steps = {:.2}x one reset (world generation)",
+        snapshot_s * 1e6,
+        restore_s * 1e6,
+        snapshot.0.len(),
+        world.steps(),
+        (snapshot_s + restore_s) * rate,
+        (snapshot_s + restore_s) / reset_s,
+    );
+}
+
+/// The snapshot of `world`, which has an episode running.
+fn saved(world: &CoordWorld) -> Snapshot {
+    match world.snapshot() {
+        Some(snapshot) => snapshot,
+        None => panic!("a running world gave no snapshot"),
+    }
 }
 
 fn main() {

@@ -7,7 +7,7 @@
 use super::actions::Act;
 use super::rules::{Members, event, members, mine, role_check};
 use super::settings::Config;
-use super::state::{CoordKind, Pending, Tag, World};
+use super::state::{CoordKind, Note, Pending, Tag, World};
 use super::types::{Achievement, Block, Item, MobKind, Role, Structure};
 use mosaic_core::Event;
 use rand::Rng as _;
@@ -63,15 +63,11 @@ pub fn joint_success(
     );
 }
 
-fn note_all(world: &mut World, group: Members, note: &'static str) {
+fn note_all(world: &mut World, group: Members, note: Note) {
     for i in members(group) {
         world.agents[i].note = Some(note);
     }
 }
-
-const TOO_FEW: &str = "too few agents acted on this target in the same step";
-const SOLO_FAILED: &str =
-    "the solo attempt on this soft target failed; acting together always works";
 
 /// Whether the agents of `group` hold `cost` between them.
 pub fn pooled_has(world: &World, group: Members, cost: &[(Item, u8)]) -> bool {
@@ -108,7 +104,7 @@ pub fn mine_tagged(
         if world.agents[i].can_mine(block) {
             able |= 1 << i;
         } else {
-            world.agents[i].note = Some("you need a better pickaxe for this block");
+            world.agents[i].note = Some(Note::NeedsBetterPickaxe);
         }
     }
     if able == 0 {
@@ -138,18 +134,18 @@ pub fn mine_tagged(
                     world.counters.soft_solo_successes += 1;
                 } else {
                     world.counters.sync_failures += 1;
-                    note_all(world, able, SOLO_FAILED);
+                    note_all(world, able, Note::SoloFailed);
                 }
             } else {
                 world.counters.sync_failures += 1;
-                note_all(world, able, TOO_FEW);
+                note_all(world, able, Note::TooFewAgents);
             }
         }
         CoordKind::Handover => match world.pending.iter().position(|p| p.tile == tile) {
             Some(index) => {
                 let pending = world.pending[index];
                 let Some(finisher) = members(able).find(|i| *i != pending.initiator) else {
-                    note_all(world, able, "a different agent must finish this handover");
+                    note_all(world, able, Note::HandoverNeedsAnotherAgent);
                     return;
                 };
                 world.pending.remove(index);
@@ -299,13 +295,12 @@ fn build_on(
     group: Members,
     events: &mut Vec<Event>,
 ) {
-    const LACKING: &str = "the building agents lack the materials";
     let tag: Tag = world.tags[tile];
     let cost = structure.cost();
     match tag.kind {
         CoordKind::Sync | CoordKind::None => {
             if !pooled_has(world, group, cost) {
-                note_all(world, group, LACKING);
+                note_all(world, group, Note::BuildersLackMaterials);
                 return;
             }
             let required = usize::from(tag.required);
@@ -329,7 +324,15 @@ fn build_on(
                 }
             } else {
                 world.counters.sync_failures += 1;
-                note_all(world, group, if tag.soft { SOLO_FAILED } else { TOO_FEW });
+                note_all(
+                    world,
+                    group,
+                    if tag.soft {
+                        Note::SoloFailed
+                    } else {
+                        Note::TooFewAgents
+                    },
+                );
             }
         }
         CoordKind::Handover => match world.pending.iter().position(|p| p.tile == tile) {
@@ -338,11 +341,7 @@ fn build_on(
                 let finisher = members(group)
                     .find(|i| *i != pending.initiator && pending.structure == Some(structure));
                 let Some(finisher) = finisher else {
-                    note_all(
-                        world,
-                        group,
-                        "a different agent must finish this handover with the same structure",
-                    );
+                    note_all(world, group, Note::HandoverNeedsSameStructure);
                     return;
                 };
                 world.pending.remove(index);
@@ -363,7 +362,7 @@ fn build_on(
                         }
                         start_handover(world, tile, Some(i), Some(structure), events);
                     }
-                    None => note_all(world, group, LACKING),
+                    None => note_all(world, group, Note::BuildersLackMaterials),
                 }
             }
         },
@@ -463,11 +462,11 @@ pub fn hit_mob(
             world.counters.soft_solo_successes += 1;
         } else {
             world.counters.sync_failures += 1;
-            note_all(world, able, SOLO_FAILED);
+            note_all(world, able, Note::SoloFailed);
         }
     } else {
         world.counters.sync_failures += 1;
-        note_all(world, able, TOO_FEW);
+        note_all(world, able, Note::TooFewAgents);
     }
 }
 

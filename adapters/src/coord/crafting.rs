@@ -6,7 +6,7 @@ use super::actions::Act;
 use super::coordination::{Joint, joint_success, pay_pooled, pooled_has};
 use super::rules::{Members, members, role_check};
 use super::settings::Config;
-use super::state::World;
+use super::state::{Note, World};
 use super::types::{Achievement, Block, Item, Role};
 use mosaic_core::Event;
 
@@ -126,9 +126,9 @@ pub fn craft(world: &mut World, config: &Config, acts: &[Act], events: &mut Vec<
             world.counters.sync_failures += 1;
             for i in members(group) {
                 world.agents[i].note = Some(if k < required {
-                    "diamond tools need more agents crafting the same item at this forge together"
+                    Note::DiamondNeedsMoreAgents
                 } else {
-                    "the crafting agents together lack the materials"
+                    Note::CraftersLackMaterials
                 });
             }
             continue;

@@ -30,6 +30,7 @@ mod render;
 mod rules;
 mod scripted;
 mod settings;
+mod snapshot;
 mod state;
 mod text;
 mod types;
@@ -49,7 +50,7 @@ use crate::registry::EnvKind;
 use mosaic_core::experiment::SpecError;
 use mosaic_core::{
     Action, AgentSpec, EnvError, EnvSpec, Environment, Frame, ObsRequest, Observation, Policy,
-    Settings, Stepping, Transition,
+    Settings, Snapshot, Stepping, Transition,
 };
 use std::sync::Arc;
 
@@ -70,6 +71,11 @@ pub fn kind() -> EnvKind {
 fn scripted_policy(env: &Settings, slot: &Settings) -> Result<Box<dyn Policy>, SpecError> {
     let config = Config::from_settings(env)?;
     Ok(Box::new(Scripted::from_settings(&config, slot)?))
+}
+
+/// The id of agent `index` (`agent_0`, ...), as in the spec and in messages.
+fn agent_id(index: usize) -> String {
+    format!("agent_{index}")
 }
 
 /// The coordination world environment.
@@ -97,7 +103,7 @@ impl CoordWorld {
             name: NAME.into(),
             agents: (0..config.agents)
                 .map(|i| AgentSpec {
-                    id: format!("agent_{i}"),
+                    id: agent_id(i),
                     team: Some("team".into()),
                 })
                 .collect(),
@@ -156,6 +162,9 @@ impl Environment for CoordWorld {
         }
     }
 
+    /// With the text view comes `info.visible_teammates`: one line per teammate inside
+    /// the agent's view (what the LLM operators show in observation mode
+    /// `visible_teammates`).
     fn observe(&self, agent: usize, want: ObsRequest) -> Observation {
         let Some(world) = self.running().filter(|w| agent < w.agents.len()) else {
             return Observation::with_mask(agent, vec![true; self.actions.len()]);
@@ -174,7 +183,9 @@ impl Environment for CoordWorld {
                 .frame
                 .then(|| Arc::new(render::agent_frame(world, agent))),
             legal,
-            info: None,
+            info: want.text.then(|| {
+                serde_json::json!({ "visible_teammates": text::visible_teammates(world, agent) })
+            }),
         }
     }
 
@@ -228,5 +239,26 @@ impl Environment for CoordWorld {
         self.running()
             .map(|w| metrics::metrics(w, &self.config))
             .unwrap_or_default()
+    }
+
+    /// The whole episode state, RNG position included (JSON; see `docs/coordination-world.md`);
+    /// `None` before the first reset.
+    fn snapshot(&self) -> Option<Snapshot> {
+        let world = self.running()?;
+        match snapshot::save(world, &self.config) {
+            Ok(bytes) => Some(Snapshot(bytes)),
+            Err(e) => {
+                tracing::error!("{NAME}: cannot serialise a snapshot: {e}");
+                None
+            }
+        }
+    }
+
+    /// Replaces the episode with a snapshot's; a snapshot of other settings, or damaged,
+    /// is refused and the current episode kept.
+    fn restore(&mut self, snapshot: &Snapshot) -> Result<(), EnvError> {
+        let world = snapshot::load(&snapshot.0, &self.config).map_err(EnvError::Restore)?;
+        self.world = Some(world);
+        Ok(())
     }
 }

@@ -11,7 +11,8 @@ use super::crafting;
 use super::mobs;
 use super::settings::Config;
 use super::state::{
-    AgentState, BLEED_OUT_STEPS, Life, Plant, REVIVE_HEALTH, Request, Signal, World, light_level,
+    AgentState, BLEED_OUT_STEPS, Life, Note, Plant, REVIVE_HEALTH, Request, Signal, World,
+    light_level,
 };
 use super::types::{Achievement, Block, Item, Resource, Role};
 use mosaic_core::{Event, Transition};
@@ -49,7 +50,7 @@ pub fn role_check(world: &mut World, config: &Config, agent: usize, role: Role) 
     let ok = world.rng.random::<f64>() < config.difficulty.non_specialist_success;
     if !ok {
         world.counters.role_failures += 1;
-        world.agents[agent].note = Some("the action failed: only a specialist always succeeds");
+        world.agents[agent].note = Some(Note::RoleFailed);
     }
     ok
 }

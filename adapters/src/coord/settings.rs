@@ -30,7 +30,7 @@ impl Preset {
 }
 
 /// Execution-difficulty parameters, all functions of α alone (ALEM Table 4).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Difficulty {
     /// The difficulty knob in [0, 1].
     pub alpha: f64,
@@ -158,7 +158,7 @@ pub const SETTINGS_HELP: &[&str] = &[
 ];
 
 /// The validated configuration of one coordination world.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     /// Team size, 2–4.
     pub agents: usize,

@@ -2,6 +2,7 @@
 
 use super::types::{Achievement, Block, Dir, Item, MobKind, Resource, Role, Structure};
 use mosaic_core::rng::Rng;
+use serde::{Deserialize, Serialize};
 
 /// The coordination structure of a target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -39,7 +40,7 @@ impl Tag {
 }
 
 /// The coordination label of a mob (drawn per spawn slot at world generation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MobTag {
     /// Elite (zombie, skeleton) or large (cow): tougher, and a coordinated kill is an
     /// achievement.
@@ -51,7 +52,7 @@ pub struct MobTag {
 }
 
 /// A living mob.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Mob {
     /// Kind.
     pub kind: MobKind,
@@ -68,7 +69,7 @@ pub struct Mob {
 }
 
 /// A skeleton's arrow in flight.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Arrow {
     /// Column.
     pub x: i32,
@@ -83,7 +84,7 @@ pub struct Arrow {
 }
 
 /// A planted sapling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plant {
     /// Tile index.
     pub tile: usize,
@@ -92,7 +93,7 @@ pub struct Plant {
 }
 
 /// A handover in progress.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pending {
     /// Tile index of the target.
     pub tile: usize,
@@ -115,7 +116,8 @@ impl Pending {
 }
 
 /// Whether an agent is up, down (revivable) or gone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Life {
     /// Acting.
     Alive,
@@ -134,8 +136,55 @@ pub const BLEED_OUT_STEPS: u32 = 100;
 /// Health after a revive.
 pub const REVIVE_HEALTH: i32 = 3;
 
+/// Why an agent's last action failed (the `Last step:` line of its text observation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Note {
+    /// A non-specialist's role-gated attempt failed.
+    RoleFailed,
+    /// The block needs a better pickaxe.
+    NeedsBetterPickaxe,
+    /// A hard synchronous target had too few agents.
+    TooFewAgents,
+    /// A solo attempt on a soft synchronous target failed.
+    SoloFailed,
+    /// The initiator of a handover tried to finish it.
+    HandoverNeedsAnotherAgent,
+    /// A construction handover was not finished by another agent with the same structure.
+    HandoverNeedsSameStructure,
+    /// The builders together lack the materials.
+    BuildersLackMaterials,
+    /// Too few agents crafted the same diamond tool at a forge.
+    DiamondNeedsMoreAgents,
+    /// The crafting agents together lack the materials.
+    CraftersLackMaterials,
+}
+
+impl Note {
+    /// The sentence shown to the agent.
+    pub fn text(self) -> &'static str {
+        match self {
+            Note::RoleFailed => "the action failed: only a specialist always succeeds",
+            Note::NeedsBetterPickaxe => "you need a better pickaxe for this block",
+            Note::TooFewAgents => "too few agents acted on this target in the same step",
+            Note::SoloFailed => {
+                "the solo attempt on this soft target failed; acting together always works"
+            }
+            Note::HandoverNeedsAnotherAgent => "a different agent must finish this handover",
+            Note::HandoverNeedsSameStructure => {
+                "a different agent must finish this handover with the same structure"
+            }
+            Note::BuildersLackMaterials => "the building agents lack the materials",
+            Note::DiamondNeedsMoreAgents => {
+                "diamond tools need more agents crafting the same item at this forge together"
+            }
+            Note::CraftersLackMaterials => "the crafting agents together lack the materials",
+        }
+    }
+}
+
 /// A resource request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
     /// What is asked for.
     pub resource: Resource,
@@ -144,7 +193,7 @@ pub struct Request {
 }
 
 /// The last value an agent sent on the message channel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Signal {
     /// The value.
     pub value: u8,
@@ -153,7 +202,7 @@ pub struct Signal {
 }
 
 /// One agent.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentState {
     /// Column.
     pub x: i32,
@@ -196,7 +245,7 @@ pub struct AgentState {
     /// Last message-channel value.
     pub signal: Option<Signal>,
     /// Why the agent's last action failed, when it did (shown in its text observation).
-    pub note: Option<&'static str>,
+    pub note: Option<Note>,
 }
 
 impl AgentState {
@@ -308,7 +357,7 @@ impl AgentState {
 }
 
 /// Episode counters behind the coordination metrics.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     /// Successful gives.
     pub trades: u32,
@@ -341,7 +390,7 @@ pub struct Counters {
 }
 
 /// What world generation put on the map; used by metrics and by the α-invariance tests.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Census {
     /// Resource blocks with a hard synchronous requirement.
     pub sync_hard: u32,

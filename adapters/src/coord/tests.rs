@@ -605,6 +605,59 @@ fn observations_describe_the_coordination_state() {
 }
 
 #[test]
+fn visible_teammates_describe_who_is_in_view() {
+    // Agent 1 next to agent 0, agent 2 down to the north-west, agent 3 out of view (but
+    // in agent 1's).
+    let mut env = arena(
+        &[("agents", json!(4))],
+        &[(20, 20), (21, 20), (16, 17), (25, 22)],
+    );
+    set(&mut env, 22, 20, Block::Tree, Tag::NONE);
+    face(&mut env, 1, Dir::East);
+    {
+        let w = world(&mut env);
+        w.agents[1].add(Item::Wood, 3);
+        w.agents[1].add(Item::StonePickaxe, 1);
+        w.agents[1].drink = 4;
+        w.agents[2].health = 0;
+        w.agents[2].life = Life::Downed { since: 0 };
+        w.agents[3].sleeping = true;
+    }
+    let text_only = ObsRequest {
+        text: true,
+        ..ObsRequest::MASK_ONLY
+    };
+    let lines = |env: &CoordWorld, agent: usize| -> Vec<String> {
+        let info = env.observe(agent, text_only).info.unwrap();
+        serde_json::from_value(info["visible_teammates"].clone()).unwrap()
+    };
+    assert_eq!(
+        lines(&env, 0),
+        [
+            "agent_1 (forager): 1 step east (x=21, y=20), facing east towards tree (x=22, y=20); health 9/9, food 9/9, drink 4/9, energy 9/9; holds wood 3, stone_pickaxe 1",
+            "agent_2 (miner): 3 steps north and 4 steps west (x=16, y=17), DOWN: face them and use Do within 100 steps to revive them",
+        ]
+    );
+    // Agent 1 sees agent 0 facing it and agent 3 asleep, not agent 2 (5 tiles west).
+    face(&mut env, 0, Dir::East);
+    let seen_by_1 = lines(&env, 1);
+    assert_eq!(seen_by_1.len(), 2, "{seen_by_1:?}");
+    assert!(
+        seen_by_1[0].starts_with("agent_0 (warrior): 1 step west (x=20, y=20), facing east towards you (x=21, y=20); health 9/9"),
+        "{seen_by_1:?}"
+    );
+    assert!(seen_by_1[0].ends_with("; holds nothing"));
+    assert!(
+        seen_by_1[1].starts_with("agent_3 (warrior): 2 steps south and 4 steps east (x=25, y=22), facing north towards sand (x=25, y=21), asleep; health 9/9"),
+        "{seen_by_1:?}"
+    );
+    // Nobody in view: an empty list; no text wanted: no info.
+    let alone = arena(&two_agents(), &[(5, 5), (40, 40)]);
+    assert!(lines(&alone, 0).is_empty());
+    assert!(alone.observe(0, ObsRequest::MASK_ONLY).info.is_none());
+}
+
+#[test]
 fn signals_reach_teammates() {
     let mut env = arena(&two_agents(), &[(5, 5), (40, 40)]);
     step(&mut env, &[Act::Signal(2), Act::Noop]);

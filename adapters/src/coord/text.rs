@@ -9,10 +9,11 @@
 //! messages, its scratchpad) after it.
 
 use super::actions::ActionSet;
+use super::agent_id;
 use super::metrics::achievable;
 use super::observation::{VIEW_H, VIEW_W};
 use super::settings::Config;
-use super::state::{CoordKind, Life, World};
+use super::state::{AgentState, CoordKind, Life, World};
 use super::types::{Achievement, Block, Item, Role, Structure};
 use std::fmt::Write as _;
 
@@ -133,7 +134,7 @@ pub fn text(
         Life::Alive => {}
     }
     if let Some(note) = me.note {
-        let _ = writeln!(out, "Last step: {note}.");
+        let _ = writeln!(out, "Last step: {}.", note.text());
     }
 
     see(&mut out, world, agent);
@@ -403,6 +404,73 @@ fn teammates(out: &mut String, world: &World, agent: usize) {
             }
         };
     }
+}
+
+/// What `agent` sees of each teammate inside its 9 × 7 view, one line each (for the
+/// observation's `info.visible_teammates`): id and role, where it is, which way it faces
+/// and what it would act on, whether it is asleep or down, its vitals and inventory.
+pub fn visible_teammates(world: &World, agent: usize) -> Vec<String> {
+    let me = &world.agents[agent];
+    let visible =
+        |o: &&AgentState| (o.x - me.x).abs() <= VIEW_W / 2 && (o.y - me.y).abs() <= VIEW_H / 2;
+    world
+        .agents
+        .iter()
+        .enumerate()
+        .filter(|(i, o)| *i != agent && o.is_present() && visible(o))
+        .map(|(i, o)| {
+            let mut line = format!(
+                "{} ({}): {} (x={}, y={})",
+                agent_id(i),
+                o.role.name(),
+                relative(o.x - me.x, o.y - me.y),
+                o.x,
+                o.y
+            );
+            if let Life::Downed { since } = o.life {
+                let left = (since + super::state::BLEED_OUT_STEPS).saturating_sub(world.step);
+                let _ = write!(
+                    line,
+                    ", DOWN: face them and use Do within {left} steps to revive them"
+                );
+                return line;
+            }
+            let (tx, ty) = o.target();
+            let faced = if (tx, ty) == (me.x, me.y) {
+                "you".to_owned()
+            } else {
+                describe_tile(world, tx, ty)
+            };
+            let _ = write!(
+                line,
+                ", facing {} towards {faced} (x={tx}, y={ty})",
+                o.facing.name()
+            );
+            if o.sleeping {
+                line.push_str(", asleep");
+            }
+            let _ = write!(
+                line,
+                "; health {}/9, food {}/9, drink {}/9, energy {}/9",
+                o.health, o.food, o.drink, o.energy
+            );
+            let held: Vec<String> = Item::ALL
+                .iter()
+                .filter(|item| o.count(**item) > 0)
+                .map(|item| format!("{} {}", item.name(), o.count(*item)))
+                .collect();
+            let _ = write!(
+                line,
+                "; holds {}",
+                if held.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    held.join(", ")
+                }
+            );
+            line
+        })
+        .collect()
 }
 
 fn status(out: &mut String, world: &World, agent: usize) {

@@ -205,7 +205,8 @@ impl Item {
 }
 
 /// What can be requested from, and given to, a teammate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum Resource {
     /// Wood.
@@ -302,7 +303,8 @@ impl Role {
 }
 
 /// A compass direction; north is towards y = 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum Dir {
     /// x − 1.
@@ -341,7 +343,8 @@ impl Dir {
 }
 
 /// The kinds of mob.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum MobKind {
     /// Melee enemy; spawns more at night.
@@ -370,7 +373,8 @@ impl MobKind {
 }
 
 /// What can be built on a construction site.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum Structure {
     /// Sleeping agents of the team recover energy 50% faster.
