@@ -30,7 +30,6 @@ fn run(out: &Path) -> std::path::PathBuf {
             "ext",
         ])
         .env("PATH", path)
-        .env("PYTHONPATH", &py.package_dir)
         .output()
         .expect("mosaic runs");
     assert!(

@@ -89,10 +89,7 @@ fn roundtrips(c: &mut Criterion) {
     });
 
     let system = actix_rt::System::new();
-    let mut settings = WorkerSettings::new(py.mosaic_worker(&["policy", "random"]));
-    settings
-        .env
-        .insert("PYTHONPATH".into(), py.package_dir.display().to_string());
+    let settings = WorkerSettings::new(py.mosaic_worker(&["policy", "random"]));
     let spec = spec();
     let worker = system.block_on(async {
         let worker = WorkerPolicy::spawn(&settings, "bench:solo").expect("policy worker");
