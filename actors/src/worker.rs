@@ -139,8 +139,9 @@ struct Conn {
     name: String,
     stdin: ChildStdin,
     reader: Reader,
-    /// One timer for every wait, moved forward each time: a fresh timer per request costs a
-    /// wake-up of the runtime's driver (an eventfd write and an extra epoll round).
+    /// One timer for every wait, moved only when it would go off too late: a fresh timer
+    /// per request costs a wake-up of the runtime's driver (an eventfd write and an extra
+    /// epoll round), and moving it a timer-wheel update.
     timer: Pin<Box<tokio::time::Sleep>>,
     mode: Mode,
     silence: Option<Duration>,
@@ -398,9 +399,13 @@ impl Conn {
         loop {
             let now = Instant::now();
             let (wait, expiry) = Expiry::next(now, deadline, self.silence, self.exited);
-            self.timer
-                .as_mut()
-                .reset(tokio::time::Instant::from_std(now + wait));
+            let due = tokio::time::Instant::from_std(now + wait);
+            // Moving the timer costs a lock and a timer-wheel update: one set to go off too
+            // early is left alone (it wakes this loop, which moves it then), so that with
+            // deadlines of seconds it moves about once per deadline, not once per message.
+            if self.timer.deadline() > due {
+                self.timer.as_mut().reset(due);
+            }
             let event = tokio::select! {
                 biased;
                 line = self.reader.next_line() => Event::Line(line),
@@ -413,6 +418,9 @@ impl Conn {
                         Some(line) => Ok(line),
                         None => Err(self.closed().await),
                     };
+                }
+                Event::Expired if tokio::time::Instant::now() < due => {
+                    self.timer.as_mut().reset(due);
                 }
                 Event::Expired => {
                     return Err(expiry.error(awaiting, timeout, wait).unwrap_or_else(|| {

@@ -95,7 +95,11 @@ class PolicyHandler(Handler):
         result = self.decide_fn(msg.get("observation") or {}, legal, context)
         context.decisions += 1
         if not isinstance(result, dict):
-            return {"type": "decision", "action": int(result)}
+            action, rid = int(result), msg.get("id")
+            if rid.__class__ is int:
+                # The usual reply, formatted directly: a fifth of the JSON encoder's cost.
+                return b'{"type":"decision","id":%d,"action":%d}\n' % (rid, action)
+            return {"type": "decision", "action": action}
         reply = dict(result)
         reply["type"] = "decision"
         reply["action"] = int(reply["action"])

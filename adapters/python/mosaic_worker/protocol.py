@@ -152,9 +152,9 @@ class Channel:
             raise WorkerError(BAD_FRAME, f"not JSON: {exc}") from None
         return message
 
-    def write(self, message: Dict[str, Any]) -> None:
-        """Sends one message (thread-safe)."""
-        data = (_encode(message) + "\n").encode()
+    def write(self, message: Any) -> None:
+        """Sends one message, or one complete line given as ``bytes`` (thread-safe)."""
+        data = message if message.__class__ is bytes else (_encode(message) + "\n").encode()
         with self._lock:
             if self._fd is None:
                 self._wfile.write(data)
@@ -244,7 +244,8 @@ def _png(raw: bytes, width: int, height: int) -> bytes:
 
 class Handler:
     """Base of env and policy handlers: ``handlers()`` maps request types to methods that
-    take the request and return the reply's fields (its ``type`` included)."""
+    take the request and return the reply's fields (its ``type`` included), or, on a hot
+    path, the whole reply line as ``bytes`` (the request's ``id`` included)."""
 
     kind = "env"
     frames = "png"
@@ -341,7 +342,7 @@ def serve(handler: Handler, listen: Optional[str] = None, channel: Optional[Chan
                     log(traceback.format_exc())
                     reply = {"type": "error", "code": INTERNAL, "message": f"{type(exc).__name__}: {exc}"}
                 heartbeat.busy_since = None
-            if rid is not None:
+            if rid is not None and reply.__class__ is dict:
                 reply["id"] = rid
             write(reply)
     except (BrokenPipeError, ConnectionResetError):

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from mosaic_worker import Context, random_decide
@@ -132,3 +134,12 @@ def test_cli_random_policy_checkpoints_over_stdio(peer):
     again = [worker.request({"type": "decide", "id": 31 + i, "observation": {}, "legal": [0, 1, 2, 3]})["action"]
              for i in range(20)]
     assert again == first
+
+
+def test_the_usual_decision_is_a_ready_line():
+    handler = PolicyHandler(random_decide, "random")
+    handler.init_agent(INIT)
+    line = handler.decide({"type": "decide", "id": 12, "legal": [4]})
+    assert isinstance(line, bytes) and line.endswith(b"\n")
+    assert json.loads(line) == {"type": "decision", "id": 12, "action": 4}
+    assert handler.decide({"type": "decide", "id": "twelve", "legal": [4]}) == {"type": "decision", "action": 4}
