@@ -30,7 +30,6 @@ fn run(out: &Path) -> std::path::PathBuf {
             "ext",
         ])
         .env("PATH", path)
-        .env("PYTHONPATH", &py.package_dir)
         .output()
         .expect("mosaic runs");
     assert!(
@@ -91,4 +90,29 @@ fn external_envs_and_policies_run_from_an_experiment_file() {
         "same seeds, same records"
     );
     assert_eq!(episodes, stripped(&second.join("episodes.jsonl")));
+}
+
+/// mosaic writes the `mosaic_worker` package it carries into its cache: a cache directory
+/// that cannot be written stops the run with an error naming it.
+#[test]
+fn an_unwritable_cache_directory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_directory = dir.path().join("file");
+    std::fs::write(&not_a_directory, "").unwrap();
+    let cache = not_a_directory.join("cache");
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/experiments/external-workers.toml");
+    let output = Command::new(env!("CARGO_BIN_EXE_mosaic"))
+        .args(["run", &file.to_string_lossy(), "--out"])
+        .arg(dir.path().join("runs"))
+        .env("MOSAIC_CACHE", &cache)
+        .output()
+        .expect("mosaic runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&cache.join("python").display().to_string())
+            && stderr.contains("MOSAIC_CACHE"),
+        "{stderr}"
+    );
 }

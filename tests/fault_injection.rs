@@ -68,9 +68,14 @@ async fn killed_env_and_policy_workers_are_restarted_and_the_records_equal_a_cle
             assert!(restart.recovered, "{restart:?}");
             assert!(restart.diverged.is_none(), "{restart:?}");
             assert!(
-                ["SIGKILL", "Broken pipe", "closed its output"]
-                    .iter()
-                    .any(|sign| restart.failure.contains(sign)),
+                [
+                    "SIGKILL",
+                    "Broken pipe",
+                    "closed its output",
+                    "worker stopped"
+                ]
+                .iter()
+                .any(|sign| restart.failure.contains(sign)),
                 "{restart:?}"
             );
         }

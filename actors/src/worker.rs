@@ -4,24 +4,28 @@
 //! The worker is spawned in its own process group with its stderr in the run log. The
 //! handshake happens when the operator is spawned (it tells what the worker reads and its
 //! paradigm); afterwards every request is answered within its deadline or fails with a typed
-//! error, which the session turns into the default action and records. Unmodified MOSAIC
-//! action-selector workers (`init_agent` / `select_action`) are driven too, detected from
-//! their `init` line.
+//! error, which the session turns into the default action and records. Errors after which
+//! the worker cannot be asked again (its process exited, it fell silent for
+//! `heartbeat_timeout_ms` while heartbeating, its stream broke) are
+//! [`OperatorError::Crashed`]; a process exit fails the pending request at once. Workers
+//! announcing the `checkpoint` capability answer [`SaveState`] and [`LoadState`] through the
+//! protocol's `checkpoint` and `restore`. Unmodified MOSAIC action-selector workers
+//! (`init_agent` / `select_action`) are driven too, detected from their `init` line.
 //!
 //! In experiment files: `{ kind = "worker", command = ["python3", "-m", "mosaic_worker",
 //! "policy", "random"] }`.
 
 use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
-use crate::{BeginEpisode, Decide, OperatorError};
+use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_adapters::external::link::{
-    Abandoned, LinkOptions, Mode, Verdict, greet, judge, judge_mosaic, silence_limit,
+    Abandoned, Expiry, LinkOptions, Mode, Verdict, greet, judge, judge_mosaic, silence_limit,
 };
 use mosaic_adapters::external::{WorkerCommand, WorkerError, WorkerProcess, defaults};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{Action, Decision, ObsRequest, Observation, Paradigm};
 use mosaic_protocols::codec::{Decoded, FrameReader, LineDecoder};
-use mosaic_protocols::message::{FrameEncoding, InitAgent};
+use mosaic_protocols::message::{Ack, FrameEncoding, InitAgent, State, capability, code};
 use mosaic_protocols::wire::{WireObservation, legal_indices};
 use mosaic_protocols::{Message, WorkerKind, mosaic};
 use serde::Deserialize;
@@ -42,6 +46,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "timeout_ms = 60000: deadline of one request (the session's decision deadline also applies)",
     "start_timeout_ms = 60000: deadline for the worker's first line",
     "heartbeat_ms = 1000: heartbeat interval asked of the worker",
+    "heartbeat_timeout_ms = 5000: silence (no reply, no heartbeat) after which a busy heartbeating worker is hung",
     "frames = \"png\": frame encoding asked of the worker, png or rgb",
     "max_frame_bytes = 16777216: longest accepted line",
     "grace_ms = 2000: SIGTERM-to-SIGKILL grace period on stop",
@@ -68,6 +73,9 @@ pub struct WorkerSettings {
     /// Heartbeat interval asked of the worker, ms.
     #[serde(default = "mosaic_adapters::external::defaults::heartbeat_ms")]
     pub heartbeat_ms: u64,
+    /// Silence after which a heartbeating worker with a request outstanding is hung, ms.
+    #[serde(default = "mosaic_adapters::external::defaults::heartbeat_timeout_ms")]
+    pub heartbeat_timeout_ms: u64,
     /// Frame encoding asked of the worker.
     #[serde(default)]
     pub frames: FrameEncoding,
@@ -89,20 +97,21 @@ impl WorkerSettings {
             timeout_ms: defaults::timeout_ms(),
             start_timeout_ms: defaults::timeout_ms(),
             heartbeat_ms: defaults::heartbeat_ms(),
+            heartbeat_timeout_ms: defaults::heartbeat_timeout_ms(),
             frames: FrameEncoding::default(),
             max_frame_bytes: defaults::max_frame(),
             grace_ms: defaults::grace_ms(),
         }
     }
 
-    fn link_options(&self) -> LinkOptions {
+    fn link_options(&self) -> Result<LinkOptions, WorkerError> {
         let mut options = LinkOptions::new(WorkerKind::Policy);
-        options.policy.heartbeat_ms = self.heartbeat_ms;
+        options.set_heartbeat(self.heartbeat_ms, self.heartbeat_timeout_ms)?;
         options.policy.frames = self.frames;
         options.max_frame = self.max_frame_bytes;
         options.handshake_timeout = Duration::from_millis(self.start_timeout_ms);
         options.grace = Duration::from_millis(self.grace_ms);
-        options
+        Ok(options)
     }
 }
 
@@ -120,7 +129,9 @@ pub fn register(registry: &mut OperatorRegistry) {
                 cx.spec.agents.get(cx.agent).map_or("?", |a| a.id.as_str())
             );
             WorkerPolicy::spawn(&settings, &name).map_err(|e| match e {
-                WorkerError::Config(_) => SpecError::new("command", format!("{name}: {e}")),
+                WorkerError::Config(_) | WorkerError::Package { .. } => {
+                    SpecError::new("command", format!("{name}: {e}"))
+                }
                 _ => SpecError::start_failure("command", format!("{name}: {e}")),
             })
         }),
@@ -132,8 +143,9 @@ struct Conn {
     name: String,
     stdin: ChildStdin,
     reader: Reader,
-    /// One timer for every wait, moved forward each time: a fresh timer per request costs a
-    /// wake-up of the runtime's driver (an eventfd write and an extra epoll round).
+    /// One timer for every wait, moved only when it would go off too late: a fresh timer
+    /// per request costs a wake-up of the runtime's driver (an eventfd write and an extra
+    /// epoll round), and moving it a timer-wheel update.
     timer: Pin<Box<tokio::time::Sleep>>,
     mode: Mode,
     silence: Option<Duration>,
@@ -142,6 +154,13 @@ struct Conn {
     next_id: u64,
     abandoned: Abandoned,
     process: WorkerProcess,
+    /// Told when the process exits, so a pending request fails at once even when a
+    /// process the worker started keeps its output open.
+    exit: Arc<tokio::sync::Notify>,
+    /// When the exit was noticed.
+    exited: Option<Instant>,
+    /// Whether the worker announced the `checkpoint` capability.
+    checkpoints: bool,
     agent_id: String,
 }
 
@@ -163,7 +182,7 @@ impl WorkerPolicy {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         command.cwd = settings.cwd.clone();
-        let options = settings.link_options();
+        let options = settings.link_options()?;
         let (mut process, stdin, stdout) = WorkerProcess::spawn(&command, name)?;
         let (mode, stdin, stdout, pending) = match handshake(name, stdin, stdout, &options) {
             Ok(parts) => parts,
@@ -172,13 +191,14 @@ impl WorkerPolicy {
                 return Err(e);
             }
         };
-        let (paradigm, wants, frames) = match &mode {
+        let (paradigm, wants, frames, checkpoints) = match &mode {
             Mode::Native { hello, welcome } => {
                 let schema = hello.policy_schema().map_err(WorkerError::Malformed)?;
                 (
                     schema.paradigm.unwrap_or(Paradigm::External),
                     schema.wants,
                     welcome.frames,
+                    hello.has(capability::CHECKPOINT),
                 )
             }
             // MOSAIC workers read whatever they are sent: text when there is some, else the
@@ -191,12 +211,18 @@ impl WorkerPolicy {
                     frame: false,
                 },
                 FrameEncoding::Rgb,
+                false,
             ),
         };
         let to_io = |e: std::io::Error| WorkerError::Spawn {
             command: command.display(),
             error: format!("cannot attach the worker's pipes: {e}"),
         };
+        let exit = Arc::new(tokio::sync::Notify::new());
+        process.on_exit({
+            let exit = exit.clone();
+            move |_| exit.notify_one()
+        });
         let mut conn = Conn {
             name: name.to_owned(),
             stdin: ChildStdin::from_std(stdin).map_err(to_io)?,
@@ -209,13 +235,16 @@ impl WorkerPolicy {
                 ready: VecDeque::new(),
             },
             timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
-            silence: silence_limit(&mode),
+            silence: silence_limit(&mode, options.heartbeat_timeout),
             mode,
             timeout: Duration::from_millis(settings.timeout_ms),
             frames,
             next_id: 1,
             abandoned: Abandoned::default(),
             process,
+            exit,
+            exited: None,
+            checkpoints,
             agent_id: String::new(),
         };
         conn.reader.feed(&pending);
@@ -224,7 +253,7 @@ impl WorkerPolicy {
             grace: options.grace,
         };
         let addr = actor.start();
-        Ok(OperatorHandle::new("worker", paradigm, wants, &addr))
+        Ok(OperatorHandle::new("worker", paradigm, wants, &addr).with_state(&addr))
     }
 }
 
@@ -344,14 +373,20 @@ impl Reader {
 }
 
 impl Conn {
+    /// The exit status, waiting briefly for it: the output can end a moment before the
+    /// process is reaped.
     async fn exit_status(&mut self) -> Option<String> {
-        for _ in 0..20 {
-            if let Some(status) = self.process.try_exit() {
-                return Some(status.to_string());
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+        if self.process.try_exit().is_none() && self.exited.is_none() {
+            let _ = tokio::time::timeout(Duration::from_millis(500), self.exit.notified()).await;
         }
-        None
+        self.process.describe_exit()
+    }
+
+    async fn closed(&mut self) -> WorkerError {
+        WorkerError::Closed {
+            during: "a reply was awaited".into(),
+            exit: self.exit_status().await,
+        }
     }
 
     async fn recv(
@@ -360,41 +395,56 @@ impl Conn {
         deadline: Instant,
         timeout: Duration,
     ) -> Result<Vec<u8>, WorkerError> {
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(WorkerError::Timeout {
-                awaiting: awaiting.to_owned(),
-                after_ms: timeout.as_millis() as u64,
-            });
+        enum Event {
+            Line(Result<Option<Vec<u8>>, WorkerError>),
+            Expired,
+            Exited,
         }
-        let left = deadline - now;
-        let wait = self.silence.map_or(left, |s| s.min(left));
-        self.timer
-            .as_mut()
-            .reset(tokio::time::Instant::from_std(now + wait));
-        let line = tokio::select! {
-            biased;
-            line = self.reader.next_line() => line,
-            () = &mut self.timer => {
-                return Err(if wait < left {
-                    WorkerError::Hung {
-                        awaiting: awaiting.to_owned(),
-                        silent_ms: wait.as_millis() as u64,
-                    }
-                } else {
-                    WorkerError::Timeout {
-                        awaiting: awaiting.to_owned(),
-                        after_ms: timeout.as_millis() as u64,
-                    }
-                });
+        // Silence counts from the start of this wait: early timer wake-ups must not move it.
+        let waiting_since = Instant::now();
+        loop {
+            let now = Instant::now();
+            let silence = self
+                .silence
+                .map(|limit| (waiting_since + limit).saturating_duration_since(now));
+            let (wait, expiry) = Expiry::next(now, deadline, silence, self.exited);
+            let due = tokio::time::Instant::from_std(now + wait);
+            // Moving the timer costs a lock and a timer-wheel update: one set to go off too
+            // early is left alone (it wakes this loop, which moves it then), so that with
+            // deadlines of seconds it moves about once per deadline, not once per message.
+            if self.timer.deadline() > due {
+                self.timer.as_mut().reset(due);
             }
-        };
-        match line? {
-            Some(line) => Ok(line),
-            None => Err(WorkerError::Closed {
-                during: "a reply was awaited".into(),
-                exit: self.exit_status().await,
-            }),
+            let event = tokio::select! {
+                biased;
+                line = self.reader.next_line() => Event::Line(line),
+                () = &mut self.timer => Event::Expired,
+                () = self.exit.notified(), if self.exited.is_none() => Event::Exited,
+            };
+            match event {
+                Event::Line(line) => {
+                    return match line? {
+                        Some(line) => Ok(line),
+                        None => Err(self.closed().await),
+                    };
+                }
+                Event::Expired if tokio::time::Instant::now() < due => {
+                    self.timer.as_mut().reset(due);
+                }
+                Event::Expired => {
+                    let silent = waiting_since.elapsed();
+                    return Err(expiry.error(awaiting, timeout, silent).unwrap_or_else(|| {
+                        WorkerError::Exited {
+                            during: format!("`{awaiting}` was awaited"),
+                            exit: self
+                                .process
+                                .describe_exit()
+                                .unwrap_or_else(|| "status unknown".into()),
+                        }
+                    }));
+                }
+                Event::Exited => self.exited = Some(Instant::now()),
+            }
         }
     }
 
@@ -517,6 +567,40 @@ impl Conn {
                     }),
                 }
             }
+        }
+    }
+
+    async fn save_state(&mut self) -> Result<Option<serde_json::Value>, WorkerError> {
+        if !self.checkpoints {
+            return Ok(None);
+        }
+        match self
+            .request(|id| Message::Checkpoint(Ack { id }), None)
+            .await
+        {
+            Ok(Message::State(state)) => Ok(Some(serde_json::Value::String(state.data))),
+            Ok(other) => Err(WorkerError::Unexpected {
+                expected: "state".into(),
+                got: other.kind().into(),
+            }),
+            Err(WorkerError::Remote { code: c, message }) if c == code::UNSUPPORTED => {
+                tracing::info!(target: "mosaic::worker", worker = %self.name, "cannot save its state now: {message}");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn load_state(&mut self, data: String) -> Result<(), WorkerError> {
+        match self
+            .request(|id| Message::Restore(State { id, data }), None)
+            .await?
+        {
+            Message::Restored(_) => Ok(()),
+            other => Err(WorkerError::Unexpected {
+                expected: "restored".into(),
+                got: other.kind().into(),
+            }),
         }
     }
 
@@ -659,19 +743,38 @@ impl Actor for WorkerPolicy {
     }
 }
 
-impl Handler<BeginEpisode> for WorkerPolicy {
-    type Result = ResponseFuture<Result<(), OperatorError>>;
-
-    fn handle(&mut self, msg: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
+impl WorkerPolicy {
+    /// Runs `work` on the connection, once the requests before it are done.
+    fn with_conn<T: 'static>(
+        &self,
+        work: impl AsyncFnOnce(&mut Conn) -> Result<T, OperatorError> + 'static,
+    ) -> ResponseFuture<Result<T, OperatorError>> {
         let conn = self.conn.clone();
         Box::pin(async move {
             let mut guard = conn.lock().await;
             let conn = guard
                 .as_mut()
                 .ok_or_else(|| OperatorError::Gone("policy worker stopped".into()))?;
-            let name = conn.name.clone();
+            let result = work(conn).await;
+            // A worker that died or hung is killed and dropped at once (no grace: it is
+            // replaced); later requests answer `Gone`.
+            if matches!(result, Err(OperatorError::Crashed(_)))
+                && let Some(mut dead) = guard.take()
+            {
+                dead.process.kill();
+            }
+            result
+        })
+    }
+}
+
+impl Handler<BeginEpisode> for WorkerPolicy {
+    type Result = ResponseFuture<Result<(), OperatorError>>;
+
+    fn handle(&mut self, msg: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
+        self.with_conn(async |conn| {
             let result = conn.begin(msg).await;
-            result.map_err(|e| failed(&name, e, &mut guard))
+            result.map_err(|e| failed(&conn.name, e))
         })
     }
 }
@@ -680,30 +783,65 @@ impl Handler<Decide> for WorkerPolicy {
     type Result = ResponseFuture<Result<Decision, OperatorError>>;
 
     fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
-        let conn = self.conn.clone();
-        Box::pin(async move {
-            let mut guard = conn.lock().await;
-            let conn = guard
-                .as_mut()
-                .ok_or_else(|| OperatorError::Gone("policy worker stopped".into()))?;
-            let name = conn.name.clone();
+        self.with_conn(async |conn| {
             let result = conn.decide(msg).await;
-            result.map_err(|e| failed(&name, e, &mut guard))
+            result.map_err(|e| failed(&conn.name, e))
         })
     }
 }
 
-/// The operator error for `error`; a worker that died or hung is killed and dropped at once
-/// (later requests answer `Gone`).
-fn failed(name: &str, error: WorkerError, conn: &mut Option<Conn>) -> OperatorError {
-    tracing::warn!(target: "mosaic::worker", worker = name, %error, "request failed");
+/// The worker's `checkpoint` answer, as a JSON string (the base64 state); `None` when the
+/// worker did not announce the capability or says it cannot save its state now.
+impl Handler<SaveState> for WorkerPolicy {
+    type Result = ResponseFuture<Result<Option<serde_json::Value>, OperatorError>>;
+
+    fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
+        self.with_conn(async |conn| {
+            let result = conn.save_state().await;
+            result.map_err(|e| state_failed(&conn.name, e))
+        })
+    }
+}
+
+/// Sends a state answered by [`SaveState`] back with `restore`.
+impl Handler<LoadState> for WorkerPolicy {
+    type Result = ResponseFuture<Result<(), OperatorError>>;
+
+    fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
+        self.with_conn(async |conn| {
+            let serde_json::Value::String(data) = msg.0 else {
+                return Err(OperatorError::State(format!(
+                    "{}: not a policy worker state (a base64 string)",
+                    conn.name
+                )));
+            };
+            if !conn.checkpoints {
+                return Err(OperatorError::State(format!(
+                    "{}: the worker does not announce the `checkpoint` capability",
+                    conn.name
+                )));
+            }
+            let result = conn.load_state(data).await;
+            result.map_err(|e| state_failed(&conn.name, e))
+        })
+    }
+}
+
+fn failed(name: &str, error: WorkerError) -> OperatorError {
+    tracing::warn!(target: "mosaic::worker", worker = name, %error, "decision failed");
     if error.is_fatal() {
-        if let Some(mut dead) = conn.take() {
-            dead.process.kill();
-        }
         OperatorError::Crashed(format!("{name}: {error}"))
     } else {
         OperatorError::Failed(format!("{name}: {error}"))
+    }
+}
+
+fn state_failed(name: &str, error: WorkerError) -> OperatorError {
+    tracing::warn!(target: "mosaic::worker", worker = name, %error, "checkpoint failed");
+    if error.is_fatal() {
+        OperatorError::Crashed(format!("{name}: {error}"))
+    } else {
+        OperatorError::State(format!("{name}: {error}"))
     }
 }
 

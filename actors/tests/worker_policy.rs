@@ -10,7 +10,7 @@ mod python;
 
 use mosaic_actors::operator::SessionResources;
 use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SpawnContext};
-use mosaic_actors::{BeginEpisode, Decide, OperatorError, worker};
+use mosaic_actors::{BeginEpisode, Decide, LoadState, OperatorError, SaveState, worker};
 use mosaic_adapters::EnvRegistry;
 use mosaic_core::baseline::Random;
 use mosaic_core::{
@@ -52,10 +52,7 @@ fn python_policy(spec: &Arc<EnvSpec>, agent: usize) -> OperatorHandle {
     spawn_worker(
         spec,
         agent,
-        serde_json::json!({
-            "command": py.mosaic_worker(&["policy", "random"]),
-            "env": py.env_vars(),
-        }),
+        serde_json::json!({ "command": py.mosaic_worker(&["policy", "random"]) }),
     )
     .unwrap()
 }
@@ -121,7 +118,7 @@ async fn chess_game(
 #[test]
 fn chess_random_vs_python_policy_worker_is_reproducible() {
     let py = python::python_env();
-    let settings = serde_json::json!({ "python": py.python, "env": py.env_vars() });
+    let settings = serde_json::json!({ "python": py.python });
     let serde_json::Value::Object(settings) = settings else {
         unreachable!()
     };
@@ -164,8 +161,10 @@ fn toy_spec() -> Arc<EnvSpec> {
     })
 }
 
-/// Spawns `faulty.py policy MODE`, begins an episode and asks for one decision.
-async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, String> {
+/// Spawns `faulty.py policy MODE`, begins an episode and asks for one decision: its action,
+/// or the error of a live worker that failed the decision (`Failed`), or of a worker that
+/// must be replaced (`Crashed`).
+async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, OperatorError> {
     let py = python::python_env();
     let spec = toy_spec();
     let worker = spawn_worker(
@@ -175,16 +174,17 @@ async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, Strin
             "command": py.worker("faulty.py", &["policy", mode]),
             "timeout_ms": 1500,
             "heartbeat_ms": 200,
+            "heartbeat_timeout_ms": 600,
             "grace_ms": 300,
         }),
-    )?;
+    )
+    .map_err(OperatorError::Failed)?;
     let ctx = AgentContext::new(1, 0, "solo".into(), 3);
     worker
         .begin
         .send(BeginEpisode { ctx, spec })
         .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| OperatorError::Gone(e.to_string()))??;
     let obs = Observation::with_mask(0, vec![true, true, false]);
     let started = Instant::now();
     let decision = worker
@@ -195,17 +195,20 @@ async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, Strin
             deadline: Some(Instant::now() + deadline),
         })
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| OperatorError::Gone(e.to_string()))?;
     assert!(
         started.elapsed() < deadline + Duration::from_secs(2),
         "{mode}: {:?}",
         started.elapsed()
     );
-    match decision {
-        Ok(decision) => Ok(decision.action),
-        // A broken or silent worker is `Crashed` (to be restarted), a bad answer `Failed`.
-        Err(OperatorError::Failed(why) | OperatorError::Crashed(why)) => Err(why),
-        Err(other) => panic!("{mode}: not a Failed or Crashed error: {other}"),
+    decision.map(|d| d.action)
+}
+
+/// The message of a `Failed` error (a live worker's failed decision).
+fn failed(result: Result<Action, OperatorError>) -> String {
+    match result {
+        Err(OperatorError::Failed(why)) => why,
+        other => panic!("not a Failed error: {other:?}"),
     }
 }
 
@@ -216,30 +219,39 @@ fn run<T>(future: impl std::future::Future<Output = T>) -> T {
 #[test]
 fn misbehaving_policy_workers_give_typed_errors() {
     let long = Duration::from_secs(20);
-    let cases: &[(&str, Duration, &str)] = &[
-        ("garbage", long, "not JSON"),
+    // (mode, message, whether the worker must be replaced)
+    let cases: &[(&str, &str, bool)] = &[
+        ("garbage", "not JSON", false),
         (
             "non_object",
-            long,
             "a JSON array where an object was expected",
+            false,
         ),
-        ("huge_line", long, "longer than the limit of 16777216 bytes"),
-        ("silent", long, "no `decide` reply within"),
-        ("silent_heartbeat", long, "silent for 600 ms"),
+        ("huge_line", "longer than the limit of 16777216 bytes", true),
+        ("silent", "no `decide` reply within", false),
+        ("silent_heartbeat", "silent for 600 ms", true),
         (
             "out_of_order",
-            long,
             "out of order: awaited the reply to request 2, got `decision` for request 9",
+            true,
         ),
-        ("illegal_action", long, "illegal action 2 (legal: [0, 1])"),
-        ("stdout_closed", long, "closed its output"),
+        ("illegal_action", "illegal action 2 (legal: [0, 1])", false),
+        ("stdout_closed", "closed its output", true),
     ];
-    for (mode, deadline, expected) in cases {
-        let err = run(faulty_decision(mode, *deadline)).expect_err(mode);
-        assert!(err.contains(expected), "{mode}: {err}");
+    for (mode, expected, crashed) in cases {
+        let err = run(faulty_decision(mode, long)).expect_err(mode);
+        let (OperatorError::Failed(why) | OperatorError::Crashed(why)) = &err else {
+            panic!("{mode}: {err:?}")
+        };
+        assert_eq!(
+            matches!(err, OperatorError::Crashed(_)),
+            *crashed,
+            "{mode}: {err:?}"
+        );
+        assert!(why.contains(expected), "{mode}: {why}");
         assert!(
-            err.starts_with("toy:solo: "),
-            "{mode}: the error names the worker: {err}"
+            why.starts_with("toy:solo: "),
+            "{mode}: the error names the worker: {why}"
         );
     }
 }
@@ -247,7 +259,7 @@ fn misbehaving_policy_workers_give_typed_errors() {
 #[test]
 fn the_session_deadline_bounds_a_decision() {
     let started = Instant::now();
-    let err = run(faulty_decision("silent", Duration::from_millis(300))).unwrap_err();
+    let err = failed(run(faulty_decision("silent", Duration::from_millis(300))));
     assert!(
         err.contains("no `decide` reply within 300 ms") || err.contains("within 299 ms"),
         "{err}"
@@ -257,9 +269,12 @@ fn the_session_deadline_bounds_a_decision() {
 
 #[test]
 fn handshake_failures_are_spawn_errors() {
-    let err = run(faulty_decision("exit_in_handshake", Duration::from_secs(5))).unwrap_err();
+    let err = failed(run(faulty_decision(
+        "exit_in_handshake",
+        Duration::from_secs(5),
+    )));
     assert!(err.contains("middle of a frame"), "{err}");
-    let err = run(faulty_decision("wrong_major", Duration::from_secs(5))).unwrap_err();
+    let err = failed(run(faulty_decision("wrong_major", Duration::from_secs(5))));
     assert!(
         err.contains("mosaic/2.0") && err.contains("mosaic/1"),
         "{err}"
@@ -279,17 +294,260 @@ fn handshake_failures_are_spawn_errors() {
     })
     .unwrap_err();
     assert!(err.contains("comand"), "{err}");
+    let err = run(async {
+        spawn_worker(
+            &toy_spec(),
+            0,
+            serde_json::json!({ "command": ["x"], "heartbeat_ms": 1000, "heartbeat_timeout_ms": 1500 }),
+        )
+        .map(|_| ())
+    })
+    .unwrap_err();
+    assert!(err.contains("heartbeat_timeout_ms = 1500"), "{err}");
 }
 
 #[test]
 fn unknown_message_types_are_skipped() {
-    assert_eq!(
-        run(faulty_decision(
-            "unknown_type_then_ok",
-            Duration::from_secs(20)
-        )),
-        Ok(Action(0))
-    );
+    let decision = run(faulty_decision(
+        "unknown_type_then_ok",
+        Duration::from_secs(20),
+    ));
+    assert!(matches!(decision, Ok(Action(0))), "{decision:?}");
+}
+
+async fn begin(worker: &OperatorHandle, spec: &Arc<EnvSpec>, seed: u64) {
+    let ctx = AgentContext::new(seed, 0, spec.agents[0].id.clone(), spec.action_labels.len());
+    worker
+        .begin
+        .send(BeginEpisode {
+            ctx,
+            spec: spec.clone(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+/// `n` decisions with every action legal, each with `deadline` (none when `None`).
+async fn decisions(
+    worker: &OperatorHandle,
+    n: u32,
+    deadline: Option<Duration>,
+) -> Vec<Result<Action, OperatorError>> {
+    let mut out = Vec::new();
+    for step in 0..n {
+        let decide = Decide {
+            obs: Arc::new(Observation::with_mask(0, vec![true; 3])),
+            step,
+            deadline: deadline.map(|d| Instant::now() + d),
+        };
+        out.push(worker.decide.send(decide).await.unwrap().map(|d| d.action));
+    }
+    out
+}
+
+fn actions(results: Vec<Result<Action, OperatorError>>) -> Vec<Action> {
+    results.into_iter().map(|r| r.unwrap()).collect()
+}
+
+/// Fault recovery of a policy worker: a checkpoint taken after some decisions, loaded into
+/// a freshly started worker after `BeginEpisode` of the same episode, makes the fresh
+/// worker continue exactly as the original does.
+#[test]
+fn a_restarted_python_policy_continues_from_its_checkpoint() {
+    run(async {
+        let spec = toy_spec();
+        let original = python_policy(&spec, 0);
+        let state = original
+            .state
+            .clone()
+            .expect("policy workers take checkpoints");
+        begin(&original, &spec, 11).await;
+        let before = actions(decisions(&original, 7, None).await);
+        let saved = state
+            .save
+            .send(SaveState)
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("the Python random policy saves its RNG");
+        let after = actions(decisions(&original, 40, None).await);
+
+        let fresh = python_policy(&spec, 0);
+        begin(&fresh, &spec, 11).await;
+        let fresh_state = fresh.state.clone().unwrap();
+        fresh_state
+            .load
+            .send(LoadState(saved.clone()))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(actions(decisions(&fresh, 40, None).await), after);
+
+        // Without the checkpoint a fresh worker starts the episode over instead.
+        let unrestored = python_policy(&spec, 0);
+        begin(&unrestored, &spec, 11).await;
+        let from_start = actions(decisions(&unrestored, 40, None).await);
+        assert_eq!(from_start[..7], before[..]);
+        assert_ne!(from_start, after, "the checkpoint is not the episode start");
+
+        // A state of another episode, or not a state at all, is refused with a reason.
+        begin(&fresh, &spec, 12).await;
+        let err = fresh_state
+            .load
+            .send(LoadState(saved))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            matches!(&err, OperatorError::State(why) if why.contains("seed 11")),
+            "{err}"
+        );
+        let err = fresh_state
+            .load
+            .send(LoadState(serde_json::json!({ "rng": 1 })))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            matches!(&err, OperatorError::State(why) if why.starts_with("toy:solo: ")),
+            "{err}"
+        );
+        let err = fresh_state
+            .load
+            .send(LoadState(serde_json::json!("bm90IGEgcGlja2xl")))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            matches!(&err, OperatorError::State(why) if why.contains("not a saved policy state")),
+            "{err}"
+        );
+        // The worker is still usable after refusing them.
+        assert_eq!(decisions(&fresh, 3, None).await.len(), 3);
+    });
+}
+
+/// Workers without the `checkpoint` capability answer `None`: recovery replays instead.
+#[test]
+fn workers_without_checkpoints_save_nothing() {
+    let py = python::python_env();
+    run(async move {
+        let spec = toy_spec();
+        let mosaic_style = spawn_worker(
+            &spec,
+            0,
+            serde_json::json!({ "command": py.worker("mosaic_style.py", &[]) }),
+        )
+        .unwrap();
+        let unknown = spawn_worker(
+            &spec,
+            0,
+            serde_json::json!({ "command": py.worker("faulty.py", &["policy", "unknown_type_then_ok"]) }),
+        )
+        .unwrap();
+        for worker in [mosaic_style, unknown] {
+            begin(&worker, &spec, 3).await;
+            let state = worker.state.clone().unwrap();
+            assert_eq!(state.save.send(SaveState).await.unwrap().unwrap(), None);
+            let err = state
+                .load
+                .send(LoadState(serde_json::json!("AAAA")))
+                .await
+                .unwrap()
+                .unwrap_err();
+            assert!(
+                matches!(err, OperatorError::State(ref why) if why.contains("checkpoint")),
+                "{err}"
+            );
+        }
+    });
+}
+
+/// A decision past the session's deadline fails (the default action is taken), but the
+/// worker is alive and heartbeating: it is not declared crashed, and its next decision
+/// arrives once it is done, its late reply skipped.
+#[test]
+fn a_late_decision_does_not_kill_a_heartbeating_worker() {
+    let py = python::python_env();
+    run(async move {
+        let spec = toy_spec();
+        let worker = spawn_worker(
+            &spec,
+            0,
+            serde_json::json!({
+                "command": py.worker("slow_policy.py", &["1.5", "0"]),
+                "heartbeat_ms": 100,
+                "heartbeat_timeout_ms": 400,
+            }),
+        )
+        .unwrap();
+        begin(&worker, &spec, 1).await;
+        let late = decisions(&worker, 1, Some(Duration::from_millis(300))).await;
+        let err = late.into_iter().next().unwrap().unwrap_err();
+        assert!(
+            matches!(&err, OperatorError::Failed(why) if why.contains("no `decide` reply within")),
+            "{err:?}"
+        );
+        // The worker needs about 1.2 s more, three times its silence limit: only its
+        // heartbeats keep it alive.
+        let started = Instant::now();
+        let next = decisions(&worker, 2, Some(Duration::from_secs(10))).await;
+        assert!(
+            started.elapsed() > Duration::from_millis(800),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(actions(next), [Action(1), Action(2)], "decisions 1 and 2");
+    });
+}
+
+/// `kill -9` of a worker with a decision pending fails the decision at once as a crash,
+/// not after a deadline or a silence limit, even when a process the worker started keeps
+/// its output open (so its output never ends).
+#[test]
+fn a_killed_worker_fails_its_pending_decision_at_once() {
+    let py = python::python_env();
+    for mode in ["silent", "silent_holding_output"] {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let settings = serde_json::json!({
+            "command": py.worker("faulty.py", &["policy", mode]),
+            "env": { "FAULTY_PID_FILE": pid_file.display().to_string() },
+            "timeout_ms": 30_000,
+        });
+        let (err, since_kill) = run(async move {
+            let spec = toy_spec();
+            let worker = spawn_worker(&spec, 0, settings).unwrap();
+            begin(&worker, &spec, 1).await;
+            let pending = worker.decide.send(Decide {
+                obs: Arc::new(Observation::with_mask(0, vec![true; 3])),
+                step: 0,
+                deadline: Some(Instant::now() + Duration::from_secs(30)),
+            });
+            let killer = async {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let pid = std::fs::read_to_string(&pid_file).unwrap();
+                let status = std::process::Command::new("kill")
+                    .args(["-9", pid.trim()])
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+                Instant::now()
+            };
+            let (result, killed_at) = tokio::join!(pending, killer);
+            (result.unwrap().unwrap_err(), killed_at.elapsed())
+        });
+        assert!(
+            matches!(&err, OperatorError::Crashed(why) if why.contains("signal: 9")),
+            "{mode}: {err:?}"
+        );
+        eprintln!("{mode}: the pending decision failed {since_kill:?} after kill -9");
+        assert!(
+            since_kill < Duration::from_millis(300),
+            "{mode}: {since_kill:?}"
+        );
+    }
 }
 
 #[test]

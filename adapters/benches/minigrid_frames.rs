@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 
 fn make(frames: &str) -> Box<dyn Environment> {
     let py = python::python_env();
-    let settings =
-        serde_json::json!({ "python": py.python, "env": py.env_vars(), "frames": frames });
+    let settings = serde_json::json!({ "python": py.python, "frames": frames });
     let serde_json::Value::Object(settings) = settings else {
         unreachable!()
     };

@@ -18,6 +18,7 @@ fn faulty(mode: &str) -> Result<ExternalEnv, WorkerError> {
         timeout_ms: 1_500,
         start_timeout_ms: 20_000,
         heartbeat_ms: 200,
+        heartbeat_timeout_ms: 600,
         grace_ms: 300,
         ..ExternalEnvSettings::default()
     };
@@ -94,6 +95,46 @@ fn a_silent_heartbeat_worker_is_declared_hung() {
     assert!(err.contains("silent for 600 ms"), "{err}");
 }
 
+/// `kill -9` of the worker while a request is pending fails the request at once as a crash,
+/// even when a process the worker started keeps its output open (its output never ends).
+#[test]
+fn a_killed_worker_fails_its_pending_request_at_once() {
+    let py = python::python_env();
+    for mode in ["silent", "silent_holding_output"] {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let settings = ExternalEnvSettings {
+            command: Some(py.worker("faulty.py", &["env", mode])),
+            env: [("FAULTY_PID_FILE".to_owned(), pid_file.display().to_string())].into(),
+            timeout_ms: 30_000,
+            ..ExternalEnvSettings::default()
+        };
+        let mut env = ExternalEnv::start("worker", None, &settings).unwrap();
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let pid = std::fs::read_to_string(&pid_file).unwrap();
+            let status = std::process::Command::new("kill")
+                .args(["-9", pid.trim()])
+                .status()
+                .unwrap();
+            assert!(status.success());
+            Instant::now()
+        });
+        let err = env.reset(1).unwrap_err();
+        let failed_at = Instant::now();
+        let since_kill = failed_at.saturating_duration_since(killer.join().unwrap());
+        assert!(
+            matches!(&err, EnvError::Crashed(why) if why.contains("signal: 9")),
+            "{mode}: {err:?}"
+        );
+        eprintln!("{mode}: the pending reset failed {since_kill:?} after kill -9");
+        assert!(
+            since_kill < Duration::from_millis(300),
+            "{mode}: {since_kill:?}"
+        );
+    }
+}
+
 #[test]
 fn replies_out_of_order_are_detected() {
     let err = reset_error("out_of_order");
@@ -134,11 +175,6 @@ fn a_real_env_refuses_an_illegal_move() {
     let py = python::python_env();
     let settings = ExternalEnvSettings {
         python: Some(py.python.clone()),
-        env: [(
-            "PYTHONPATH".to_owned(),
-            py.package_dir.display().to_string(),
-        )]
-        .into(),
         ..ExternalEnvSettings::default()
     };
     let mut env = ExternalEnv::start(

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 fn settings(extra: serde_json::Value) -> Settings {
     let py = python::python_env();
-    let mut settings = serde_json::json!({ "python": py.python, "env": py.env_vars() });
+    let mut settings = serde_json::json!({ "python": py.python });
     if let (Some(base), serde_json::Value::Object(extra)) = (settings.as_object_mut(), extra) {
         base.extend(extra);
     }
@@ -265,7 +265,11 @@ fn the_same_worker_over_unix_and_tcp_sockets() {
             py.mosaic_worker(&["gymnasium", "MiniGrid-DoorKey-5x5-v0", "--listen", &address]);
         let mut server = std::process::Command::new(&argv[0])
             .args(&argv[1..])
-            .env("PYTHONPATH", &py.package_dir)
+            // Started by hand, not by mosaic: it needs the package on its path itself.
+            .env(
+                "PYTHONPATH",
+                mosaic_adapters::external::embedded::install().unwrap(),
+            )
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();

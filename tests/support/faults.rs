@@ -31,17 +31,17 @@ pub fn experiment(
     extra_operator: Option<serde_json::Value>,
 ) -> ExperimentSpec {
     let py = python::python_env();
-    let pythonpath = py.package_dir.to_string_lossy().into_owned();
-    let env = serde_json::json!({"PYTHONPATH": pythonpath, TAG: tag});
+    let env = serde_json::json!({ TAG: tag });
     let mut operators = vec![serde_json::json!({
         "id": "doorkey",
         "env": "gymnasium:MiniGrid-DoorKey-5x5-v0",
-        "env_settings": {"python": py.python, "env": env, "heartbeat_ms": 200},
+        "env_settings": {"python": py.python, "env": env, "heartbeat_ms": 200, "heartbeat_timeout_ms": 600},
         "agents": {"*": {
             "kind": "worker",
             "command": [py.python, "-m", "mosaic_worker", "policy", "random"],
             "env": env,
-            "heartbeat_ms": 200
+            "heartbeat_ms": 200,
+            "heartbeat_timeout_ms": 600
         }}
     })];
     operators.extend(extra_operator);

@@ -60,7 +60,8 @@ def main(argv: Optional[list] = None) -> int:
 
         if args.target != "random":
             raise SystemExit(f"unknown built-in policy {args.target!r} (known: random)")
-        return serve_policy(random_decide, name="python-random", paradigm="random", listen=args.listen)
+        return serve_policy(random_decide, name="python-random", paradigm="random", listen=args.listen,
+                            checkpoint=True)
 
     if args.family == "gymnasium":
         import gymnasium as gym

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from mosaic_worker import Context, random_decide
@@ -48,3 +50,96 @@ def test_cli_policy_over_stdio(peer):
     assert worker.request({"type": "frobnicate", "id": 99})["code"] == "unknown_type"
     worker.send({"type": "stop", "id": 100})
     assert worker.recv()["type"] == "stopped"
+
+
+def test_a_restored_random_policy_continues_identically():
+    original = PolicyHandler(random_decide, "random", checkpoint=True)
+    assert "checkpoint" in original.hello()["capabilities"]
+    decisions(original, 7)
+    saved = original.checkpoint({})
+    assert saved["type"] == "state"
+    after = [original.decide({"legal": [1, 4, 6, 9]})["action"] for _ in range(40)]
+
+    fresh = PolicyHandler(random_decide, "random", checkpoint=True)
+    fresh.init_agent(INIT)
+    assert fresh.restore({"data": saved["data"]}) == {"type": "restored"}
+    assert fresh.context.decisions == 7
+    assert [fresh.decide({"legal": [1, 4, 6, 9]})["action"] for _ in range(40)] == after
+
+
+def test_hooks_save_state_kept_outside_the_context():
+    hidden = {"value": 0}
+
+    def decide(observation, legal, context):
+        hidden["value"] += 1
+        context.state["seen"] = context.state.get("seen", 0) + 1
+        return legal[hidden["value"] % len(legal)]
+
+    handler = PolicyHandler(decide, "recurrent", save_state=lambda context: dict(hidden),
+                            load_state=lambda context, saved: hidden.update(saved))
+    assert "checkpoint" in handler.hello()["capabilities"]
+    decisions(handler, 5)
+    saved = handler.checkpoint({})["data"]
+    decisions(handler, 3)
+    handler.init_agent(INIT)
+    handler.restore({"data": saved})
+    assert hidden == {"value": 5} and handler.context.state == {"seen": 5}
+    with pytest.raises(ValueError):
+        PolicyHandler(decide, "half", save_state=lambda context: None)
+
+
+def test_checkpoints_are_refused_with_reasons():
+    plain = PolicyHandler(random_decide, "plain")
+    assert "checkpoint" not in plain.hello()["capabilities"]
+    plain.init_agent(INIT)
+    with pytest.raises(WorkerError) as err:
+        plain.checkpoint({})
+    assert err.value.code == "unsupported" and "checkpoint=True" in str(err.value)
+
+    handler = PolicyHandler(random_decide, "random", checkpoint=True)
+    with pytest.raises(WorkerError) as err:
+        handler.restore({"data": ""})
+    assert err.value.code == "bad_request" and "before init_agent" in str(err.value)
+    handler.init_agent(INIT)
+    saved = handler.checkpoint({})["data"]
+    handler.init_agent(dict(INIT, seed=78))
+    with pytest.raises(WorkerError) as err:
+        handler.restore({"data": saved})
+    assert err.value.code == "bad_request" and "seed 77" in str(err.value)
+    for bad in ["%%%", "bm90IGEgcGlja2xl"]:
+        with pytest.raises(WorkerError) as err:
+            handler.restore({"data": bad})
+        assert err.value.code == "bad_request" and "not a saved policy state" in str(err.value)
+
+    def unpicklable(observation, legal, context):
+        context.state["gen"] = (x for x in legal)
+        return legal[0]
+
+    handler = PolicyHandler(unpicklable, "gen", checkpoint=True)
+    decisions(handler, 1)
+    with pytest.raises(WorkerError) as err:
+        handler.checkpoint({})
+    assert err.value.code == "unsupported"
+
+
+def test_cli_random_policy_checkpoints_over_stdio(peer):
+    worker = peer("-m", "mosaic_worker", "policy", "random")
+    assert "checkpoint" in worker.handshake()["capabilities"]
+    assert worker.request({"type": "init_agent", "id": 1, **INIT})["type"] == "agent_ready"
+    state = worker.request({"type": "checkpoint", "id": 2})
+    assert state["type"] == "state" and state["id"] == 2
+    first = [worker.request({"type": "decide", "id": 3 + i, "observation": {}, "legal": [0, 1, 2, 3]})["action"]
+             for i in range(20)]
+    assert worker.request({"type": "restore", "id": 30, "data": state["data"]}) == {"type": "restored", "id": 30}
+    again = [worker.request({"type": "decide", "id": 31 + i, "observation": {}, "legal": [0, 1, 2, 3]})["action"]
+             for i in range(20)]
+    assert again == first
+
+
+def test_the_usual_decision_is_a_ready_line():
+    handler = PolicyHandler(random_decide, "random")
+    handler.init_agent(INIT)
+    line = handler.decide({"type": "decide", "id": 12, "legal": [4]})
+    assert isinstance(line, bytes) and line.endswith(b"\n")
+    assert json.loads(line) == {"type": "decision", "id": 12, "action": 4}
+    assert handler.decide({"type": "decide", "id": "twelve", "legal": [4]}) == {"type": "decision", "action": 4}

@@ -41,6 +41,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "timeout_ms = 60000: deadline of one request (reset, step, observe)",
     "start_timeout_ms = 60000: deadline for the worker's first line",
     "heartbeat_ms = 1000: heartbeat interval asked of the worker",
+    "heartbeat_timeout_ms = 5000: silence (no reply, no heartbeat) after which a busy heartbeating worker is hung",
     "frames = \"png\": frame encoding asked of the worker, png or rgb",
     "max_frame_bytes = 16777216: longest accepted line",
     "grace_ms = 2000: SIGTERM-to-SIGKILL grace period on stop",
@@ -83,6 +84,9 @@ pub struct ExternalEnvSettings {
     /// Heartbeat interval asked of the worker, ms.
     #[serde(default = "crate::external::defaults::heartbeat_ms")]
     pub heartbeat_ms: u64,
+    /// Silence after which a heartbeating worker with a request outstanding is hung, ms.
+    #[serde(default = "crate::external::defaults::heartbeat_timeout_ms")]
+    pub heartbeat_timeout_ms: u64,
     /// Frame encoding asked of the worker.
     #[serde(default)]
     pub frames: FrameEncoding,
@@ -116,6 +120,7 @@ impl Default for ExternalEnvSettings {
             timeout_ms: defaults::timeout_ms(),
             start_timeout_ms: defaults::timeout_ms(),
             heartbeat_ms: defaults::heartbeat_ms(),
+            heartbeat_timeout_ms: defaults::heartbeat_timeout_ms(),
             frames: FrameEncoding::default(),
             max_frame_bytes: defaults::max_frame(),
             grace_ms: defaults::grace_ms(),
@@ -127,14 +132,14 @@ impl Default for ExternalEnvSettings {
 }
 
 impl ExternalEnvSettings {
-    fn link_options(&self) -> LinkOptions {
+    fn link_options(&self) -> Result<LinkOptions, WorkerError> {
         let mut options = LinkOptions::new(WorkerKind::Env);
-        options.policy.heartbeat_ms = self.heartbeat_ms;
+        options.set_heartbeat(self.heartbeat_ms, self.heartbeat_timeout_ms)?;
         options.policy.frames = self.frames;
         options.max_frame = self.max_frame_bytes;
         options.handshake_timeout = Duration::from_millis(self.start_timeout_ms);
         options.grace = Duration::from_millis(self.grace_ms);
-        options
+        Ok(options)
     }
 
     fn python(&self) -> String {
@@ -166,7 +171,9 @@ pub fn make_external(
         None => "worker".to_owned(),
     };
     let env = ExternalEnv::start(&name, family, &parsed).map_err(|e| match e {
-        WorkerError::Config(_) => SpecError::new("", format!("{name}: {e}")),
+        WorkerError::Config(_) | WorkerError::Package { .. } => {
+            SpecError::new("", format!("{name}: {e}"))
+        }
         _ => SpecError::start_failure("", format!("{name}: {e}")),
     })?;
     Ok(Box::new(env))
@@ -209,7 +216,7 @@ impl ExternalEnv {
         family: Option<Family<'_>>,
         settings: &ExternalEnvSettings,
     ) -> Result<Self, WorkerError> {
-        let options = settings.link_options();
+        let options = settings.link_options()?;
         let link = match (family, &settings.command, &settings.connect) {
             (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
                 return Err(WorkerError::Config(format!(

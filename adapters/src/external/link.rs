@@ -5,8 +5,8 @@
 //! the caller past it. The decisions about each incoming line ([`judge`], [`greet`],
 //! [`judge_mosaic`]) are pure functions, shared with the async policy actor.
 
-use super::WorkerError;
-use super::process::{DEFAULT_GRACE, WorkerCommand, WorkerProcess};
+use super::process::{WorkerCommand, WorkerProcess};
+use super::{WorkerError, defaults};
 use mosaic_protocols::codec::{FrameReader, ReadError};
 use mosaic_protocols::handshake::{Greeting, Policy};
 use mosaic_protocols::message::{Ack, Hello, Welcome, capability, code};
@@ -45,17 +45,35 @@ pub struct LinkOptions {
     pub handshake_timeout: Duration,
     /// Grace period between SIGTERM and SIGKILL on stop.
     pub grace: Duration,
+    /// How long a heartbeating worker may stay silent while a request is outstanding.
+    pub heartbeat_timeout: Duration,
 }
 
 impl LinkOptions {
-    /// Defaults for a worker of `kind`: 16 MiB frames, 60 s to start, 2 s grace.
+    /// Defaults for a worker of `kind` (see [`super::defaults`]): 16 MiB frames, 60 s to
+    /// start, heartbeats every second, hung after 5 s of silence, 2 s grace.
     pub fn new(kind: WorkerKind) -> Self {
         Self {
             policy: Policy::new(kind),
-            max_frame: mosaic_protocols::DEFAULT_MAX_FRAME,
-            handshake_timeout: Duration::from_secs(60),
-            grace: DEFAULT_GRACE,
+            max_frame: defaults::max_frame(),
+            handshake_timeout: Duration::from_millis(defaults::timeout_ms()),
+            grace: Duration::from_millis(defaults::grace_ms()),
+            heartbeat_timeout: Duration::from_millis(defaults::heartbeat_timeout_ms()),
         }
+    }
+
+    /// Sets the heartbeat interval asked of the worker and the silence after which it is
+    /// declared hung. The timeout must be at least twice the interval: a busy worker's
+    /// heartbeats arrive about once per interval, and one late heartbeat must not kill it.
+    pub fn set_heartbeat(&mut self, interval_ms: u64, timeout_ms: u64) -> Result<(), WorkerError> {
+        if interval_ms == 0 || timeout_ms < interval_ms.saturating_mul(2) {
+            return Err(WorkerError::Config(format!(
+                "heartbeat_timeout_ms = {timeout_ms} must be at least twice heartbeat_ms = {interval_ms} (and heartbeat_ms at least 1)"
+            )));
+        }
+        self.policy.heartbeat_ms = interval_ms;
+        self.heartbeat_timeout = Duration::from_millis(timeout_ms);
+        Ok(())
     }
 }
 
@@ -143,13 +161,70 @@ pub fn greet(
     }
 }
 
-/// How long a heartbeat-capable worker may stay silent while a request is outstanding.
-pub fn silence_limit(mode: &Mode) -> Option<Duration> {
+/// How long the worker may stay silent while a request is outstanding: `timeout` for a
+/// worker that announced heartbeats, unbounded (the request's deadline only) otherwise.
+pub fn silence_limit(mode: &Mode, timeout: Duration) -> Option<Duration> {
     match mode {
-        Mode::Native { hello, welcome } if hello.has(capability::HEARTBEAT) => Some(
-            Duration::from_millis(welcome.heartbeat_ms.max(1).saturating_mul(3)),
-        ),
+        Mode::Native { hello, .. } if hello.has(capability::HEARTBEAT) => Some(timeout),
         _ => None,
+    }
+}
+
+/// How long lines the worker wrote just before its process exited may take to arrive. The
+/// reader usually sees the end of the output at the same moment as the exit; the wait
+/// matters only when a process the worker started still holds its output open.
+pub const EXIT_DRAIN: Duration = Duration::from_millis(50);
+
+/// What a wait for the worker's next line means when it ends with nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// The request's deadline passed.
+    Deadline,
+    /// A heartbeating worker fell silent for its silence limit.
+    Silence,
+    /// The process exited and nothing more came.
+    Exit,
+}
+
+impl Expiry {
+    /// How long to wait for the next line at `now`, and what it means when nothing comes:
+    /// the request's `deadline`, the `silence` limit of a heartbeating worker, or, once the
+    /// process has exited (at `exited`), [`EXIT_DRAIN`] for lines written before.
+    pub fn next(
+        now: Instant,
+        deadline: Instant,
+        silence: Option<Duration>,
+        exited: Option<Instant>,
+    ) -> (Duration, Expiry) {
+        let mut wait = (deadline.saturating_duration_since(now), Expiry::Deadline);
+        if let Some(silence) = silence
+            && silence < wait.0
+        {
+            wait = (silence, Expiry::Silence);
+        }
+        if let Some(exited) = exited {
+            let drain = (exited + EXIT_DRAIN).saturating_duration_since(now);
+            if drain <= wait.0 {
+                wait = (drain, Expiry::Exit);
+            }
+        }
+        wait
+    }
+
+    /// The error of a wait that ended this way, except [`Expiry::Exit`] (`None`: the
+    /// caller reports [`WorkerError::Exited`] with the exit status).
+    pub fn error(self, awaiting: &str, timeout: Duration, waited: Duration) -> Option<WorkerError> {
+        match self {
+            Expiry::Deadline => Some(WorkerError::Timeout {
+                awaiting: awaiting.to_owned(),
+                after_ms: timeout.as_millis() as u64,
+            }),
+            Expiry::Silence => Some(WorkerError::Hung {
+                awaiting: awaiting.to_owned(),
+                silent_ms: waited.as_millis() as u64,
+            }),
+            Expiry::Exit => None,
+        }
     }
 }
 
@@ -178,6 +253,8 @@ enum Incoming {
     Line(Vec<u8>),
     Failed(WorkerError),
     Eof,
+    /// The process exited (a wake-up: its status is read from the process).
+    Exited,
 }
 
 /// A connected, greeted worker.
@@ -188,6 +265,9 @@ pub struct Link {
     next_id: u64,
     abandoned: Abandoned,
     silence: Option<Duration>,
+    heartbeat_timeout: Duration,
+    /// When the process was seen to have exited.
+    exited: Option<Instant>,
     mode: Mode,
     process: Option<WorkerProcess>,
     socket: Option<Stream>,
@@ -260,11 +340,21 @@ impl Link {
         let max_frame = options.max_frame;
         std::thread::Builder::new()
             .name(format!("stdout:{name}"))
-            .spawn(move || read_frames(reader, max_frame, tx))
+            .spawn({
+                let tx = tx.clone();
+                move || read_frames(reader, max_frame, tx)
+            })
             .map_err(|e| WorkerError::Spawn {
                 command: name.to_owned(),
                 error: format!("cannot start the reader thread: {e}"),
             })?;
+        if let Some(process) = &process {
+            // Never blocks: when the channel is full the consumer is busy reading, and it
+            // checks the process before each wait anyway.
+            process.on_exit(move |_| {
+                let _ = tx.try_send(Incoming::Exited);
+            });
+        }
         let mut link = Link {
             name: name.to_owned(),
             writer,
@@ -272,6 +362,8 @@ impl Link {
             next_id: 1,
             abandoned: Abandoned::default(),
             silence: None,
+            heartbeat_timeout: options.heartbeat_timeout,
+            exited: None,
             mode: Mode::Mosaic {
                 init: serde_json::Map::new(),
             },
@@ -288,7 +380,7 @@ impl Link {
             link.write(&answer.encode())?;
         }
         link.mode = mode?;
-        link.silence = silence_limit(&link.mode);
+        link.silence = silence_limit(&link.mode, link.heartbeat_timeout);
         match &link.mode {
             Mode::Native { hello, .. } => {
                 tracing::info!(target: "mosaic::worker", worker = %link.name, protocol = %hello.protocol, "worker greeted")
@@ -387,7 +479,7 @@ impl Link {
         result.map_err(|e| {
             let exit = self
                 .process
-                .as_mut()
+                .as_ref()
                 .and_then(|p| p.wait_exit(Duration::from_millis(100)));
             WorkerError::Write(match exit {
                 Some(status) => format!("{e} (worker {status})"),
@@ -404,36 +496,50 @@ impl Link {
     ) -> Result<Vec<u8>, WorkerError> {
         loop {
             let now = Instant::now();
-            if now >= deadline {
-                return Err(WorkerError::Timeout {
-                    awaiting: awaiting.to_owned(),
-                    after_ms: timeout.as_millis() as u64,
-                });
+            if self.exited.is_none()
+                && self
+                    .process
+                    .as_ref()
+                    .is_some_and(|p| p.try_exit().is_some())
+            {
+                self.exited = Some(now);
             }
-            let left = deadline - now;
-            let wait = self.silence.map_or(left, |s| s.min(left));
+            let (wait, expiry) = Expiry::next(now, deadline, self.silence, self.exited);
             match self.incoming.recv_timeout(wait) {
                 Ok(Incoming::Line(line)) => return Ok(line),
                 Ok(Incoming::Failed(e)) => return Err(e),
+                Ok(Incoming::Exited) => {}
                 Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                    return Err(WorkerError::Closed {
-                        during: format!("awaiting `{awaiting}`"),
-                        exit: self
-                            .process
-                            .as_mut()
-                            .and_then(|p| p.wait_exit(Duration::from_millis(500)))
-                            .map(|s| s.to_string()),
-                    });
+                    return Err(self.closed(awaiting));
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    if wait < left {
-                        return Err(WorkerError::Hung {
-                            awaiting: awaiting.to_owned(),
-                            silent_ms: wait.as_millis() as u64,
-                        });
-                    }
+                    return Err(expiry
+                        .error(awaiting, timeout, wait)
+                        .unwrap_or_else(|| self.exited(awaiting)));
                 }
             }
+        }
+    }
+
+    fn exited(&self, awaiting: &str) -> WorkerError {
+        WorkerError::Exited {
+            during: format!("awaiting `{awaiting}`"),
+            exit: self
+                .process
+                .as_ref()
+                .and_then(WorkerProcess::describe_exit)
+                .unwrap_or_else(|| "status unknown".into()),
+        }
+    }
+
+    fn closed(&mut self, awaiting: &str) -> WorkerError {
+        WorkerError::Closed {
+            during: format!("awaiting `{awaiting}`"),
+            exit: self
+                .process
+                .as_ref()
+                .and_then(|p| p.wait_exit(Duration::from_millis(500)))
+                .map(|s| s.to_string()),
         }
     }
 
@@ -584,7 +690,8 @@ mod tests {
         let (mode, answer) = greet(br#"{"type":"hello","protocol":"mosaic/1","worker_kind":"env","capabilities":["heartbeat"]}"#, &policy, "s");
         let mode = mode.unwrap();
         assert!(matches!(answer, Some(Message::Welcome(ref w)) if w.frames == FrameEncoding::Png));
-        assert_eq!(silence_limit(&mode), Some(Duration::from_millis(3000)));
+        let limit = Duration::from_millis(4321);
+        assert_eq!(silence_limit(&mode, limit), Some(limit));
         let (mode, answer) = greet(
             br#"{"type":"hello","protocol":"mosaic/3","worker_kind":"env"}"#,
             &policy,
@@ -597,7 +704,7 @@ mod tests {
         let (mode, answer) = greet(br#"{"type":"init","worker":"random_worker"}"#, &policy, "s");
         assert!(matches!(mode, Ok(Mode::Mosaic { .. })));
         assert!(answer.is_none());
-        assert_eq!(silence_limit(&mode.unwrap()), None);
+        assert_eq!(silence_limit(&mode.unwrap(), limit), None);
         let (mode, _) = greet(b"Loading...", &policy, "s");
         assert!(matches!(mode, Err(WorkerError::Handshake(_))));
     }
@@ -615,6 +722,65 @@ mod tests {
             Err(WorkerError::Remote { .. })
         ));
         assert!(matches!(judge_mosaic(b"1"), Err(WorkerError::Malformed(_))));
+    }
+
+    #[test]
+    fn waits_end_at_the_deadline_the_silence_limit_or_soon_after_an_exit() {
+        let now = Instant::now();
+        let deadline = now + Duration::from_secs(10);
+        let silence = Some(Duration::from_secs(5));
+        assert_eq!(
+            Expiry::next(now, deadline, None, None),
+            (Duration::from_secs(10), Expiry::Deadline)
+        );
+        assert_eq!(
+            Expiry::next(now, deadline, silence, None),
+            (Duration::from_secs(5), Expiry::Silence)
+        );
+        assert_eq!(
+            Expiry::next(now, now + Duration::from_secs(1), silence, None),
+            (Duration::from_secs(1), Expiry::Deadline)
+        );
+        assert_eq!(
+            Expiry::next(now, deadline, silence, Some(now)),
+            (EXIT_DRAIN, Expiry::Exit)
+        );
+        assert_eq!(
+            Expiry::next(now + EXIT_DRAIN * 2, deadline, silence, Some(now)),
+            (Duration::ZERO, Expiry::Exit)
+        );
+        assert_eq!(
+            Expiry::next(deadline, deadline, silence, None),
+            (Duration::ZERO, Expiry::Deadline)
+        );
+        let hung = Expiry::Silence.error("decide", Duration::from_secs(10), Duration::from_secs(5));
+        assert!(matches!(
+            hung,
+            Some(WorkerError::Hung {
+                silent_ms: 5000,
+                ..
+            })
+        ));
+        assert!(
+            Expiry::Exit
+                .error("decide", Duration::ZERO, Duration::ZERO)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn heartbeat_timeouts_must_outlast_two_intervals() {
+        let mut options = LinkOptions::new(WorkerKind::Policy);
+        assert_eq!(options.heartbeat_timeout, Duration::from_secs(5));
+        assert_eq!(options.policy.heartbeat_ms, 1000);
+        options.set_heartbeat(200, 400).unwrap();
+        assert_eq!(options.heartbeat_timeout, Duration::from_millis(400));
+        let err = options.set_heartbeat(1000, 1500).unwrap_err().to_string();
+        assert!(
+            err.contains("heartbeat_timeout_ms = 1500") && err.contains("heartbeat_ms = 1000"),
+            "{err}"
+        );
+        assert!(options.set_heartbeat(0, 1000).is_err());
     }
 
     #[test]

@@ -6,11 +6,13 @@
 //! - [`link`]: the blocking request/reply connection with deadlines, the handshake, and the
 //!   pure reply classification shared with the async policy actor.
 //! - [`env`]: [`ExternalEnv`], an [`mosaic_core::Environment`] served by a worker.
+//! - [`embedded`]: the `mosaic_worker` Python package built into the binary.
 //!
 //! Experiment files name external environments as `gymnasium:<id>`, `pettingzoo:<module
 //! path>` or `worker` (with a `command` or `connect` setting); [`register`] adds them to
 //! an [`crate::EnvRegistry`].
 
+pub mod embedded;
 pub mod env;
 pub mod link;
 pub mod process;
@@ -36,6 +38,16 @@ pub enum WorkerError {
         /// Why.
         error: String,
     },
+    /// The embedded `mosaic_worker` package could not be written to the cache.
+    #[error(
+        "cannot install the mosaic_worker Python package into {dir}: {error} (set MOSAIC_CACHE to a writable directory)"
+    )]
+    Package {
+        /// The directory.
+        dir: String,
+        /// Why.
+        error: String,
+    },
     /// The socket could not be reached.
     #[error("cannot connect to worker at {endpoint}: {error}")]
     Connect {
@@ -54,6 +66,15 @@ pub enum WorkerError {
         during: String,
         /// The exit status, when the worker process has exited.
         exit: Option<String>,
+    },
+    /// The worker's process exited while a reply was awaited (its output may still be held
+    /// open by a process it started).
+    #[error("worker process exited ({exit}) while {during}")]
+    Exited {
+        /// What was awaited.
+        during: String,
+        /// The exit status.
+        exit: String,
     },
     /// A line could not be framed (too long, cut off).
     #[error("bad frame from the worker: {0}")]
@@ -127,9 +148,11 @@ impl WorkerError {
         matches!(
             self,
             WorkerError::Spawn { .. }
+                | WorkerError::Package { .. }
                 | WorkerError::Connect { .. }
                 | WorkerError::Write(_)
                 | WorkerError::Closed { .. }
+                | WorkerError::Exited { .. }
                 | WorkerError::Framing(_)
                 | WorkerError::Hung { .. }
                 | WorkerError::OutOfOrder { .. }
@@ -174,6 +197,12 @@ pub mod defaults {
     /// Heartbeat interval asked of a worker, in milliseconds.
     pub fn heartbeat_ms() -> u64 {
         1_000
+    }
+
+    /// How long a heartbeating worker may stay silent while a request is outstanding
+    /// before it is declared hung, in milliseconds.
+    pub fn heartbeat_timeout_ms() -> u64 {
+        5_000
     }
 
     /// Longest accepted line, in bytes.

@@ -1,17 +1,21 @@
 //! Worker processes: spawned in their own process group, stderr routed to the log, stopped
 //! as a group (SIGTERM, then SIGKILL after a grace period).
 
-use super::WorkerError;
+use super::{WorkerError, embedded};
 use mosaic_protocols::codec::{Decoded, LineDecoder};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 /// How long a stopped worker gets between SIGTERM and SIGKILL by default.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a SIGKILLed worker may take to be reaped before its status is given up on.
+const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// Longest stderr line logged whole; longer ones are cut.
 const MAX_LOG_LINE: usize = 64 * 1024;
@@ -59,7 +63,9 @@ impl WorkerCommand {
     }
 
     /// A [`Command`] with piped stdio, in a new process group, with `MOSAIC_PROTOCOL` set.
-    pub fn to_command(&self) -> Command {
+    /// A Python command also gets the embedded `mosaic_worker` package on its `PYTHONPATH`
+    /// (see [`super::embedded`]); failing to install it is an error naming the directory.
+    pub fn to_command(&self) -> Result<Command, WorkerError> {
         use std::os::unix::process::CommandExt as _;
         let mut command = Command::new(&self.program);
         command
@@ -70,19 +76,79 @@ impl WorkerCommand {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        if embedded::runs_python(&self.program, &self.args) {
+            let own = self
+                .env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "PYTHONPATH")
+                .map(|(_, v)| v.into())
+                .or_else(|| std::env::var_os("PYTHONPATH"));
+            command.env(
+                "PYTHONPATH",
+                embedded::python_path(own, &embedded::install()?)?,
+            );
+        }
         if let Some(cwd) = &self.cwd {
             command.current_dir(cwd);
         }
-        command
+        Ok(command)
     }
 }
 
 /// A running worker process. Dropping it stops the whole process group.
+///
+/// A thread waits for the process from the start, so its exit is known the moment it
+/// happens (not when its pipes close: a helper process it started may hold them open), and
+/// listeners registered with [`WorkerProcess::on_exit`] are told at once.
 #[derive(Debug)]
 pub struct WorkerProcess {
-    child: Child,
+    pid: u32,
     name: String,
-    exit: Option<ExitStatus>,
+    exit: Arc<ExitWatch>,
+}
+
+/// Something to run once when the process exits.
+type ExitListener = Box<dyn FnOnce(ExitStatus) + Send>;
+
+/// The process's exit, published by the thread that waits for it.
+#[derive(Default)]
+struct ExitWatch {
+    state: Mutex<ExitState>,
+    exited: Condvar,
+}
+
+#[derive(Default)]
+struct ExitState {
+    status: Option<ExitStatus>,
+    listeners: Vec<ExitListener>,
+}
+
+impl std::fmt::Debug for ExitWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExitWatch")
+            .field("status", &self.lock().status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExitWatch {
+    fn lock(&self) -> MutexGuard<'_, ExitState> {
+        // The state stays consistent even if a listener panicked while it was held.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn publish(&self, status: ExitStatus) {
+        let listeners = {
+            let mut state = self.lock();
+            state.status = Some(status);
+            std::mem::take(&mut state.listeners)
+        };
+        self.exited.notify_all();
+        for listener in listeners {
+            listener(status);
+        }
+    }
 }
 
 impl WorkerProcess {
@@ -92,35 +158,49 @@ impl WorkerProcess {
         command: &WorkerCommand,
         name: &str,
     ) -> Result<(Self, ChildStdin, ChildStdout), WorkerError> {
+        let spawn_error = |error: String| WorkerError::Spawn {
+            command: command.display(),
+            error,
+        };
         let mut child = command
-            .to_command()
+            .to_command()?
             .spawn()
-            .map_err(|e| WorkerError::Spawn {
-                command: command.display(),
-                error: e.to_string(),
-            })?;
+            .map_err(|e| spawn_error(e.to_string()))?;
+        let pid = child.id();
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err(WorkerError::Spawn {
-                command: command.display(),
-                error: "stdio pipes missing".into(),
-            });
+            kill_group(pid);
+            return Err(spawn_error("stdio pipes missing".into()));
         };
+        let exit = Arc::new(ExitWatch::default());
+        let watch = exit.clone();
+        let waiter = std::thread::Builder::new()
+            .name(format!("exit:{name}"))
+            .spawn(move || match child.wait() {
+                Ok(status) => watch.publish(status),
+                Err(e) => {
+                    tracing::warn!(target: "mosaic::worker", pid, "cannot wait for the worker: {e}")
+                }
+            });
+        if let Err(e) = waiter {
+            kill_group(pid);
+            return Err(spawn_error(format!("cannot start the exit watcher: {e}")));
+        }
         let log_name = name.to_owned();
-        std::thread::Builder::new()
+        let logger = std::thread::Builder::new()
             .name(format!("stderr:{name}"))
-            .spawn(move || log_lines(stderr, &log_name))
-            .map_err(|e| WorkerError::Spawn {
-                command: command.display(),
-                error: format!("cannot start the stderr logger: {e}"),
-            })?;
-        tracing::info!(target: "mosaic::worker", worker = name, pid = child.id(), command = %command.display(), "worker started");
+            .spawn(move || log_lines(stderr, &log_name));
+        if let Err(e) = logger {
+            kill_group(pid);
+            return Err(spawn_error(format!("cannot start the stderr logger: {e}")));
+        }
+        tracing::info!(target: "mosaic::worker", worker = name, pid, command = %command.display(), "worker started");
         Ok((
             Self {
-                child,
+                pid,
                 name: name.to_owned(),
-                exit: None,
+                exit,
             },
             stdin,
             stdout,
@@ -129,46 +209,54 @@ impl WorkerProcess {
 
     /// The process id (also the process group id).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
     }
 
     /// The exit status, if the process has exited.
-    pub fn try_exit(&mut self) -> Option<ExitStatus> {
-        if self.exit.is_none() {
-            self.exit = self.child.try_wait().ok().flatten();
+    pub fn try_exit(&self) -> Option<ExitStatus> {
+        self.exit.lock().status
+    }
+
+    /// Runs `listener` once, as soon as the process exits (at once if it already has), on
+    /// the thread that saw the exit: it must be quick and must not block.
+    pub fn on_exit(&self, listener: impl FnOnce(ExitStatus) + Send + 'static) {
+        let mut state = self.exit.lock();
+        match state.status {
+            Some(status) => {
+                drop(state);
+                listener(status);
+            }
+            None => state.listeners.push(Box::new(listener)),
         }
-        self.exit
     }
 
     /// Waits up to `timeout` for the process to exit by itself.
-    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.try_exit() {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+    pub fn wait_exit(&self, timeout: Duration) -> Option<ExitStatus> {
+        let state = self.exit.lock();
+        let (state, _) = self
+            .exit
+            .exited
+            .wait_timeout_while(state, timeout, |state| state.status.is_none())
+            .unwrap_or_else(PoisonError::into_inner);
+        state.status
     }
 
     /// Stops the whole process group: SIGTERM, then SIGKILL after `grace`. Returns the
     /// exit status (also logged).
     pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
-        let group = Pid::from_raw(self.child.id() as i32);
+        let group = Pid::from_raw(self.pid as i32);
         if self.try_exit().is_none() {
             let _ = killpg(group, Signal::SIGTERM);
             if self.wait_exit(grace).is_none() {
                 tracing::warn!(target: "mosaic::worker", worker = %self.name, "no exit {} ms after SIGTERM: SIGKILL", grace.as_millis());
                 let _ = killpg(group, Signal::SIGKILL);
-                self.exit = self.child.wait().ok();
+                self.wait_exit(KILL_WAIT);
             }
         }
         // Children the worker left behind in its group go too.
         let _ = killpg(group, Signal::SIGKILL);
-        match self.exit {
+        let exit = self.try_exit();
+        match exit {
             Some(status) => {
                 tracing::info!(target: "mosaic::worker", worker = %self.name, %status, "worker exited")
             }
@@ -176,31 +264,33 @@ impl WorkerProcess {
                 tracing::warn!(target: "mosaic::worker", worker = %self.name, "worker exit status unknown")
             }
         }
-        self.exit
+        exit
     }
 
     /// Kills the whole process group at once (SIGKILL, no grace): for a worker already
     /// declared dead or hung. Returns the exit status.
     pub fn kill(&mut self) -> Option<ExitStatus> {
-        let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
-        if self.exit.is_none() {
-            self.exit = self.child.wait().ok();
-        }
-        self.exit
+        let _ = killpg(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
+        self.wait_exit(KILL_WAIT)
     }
 
     /// The exit status, described, once the process has exited.
-    pub fn describe_exit(&mut self) -> Option<String> {
+    pub fn describe_exit(&self) -> Option<String> {
         self.try_exit().map(|s| s.to_string())
     }
 }
 
 impl Drop for WorkerProcess {
     fn drop(&mut self) {
-        if self.exit.is_none() {
+        if self.try_exit().is_none() {
             self.stop(DEFAULT_GRACE);
         }
     }
+}
+
+/// SIGKILL to the group of a process that cannot be supervised.
+fn kill_group(pid: u32) {
+    let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
 }
 
 fn log_lines(mut stderr: impl Read, name: &str) {
@@ -234,6 +324,7 @@ fn log_lines(mut stderr: impl Read, name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     fn sh(script: &str) -> WorkerCommand {
         WorkerCommand::from_argv(&["sh".into(), "-c".into(), script.into()]).unwrap()
@@ -305,8 +396,39 @@ mod tests {
 
     #[test]
     fn exit_status_is_reported() {
-        let (mut worker, _stdin, _stdout) = WorkerProcess::spawn(&sh("exit 7"), "t").unwrap();
+        let (worker, _stdin, _stdout) = WorkerProcess::spawn(&sh("exit 7"), "t").unwrap();
         let status = worker.wait_exit(Duration::from_secs(5)).unwrap();
         assert_eq!(status.code(), Some(7));
+    }
+
+    #[test]
+    fn exit_listeners_hear_of_the_exit_though_a_child_holds_the_output() {
+        // The worker exits when told; the `sleep` it leaves keeps its stdout open.
+        let (mut worker, mut stdin, _stdout) =
+            WorkerProcess::spawn(&sh("sleep 30 & read line; exit 3"), "t").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        worker.on_exit(move |status| tx.send((status, Instant::now())).unwrap());
+        assert!(worker.try_exit().is_none());
+        std::io::Write::write_all(&mut stdin, b"go\n").unwrap();
+        let asked = Instant::now();
+        let (status, heard) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(status.code(), Some(3));
+        assert!(
+            heard - asked < Duration::from_secs(2),
+            "{:?}",
+            heard - asked
+        );
+        assert_eq!(worker.try_exit().and_then(|s| s.code()), Some(3));
+        // Registered after the exit: told at once.
+        let (tx, rx) = std::sync::mpsc::channel();
+        worker.on_exit(move |status| tx.send(status).unwrap());
+        assert_eq!(rx.try_recv().unwrap().code(), Some(3));
+        worker.stop(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            live_members(worker.pid()),
+            Vec::<u32>::new(),
+            "the sleep is gone too"
+        );
     }
 }

@@ -8,13 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The interpreter and the path of the `mosaic_worker` package.
+/// The interpreter and the test workers. `mosaic_worker` needs no `PYTHONPATH`: mosaic
+/// puts the copy built into it on the path of the Python workers it starts.
 #[derive(Debug)]
 pub struct PythonEnv {
     /// The venv's `python`.
     pub python: String,
-    /// `adapters/python`, for `PYTHONPATH`.
-    pub package_dir: PathBuf,
     /// The test workers (`adapters/tests/workers`).
     pub workers_dir: PathBuf,
 }
@@ -39,7 +38,6 @@ pub fn python_env() -> &'static PythonEnv {
         };
         let env = PythonEnv {
             python,
-            package_dir: root.join("adapters").join("python"),
             workers_dir: root.join("adapters").join("tests").join("workers"),
         };
         let probe = Command::new(&env.python)
@@ -84,11 +82,6 @@ fn from_setup_script(root: &Path) -> String {
 }
 
 impl PythonEnv {
-    /// Environment variables that make `mosaic_worker` importable.
-    pub fn env_vars(&self) -> serde_json::Value {
-        serde_json::json!({ "PYTHONPATH": self.package_dir.display().to_string() })
-    }
-
     /// The argument vector running one of the test workers.
     pub fn worker(&self, script: &str, args: &[&str]) -> Vec<String> {
         let mut argv = vec![

@@ -4,16 +4,22 @@ usage: faulty.py env|policy MODE
 
 The handshake and the first request of an episode (`reset`, or `init_agent` for policies)
 go right unless MODE breaks them; the fault hits the next request (`step` / `decide`) for
-policies and the `reset` for environments.
+policies and the `reset` for environments. With FAULTY_PID_FILE set, the worker writes its
+process id there first (for tests that kill it).
 """
 
 import json
 import os
+import subprocess
 import sys
 import time
 
 kind, mode = sys.argv[1], sys.argv[2]
 out = os.fdopen(os.dup(1), "wb")
+if os.environ.get("FAULTY_PID_FILE"):
+    with open(os.environ["FAULTY_PID_FILE"] + ".tmp", "w") as pid_file:
+        pid_file.write(str(os.getpid()))
+    os.rename(os.environ["FAULTY_PID_FILE"] + ".tmp", os.environ["FAULTY_PID_FILE"])
 
 
 def send(obj):
@@ -67,6 +73,10 @@ elif mode == "huge_line":
         out.write(chunk)
     out.write(b"\n")
 elif mode in ("silent", "silent_heartbeat"):
+    time.sleep(60)
+elif mode == "silent_holding_output":
+    # A helper process inherits the worker's output (descriptor 1) and outlives it.
+    subprocess.Popen(["sleep", "60"])
     time.sleep(60)
 elif mode == "out_of_order":
     send({"type": "decision" if kind == "policy" else "observations", "id": rid + 7, "action": 0, "acting": []})
