@@ -432,7 +432,8 @@ impl Conn {
                     self.timer.as_mut().reset(due);
                 }
                 Event::Expired => {
-                    let silent = waiting_since.elapsed();
+                    // A silence is reported as the limit it passed.
+                    let silent = self.silence.unwrap_or_else(|| waiting_since.elapsed());
                     return Err(expiry.error(awaiting, timeout, silent).unwrap_or_else(|| {
                         WorkerError::Exited {
                             during: format!("`{awaiting}` was awaited"),
