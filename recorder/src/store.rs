@@ -24,6 +24,7 @@
 //! episodes cut short and are dropped by [`crate::RunDir::discard_incomplete`].
 
 use crate::error::{RecorderError, Result};
+use crate::step_line::StepLineEncoder;
 use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -551,6 +552,7 @@ impl RunStore {
             open: Vec::new(),
             line: Vec::new(),
             compressed: Vec::new(),
+            encoder: StepLineEncoder::default(),
         }
     }
 }
@@ -684,6 +686,7 @@ pub struct StoreWriter {
     line: Vec<u8>,
     /// The last chunk compressed (the buffer is reused).
     compressed: Vec<u8>,
+    encoder: StepLineEncoder,
 }
 
 impl fmt::Debug for StoreWriter {
@@ -807,7 +810,7 @@ impl StoreWriter {
         let mut line = std::mem::take(&mut self.line);
         for record in records {
             line.clear();
-            serde_json::to_writer(&mut line, record)?;
+            self.encoder.write(&mut line, record)?;
             line.push(b'\n');
             self.append_line(unit, record.step_index, &line)?;
         }
