@@ -227,6 +227,10 @@ impl Handler<Commit> for RecordSink {
             Err(e) => return self.fail(ctx, e),
         };
         let batch = std::mem::take(&mut self.queued);
+        if sync.is_empty() {
+            // Durable once flushed (`Durability::Flush`): no thread to wait for.
+            return self.complete(batch, ctx);
+        }
         self.committing = true;
         let waiting = actix_rt::task::spawn_blocking(move || sync.wait());
         ctx.spawn(
@@ -241,18 +245,29 @@ impl Handler<Commit> for RecordSink {
                 if let Err(e) = synced {
                     return sink.fail(ctx, e);
                 }
-                for (record, done) in batch {
-                    if let Err(e) = sink.writer.mark_complete(&record) {
-                        return sink.fail(ctx, e);
-                    }
-                    // The session may have given up waiting: nothing to tell it then.
-                    let _ = done.send(());
-                }
-                if !sink.queued.is_empty() {
-                    ctx.notify(Commit);
-                }
+                sink.complete(batch, ctx);
             }),
         );
+    }
+}
+
+impl RecordSink {
+    /// Marks the committed `batch` complete and answers its sessions.
+    fn complete(
+        &mut self,
+        batch: Vec<(Arc<EpisodeRecord>, oneshot::Sender<()>)>,
+        ctx: &mut Context<Self>,
+    ) {
+        for (record, done) in batch {
+            if let Err(e) = self.writer.mark_complete(&record) {
+                return self.fail(ctx, e);
+            }
+            // The session may have given up waiting: nothing to tell it then.
+            let _ = done.send(());
+        }
+        if !self.queued.is_empty() {
+            ctx.notify(Commit);
+        }
     }
 }
 

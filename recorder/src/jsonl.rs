@@ -148,6 +148,11 @@ pub struct PendingSync {
 }
 
 impl PendingSync {
+    /// Whether there is nothing to sync (then [`PendingSync::wait`] returns at once).
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
     /// Adds the files of `other`.
     pub fn and(mut self, other: PendingSync) -> Self {
         self.files.extend(other.files);
