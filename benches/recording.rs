@@ -1,7 +1,8 @@
 //! Cost of recording: the same soccer run (4 random agents, 200-step limit, 2 episodes at a
 //! time; 5,000 episodes ≈ 1,000,000 steps) once without recording, once recorded with each
-//! durability, and the environment stepping alone. Prints wall times and the recording cost
-//! excluding environment time, measured in the same run.
+//! durability, and the environment stepping alone. Prints wall times, the recording cost
+//! excluding environment time, measured in the same run, and the bytes each recorded run
+//! left in its JSON-lines files and its store.
 //!
 //! `cargo bench --bench recording [-- EPISODES]` (goal: recording cost ≤ 5 s per 1,000,000
 //! steps).
@@ -83,8 +84,29 @@ fn unrecorded(experiment: &Experiment) -> (Duration, u64) {
     (started.elapsed(), steps)
 }
 
-/// The run recorded into a run directory with `durability`. Returns time and steps.
-fn recorded(experiment: &Experiment, durability: Durability) -> (Duration, u64) {
+/// Bytes of the files under `path`.
+fn bytes_under(path: &std::path::Path) -> u64 {
+    std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => bytes_under(&entry.path()),
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// What a recorded run left on disk, in bytes.
+struct Written {
+    jsonl: u64,
+    store: u64,
+}
+
+/// The run recorded into a run directory with `durability`. Returns time, steps and the
+/// bytes written.
+fn recorded(experiment: &Experiment, durability: Durability) -> (Duration, u64, Written) {
     let dir = tempfile::tempdir().expect("temp dir");
     let started = Instant::now();
     let outcome = experiment
@@ -97,7 +119,13 @@ fn recorded(experiment: &Experiment, durability: Durability) -> (Duration, u64) 
         .expect("run");
     let time = started.elapsed();
     let steps = outcome.episodes.iter().map(|e| u64::from(e.steps)).sum();
-    (time, steps)
+    let run = mosaic_recorder::RunDir::open(&outcome.dir).expect("run directory");
+    let file = |path: std::path::PathBuf| std::fs::metadata(path).map_or(0, |m| m.len());
+    let written = Written {
+        jsonl: file(run.steps_path()) + file(run.episodes_path()),
+        store: bytes_under(&run.store_path()),
+    };
+    (time, steps, written)
 }
 
 fn main() {
@@ -118,17 +146,20 @@ fn main() {
         bare_time.as_secs_f64()
     );
     for durability in [Durability::Flush, Durability::Sync] {
-        let (time, recorded_steps) = recorded(&experiment, durability);
+        let (time, recorded_steps, written) = recorded(&experiment, durability);
         assert_eq!(recorded_steps, steps, "both runs play the same episodes");
         let cost = time.as_secs_f64() - bare_time.as_secs_f64();
         let per_million = cost * 1e6 / steps as f64;
         println!(
             "  recorded ({durability:?}) {:.2} s | ratio to the run without recording {:.2}x | \
              ratio to env alone {:.2}x | recording cost excluding env time {cost:.2} s \
-             ({per_million:.2} s per 1,000,000 steps; goal ≤ 5 s)",
+             ({per_million:.2} s per 1,000,000 steps; goal ≤ 5 s) | written: JSON lines \
+             {:.0} MB, store {:.0} MB",
             time.as_secs_f64(),
             time.as_secs_f64() / bare_time.as_secs_f64(),
             time.as_secs_f64() / env_time.as_secs_f64(),
+            written.jsonl as f64 / 1e6,
+            written.store as f64 / 1e6,
         );
     }
 }

@@ -913,8 +913,12 @@ impl Handles {
                         DecisionSource::Timeout => tally.timeouts += 1,
                         DecisionSource::Error => tally.errors += 1,
                     }
-                    let label = self.spec.action_label(decision.action).to_owned();
-                    episode.last_actions[agent] = Some(label.clone());
+                    let label = self.spec.action_label(decision.action);
+                    // The status keeps its own copy; its buffer is reused step after step.
+                    match &mut episode.last_actions[agent] {
+                        Some(last) => label.clone_into(last),
+                        last => *last = Some(label.to_owned()),
+                    }
                     let observation = if self.config.record_observations {
                         before
                             .acting
@@ -926,7 +930,7 @@ impl Handles {
                     };
                     (
                         Some(decision.action.0),
-                        Some(label),
+                        Some(label.to_owned()),
                         Some(decision.source),
                         decision.detail,
                         micros,
@@ -940,8 +944,9 @@ impl Handles {
             };
             records.push(StepRecord {
                 schema: STEP_SCHEMA.to_owned(),
-                run_id: self.config.run_id.to_string(),
-                operator_id: self.config.operator_id.to_string(),
+                // Cloned, not formatted through `Display`.
+                run_id: self.config.run_id.0.clone(),
+                operator_id: self.config.operator_id.0.clone(),
                 episode_id: episode.id.clone(),
                 episode_index: episode.index,
                 seed: episode.seed,

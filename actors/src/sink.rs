@@ -53,7 +53,6 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_recorder::{Durability, RecorderError, RunDir, RunStore, RunWriter};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Step events the sink's mailbox holds before senders wait.
@@ -76,17 +75,54 @@ impl Failure {
 }
 
 /// An episode whose step events are still being counted.
-#[derive(Default)]
 struct OpenEpisode {
+    operator_id: String,
+    episode_index: u32,
     steps_seen: u32,
     /// The episode event, once it arrived before all its steps.
     ended: Option<(Arc<EpisodeRecord>, oneshot::Sender<()>)>,
 }
 
+/// The episodes being counted: as many as sessions run at once, so a list searched by
+/// borrowed ids (no key to build per step event).
+#[derive(Default)]
+struct OpenEpisodes(Vec<OpenEpisode>);
+
+impl OpenEpisodes {
+    fn position(&self, operator_id: &str, episode_index: u32) -> Option<usize> {
+        self.0
+            .iter()
+            .position(|e| e.episode_index == episode_index && e.operator_id == operator_id)
+    }
+
+    fn entry(&mut self, operator_id: &str, episode_index: u32) -> (usize, &mut OpenEpisode) {
+        let at = self
+            .position(operator_id, episode_index)
+            .unwrap_or_else(|| {
+                self.0.push(OpenEpisode {
+                    operator_id: operator_id.to_owned(),
+                    episode_index,
+                    steps_seen: 0,
+                    ended: None,
+                });
+                self.0.len() - 1
+            });
+        (at, &mut self.0[at])
+    }
+
+    fn remove(&mut self, at: usize) -> OpenEpisode {
+        self.0.swap_remove(at)
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// The actor writing a run's records. Start it through [`Sinks::start`].
 pub struct RecordSink {
     writer: RunWriter,
-    open: HashMap<(String, u32), OpenEpisode>,
+    open: OpenEpisodes,
     /// Episodes written, waiting for the next commit.
     queued: Vec<(Arc<EpisodeRecord>, oneshot::Sender<()>)>,
     committing: bool,
@@ -139,10 +175,6 @@ impl RecordSink {
     }
 }
 
-fn unit_of(record: &EpisodeRecord) -> (String, u32) {
-    (record.operator_id.clone(), record.episode_index)
-}
-
 impl Handler<StepEvent> for RecordSink {
     type Result = ();
 
@@ -153,8 +185,7 @@ impl Handler<StepEvent> for RecordSink {
         if let Err(e) = self.writer.write_step(&event.records) {
             return self.fail(ctx, e);
         }
-        let key = (first.operator_id.clone(), first.episode_index);
-        let open = self.open.entry(key.clone()).or_default();
+        let (at, open) = self.open.entry(&first.operator_id, first.episode_index);
         open.steps_seen += 1;
         if let Some((record, _)) = &open.ended {
             if open.steps_seen > record.steps {
@@ -165,10 +196,10 @@ impl Handler<StepEvent> for RecordSink {
                 return self.fail(ctx, foreign(message));
             }
             if open.steps_seen == record.steps
-                && let Some(OpenEpisode {
+                && let OpenEpisode {
                     ended: Some((record, done)),
                     ..
-                }) = self.open.remove(&key)
+                } = self.open.remove(at)
             {
                 self.end_episode(record, done, ctx);
             }
@@ -188,8 +219,10 @@ impl Handler<EpisodeEvent> for RecordSink {
 
     fn handle(&mut self, event: EpisodeEvent, ctx: &mut Context<Self>) -> Self::Result {
         let (done, acknowledged) = oneshot::channel();
-        let key = unit_of(&event.record);
-        let seen = self.open.get(&key).map_or(0, |open| open.steps_seen);
+        let at = self
+            .open
+            .position(&event.record.operator_id, event.record.episode_index);
+        let seen = at.map_or(0, |at| self.open.0[at].steps_seen);
         if seen > event.record.steps {
             let message = format!(
                 "{}: {seen} step events for an episode record of {} steps",
@@ -197,10 +230,15 @@ impl Handler<EpisodeEvent> for RecordSink {
             );
             self.fail(ctx, foreign(message));
         } else if seen == event.record.steps {
-            self.open.remove(&key);
+            if let Some(at) = at {
+                self.open.remove(at);
+            }
             self.end_episode(event.record, done, ctx);
         } else {
-            self.open.entry(key).or_default().ended = Some((event.record, done));
+            let (_, open) = self
+                .open
+                .entry(&event.record.operator_id, event.record.episode_index);
+            open.ended = Some((event.record, done));
         }
         // Answer only on success; on failure the sink stops and the request fails.
         Box::pin(actix::fut::wrap_future::<_, Self>(acknowledged).then(
@@ -227,6 +265,10 @@ impl Handler<Commit> for RecordSink {
             Err(e) => return self.fail(ctx, e),
         };
         let batch = std::mem::take(&mut self.queued);
+        if sync.is_empty() {
+            // Durable once flushed (`Durability::Flush`): no thread to wait for.
+            return self.complete(batch, ctx);
+        }
         self.committing = true;
         let waiting = actix_rt::task::spawn_blocking(move || sync.wait());
         ctx.spawn(
@@ -241,18 +283,29 @@ impl Handler<Commit> for RecordSink {
                 if let Err(e) = synced {
                     return sink.fail(ctx, e);
                 }
-                for (record, done) in batch {
-                    if let Err(e) = sink.writer.mark_complete(&record) {
-                        return sink.fail(ctx, e);
-                    }
-                    // The session may have given up waiting: nothing to tell it then.
-                    let _ = done.send(());
-                }
-                if !sink.queued.is_empty() {
-                    ctx.notify(Commit);
-                }
+                sink.complete(batch, ctx);
             }),
         );
+    }
+}
+
+impl RecordSink {
+    /// Marks the committed `batch` complete and answers its sessions.
+    fn complete(
+        &mut self,
+        batch: Vec<(Arc<EpisodeRecord>, oneshot::Sender<()>)>,
+        ctx: &mut Context<Self>,
+    ) {
+        for (record, done) in batch {
+            if let Err(e) = self.writer.mark_complete(&record) {
+                return self.fail(ctx, e);
+            }
+            // The session may have given up waiting: nothing to tell it then.
+            let _ = done.send(());
+        }
+        if !self.queued.is_empty() {
+            ctx.notify(Commit);
+        }
     }
 }
 
@@ -315,7 +368,7 @@ impl Sinks {
         let sink_failure = failure.clone();
         let addr = RecordSink::start_in_arbiter(&arbiter.handle(), move |_| RecordSink {
             writer,
-            open: HashMap::new(),
+            open: OpenEpisodes::default(),
             queued: Vec::new(),
             committing: false,
             failure: sink_failure,

@@ -26,8 +26,10 @@ pub enum Durability {
     Flush,
 }
 
-/// Bytes buffered before a write to the file.
-const WRITE_BUFFER: usize = 1 << 20;
+/// Bytes buffered before a write to the file. Small enough that the writes of a run go out
+/// while it steps: what is left for the commit at the end of an episode (which the session
+/// waits for) is little.
+const WRITE_BUFFER: usize = 128 * 1024;
 
 /// An incomplete last line: what a crash in the middle of a write leaves behind.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,6 +150,11 @@ pub struct PendingSync {
 }
 
 impl PendingSync {
+    /// Whether there is nothing to sync (then [`PendingSync::wait`] returns at once).
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
     /// Adds the files of `other`.
     pub fn and(mut self, other: PendingSync) -> Self {
         self.files.extend(other.files);

@@ -39,6 +39,7 @@ pub mod report;
 pub mod run_dir;
 pub mod schema;
 pub mod stats;
+mod step_line;
 pub mod store;
 pub mod synthetic;
 pub mod writer;

@@ -9,24 +9,34 @@
 //! | `runs`        | run id                                     | the [`RunManifest`] (JSON)              |
 //! | `operators`   | `o`                                        | the operator's spec (JSON)              |
 //! | `episodes`    | `o` · episode index u32                     | the [`EpisodeRecord`] (JSON)            |
-//! | `steps`       | `o` · episode u32 · first step u32          | a chunk: the [`StepRecord`]s of up to 64 steps, one JSON line each, in step then agent order |
+//! | `steps`       | `o` · episode u32 · first step u32          | a chunk: the [`StepRecord`]s of up to 64 steps, one JSON line each, in step then agent order, LZ4-compressed (see below) |
 //! | `checkpoints` | `o` · episode u32 · agent id bytes          | step u32 · operator state bytes         |
 //! | `units`       | `o` · episode u32                          | [`UnitDone`] (JSON): the completion index |
 //!
-//! The lines of a chunk are the very bytes of `steps.jsonl`. A unit (operator × episode) is in `units` only once every
+//! The lines of a chunk are the very bytes of `steps.jsonl`. Store format 2 compresses them
+//! (the lines repeat ids and field names: about 25 times smaller, so the database writes a
+//! few percent of the log's bytes): `0x04` · record count u32 · length of the lines u32 ·
+//! one LZ4 block. Format 1 stored the lines as they are (a chunk starting with `{`); both
+//! are read, and a writer keeps the format of the store it writes to. A unit (operator × episode) is in `units` only once every
 //! record of it is durable in the JSON-lines files, which are the run's durable log: the
 //! store is not synced per episode, and opening it with [`crate::RunDir::store`] first
 //! replays complete units it lacks after a crash. Records of units not in `units` belong to
 //! episodes cut short and are dropped by [`crate::RunDir::discard_incomplete`].
 
 use crate::error::{RecorderError, Result};
+use crate::step_line::StepLineEncoder;
 use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// The store format this version writes and reads.
-pub const STORE_FORMAT: u32 = 1;
+/// The store format this version writes (it reads every format up to this one).
+///
+/// 1: step chunks are plain JSON lines; 2: step chunks are LZ4-compressed.
+pub const STORE_FORMAT: u32 = 2;
+
+/// The first store format with compressed step chunks.
+const COMPRESSED_CHUNKS_SINCE: u32 = 2;
 
 const WRITTEN_BY: &str = concat!("mosaic-recorder ", env!("CARGO_PKG_VERSION"));
 
@@ -82,6 +92,7 @@ pub struct RunStore {
     db: sled::Db,
     manifest: RunManifest,
     operators: Vec<String>,
+    format: u32,
     episodes: sled::Tree,
     steps: sled::Tree,
     checkpoints: sled::Tree,
@@ -215,6 +226,7 @@ impl RunStore {
             db,
             manifest,
             operators,
+            format,
         })
     }
 
@@ -422,10 +434,25 @@ impl RunStore {
         chunk: &[u8],
         mut each: impl FnMut(StepRecord) -> Result<()>,
     ) -> Result<()> {
-        for line in chunk.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let lines = match ChunkHeader::parse(chunk).map_err(|m| self.corrupt_chunk(m))? {
+            Some(header) => std::borrow::Cow::Owned(
+                header
+                    .decompress(chunk)
+                    .map_err(|m| self.corrupt_chunk(m))?,
+            ),
+            None => std::borrow::Cow::Borrowed(chunk),
+        };
+        for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             each(self.decode("step record", line)?)?;
         }
         Ok(())
+    }
+
+    fn corrupt_chunk(&self, message: String) -> RecorderError {
+        RecorderError::CorruptStore {
+            path: self.path.clone(),
+            message: format!("unreadable step chunk: {message}"),
+        }
     }
 
     /// How many step records the store holds for `unit`.
@@ -433,7 +460,10 @@ impl RunStore {
         let mut count = 0;
         for chunk in self.steps.scan_prefix(self.key_of(unit)?).values() {
             let chunk = chunk.map_err(self.err())?;
-            count += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+            count += match ChunkHeader::parse(&chunk).map_err(|m| self.corrupt_chunk(m))? {
+                Some(header) => u64::from(header.records),
+                None => chunk.iter().filter(|b| **b == b'\n').count() as u64,
+            };
         }
         Ok(count)
     }
@@ -533,6 +563,8 @@ impl RunStore {
             store: self.clone(),
             open: Vec::new(),
             line: Vec::new(),
+            compressed: Vec::new(),
+            encoder: StepLineEncoder::default(),
         }
     }
 }
@@ -560,6 +592,82 @@ fn is_locked(db_file: &Path) -> Result<bool> {
 
 /// Steps per chunk of step records.
 const CHUNK_STEPS: u32 = 64;
+/// First byte of a compressed chunk (a chunk of plain JSON lines starts with `{`).
+const LZ4_CHUNK: u8 = 0x04;
+/// Tag, record count and length of the lines before the LZ4 block.
+const CHUNK_HEADER: usize = 9;
+/// LZ4 expands at most this much per input byte: bounds the length a header may claim.
+const LZ4_MAX_EXPANSION: usize = 255;
+
+/// The header of a compressed chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ChunkHeader {
+    records: u32,
+    len: u32,
+}
+
+impl ChunkHeader {
+    /// The header of `chunk`, `None` for a chunk of plain JSON lines.
+    fn parse(chunk: &[u8]) -> std::result::Result<Option<Self>, String> {
+        match chunk.first() {
+            Some(&LZ4_CHUNK) => {}
+            None | Some(b'{') => return Ok(None),
+            Some(other) => return Err(format!("unknown chunk tag {other:#04x}")),
+        }
+        let field = |at: usize| {
+            chunk
+                .get(at..at + 4)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(u32::from_be_bytes)
+                .ok_or_else(|| format!("header cut short ({} bytes)", chunk.len()))
+        };
+        Ok(Some(Self {
+            records: field(1)?,
+            len: field(5)?,
+        }))
+    }
+
+    /// The JSON lines of the compressed `chunk` this header was read from.
+    fn decompress(self, chunk: &[u8]) -> std::result::Result<Vec<u8>, String> {
+        let block = &chunk[CHUNK_HEADER..];
+        let len = self.len as usize;
+        // A corrupt length must not make us allocate more than the block can hold.
+        if len > block.len().saturating_mul(LZ4_MAX_EXPANSION) {
+            return Err(format!(
+                "{len} bytes claimed for a block of {} bytes",
+                block.len()
+            ));
+        }
+        let mut lines = vec![0; len];
+        match lz4_flex::block::decompress_into(block, &mut lines) {
+            Ok(n) if n == len => Ok(lines),
+            Ok(n) => Err(format!("{n} bytes decompressed, {len} expected")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// Compresses the JSON lines of a chunk of `records` step records into `out`.
+fn compress_chunk(lines: &[u8], records: u32, out: &mut Vec<u8>) -> Result<()> {
+    let len = u32::try_from(lines.len()).map_err(|_| {
+        RecorderError::Serialise(serde::ser::Error::custom(
+            "a chunk of step records longer than 4 GiB",
+        ))
+    })?;
+    out.clear();
+    out.resize(
+        CHUNK_HEADER + lz4_flex::block::get_maximum_output_size(lines.len()),
+        0,
+    );
+    out[0] = LZ4_CHUNK;
+    out[1..5].copy_from_slice(&records.to_be_bytes());
+    out[5..9].copy_from_slice(&len.to_be_bytes());
+    let written = lz4_flex::block::compress_into(lines, &mut out[CHUNK_HEADER..]).map_err(|e| {
+        RecorderError::Serialise(serde::ser::Error::custom(format!("compressing: {e}")))
+    })?;
+    out.truncate(CHUNK_HEADER + written);
+    Ok(())
+}
 /// Bytes after which a chunk is sealed at the next step, whatever its steps.
 const CHUNK_BYTES: usize = 256 * 1024;
 
@@ -571,6 +679,8 @@ struct OpenChunk {
     last_step: u32,
     steps: u32,
     lines: Vec<u8>,
+    /// Step records in `lines`.
+    chunk_records: u32,
     /// Step records of the unit so far (all chunks).
     records: u64,
 }
@@ -586,6 +696,9 @@ pub struct StoreWriter {
     store: RunStore,
     open: Vec<OpenChunk>,
     line: Vec<u8>,
+    /// The last chunk compressed (the buffer is reused).
+    compressed: Vec<u8>,
+    encoder: StepLineEncoder,
 }
 
 impl fmt::Debug for StoreWriter {
@@ -651,6 +764,7 @@ impl StoreWriter {
                     last_step: step_index,
                     steps: 0,
                     lines: Vec::new(),
+                    chunk_records: 0,
                     records: 0,
                 });
                 self.open.len() - 1
@@ -673,6 +787,7 @@ impl StoreWriter {
             chunk.last_step = step_index;
         }
         chunk.lines.extend_from_slice(line);
+        chunk.chunk_records += 1;
         chunk.records += 1;
         Ok(())
     }
@@ -684,12 +799,17 @@ impl StoreWriter {
             return Ok(());
         }
         let key = chunk_key(chunk.unit, chunk.first_step);
-        let lines = std::mem::take(&mut chunk.lines);
+        let inserted = if self.store.format >= COMPRESSED_CHUNKS_SINCE {
+            compress_chunk(&chunk.lines, chunk.chunk_records, &mut self.compressed)?;
+            self.store.steps.insert(key, self.compressed.as_slice())
+        } else {
+            self.store.steps.insert(key, chunk.lines.as_slice())
+        };
+        // The buffer is kept for the unit's next chunk.
+        chunk.lines.clear();
+        chunk.chunk_records = 0;
         chunk.steps = 0;
-        self.store
-            .steps
-            .insert(key, lines)
-            .map_err(self.store.err())?;
+        inserted.map_err(self.store.err())?;
         Ok(())
     }
 
@@ -702,7 +822,7 @@ impl StoreWriter {
         let mut line = std::mem::take(&mut self.line);
         for record in records {
             line.clear();
-            serde_json::to_writer(&mut line, record)?;
+            self.encoder.write(&mut line, record)?;
             line.push(b'\n');
             self.append_line(unit, record.step_index, &line)?;
         }
@@ -759,5 +879,103 @@ impl StoreWriter {
             self.seal(index)?;
         }
         self.store.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic;
+
+    fn store_with(episodes: &[synthetic::SyntheticEpisode]) -> (tempfile::TempDir, RunStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("r", &["a"], episodes.len() as u32, 3);
+        let store = RunStore::create(&dir.path().join("store"), &manifest).unwrap();
+        (dir, store)
+    }
+
+    fn write(store: &RunStore, episode: &synthetic::SyntheticEpisode) {
+        let mut writer = store.writer();
+        for step in &episode.steps {
+            writer.write_step(step).unwrap();
+        }
+        writer.write_episode(&episode.record, None).unwrap();
+        writer.mark_complete(&episode.record).unwrap();
+    }
+
+    fn chunks(store: &RunStore, unit: &Unit) -> Vec<sled::IVec> {
+        let prefix = store.key_of(unit).unwrap();
+        store
+            .steps
+            .scan_prefix(prefix)
+            .values()
+            .map(|v| v.unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn chunks_of_format_1_and_2_are_read_side_by_side() {
+        let manifest = synthetic::manifest("r", &["a"], 2, 3);
+        let episodes = synthetic::run_episodes(&manifest, 150, 4);
+        let (_dir, store) = store_with(&episodes);
+        assert_eq!(store.format, STORE_FORMAT);
+        write(&store, &episodes[0]);
+        // A store of format 1 (a run started by an older mosaic, resumed): plain lines.
+        let mut old = store.clone();
+        old.format = 1;
+        write(&old, &episodes[1]);
+
+        let (new_unit, old_unit) = (Unit::new("a", 0), Unit::new("a", 1));
+        let compressed = chunks(&store, &new_unit);
+        assert_eq!(compressed.len(), 3, "150 steps in chunks of 64");
+        assert!(compressed.iter().all(|c| c[0] == LZ4_CHUNK));
+        let plain: usize = episodes[0].steps.concat().len() * 300;
+        let stored: usize = compressed.iter().map(|c| c.len()).sum();
+        assert!(stored * 5 < plain, "{stored} bytes stored");
+        assert!(chunks(&store, &old_unit).iter().all(|c| c[0] == b'{'));
+
+        for (unit, episode) in [(&new_unit, &episodes[0]), (&old_unit, &episodes[1])] {
+            assert_eq!(store.steps_of(unit).unwrap(), episode.steps.concat());
+            assert_eq!(store.step(unit, 100).unwrap(), episode.steps[100]);
+            assert_eq!(store.step_record_count(unit).unwrap(), 600);
+            assert_eq!(store.completion(unit).unwrap().unwrap().step_records, 600);
+        }
+    }
+
+    #[test]
+    fn corrupt_chunks_are_errors_naming_the_store() {
+        let manifest = synthetic::manifest("r", &["a"], 1, 3);
+        let episodes = synthetic::run_episodes(&manifest, 10, 2);
+        let (_dir, store) = store_with(&episodes);
+        write(&store, &episodes[0]);
+        let unit = Unit::new("a", 0);
+        let key = chunk_key(store.key_of(&unit).unwrap(), 0);
+        let good = chunks(&store, &unit).remove(0).to_vec();
+        let mut huge_length = good.clone();
+        huge_length[5..9].copy_from_slice(&u32::MAX.to_be_bytes());
+        let mut wrong_length = good.clone();
+        wrong_length[5..9].copy_from_slice(
+            &(u32::from_be_bytes([good[5], good[6], good[7], good[8]]) - 1).to_be_bytes(),
+        );
+        let mut garbled = good.clone();
+        let middle = garbled.len() / 2;
+        garbled.truncate(middle);
+        for (bad, expected) in [
+            (huge_length, "claimed"),
+            (wrong_length, "chunk"),
+            (garbled, "chunk"),
+            (vec![LZ4_CHUNK, 0, 0], "cut short"),
+            (b"\x07abc".to_vec(), "unknown chunk tag 0x07"),
+        ] {
+            store.steps.insert(key, bad).unwrap();
+            let err = store.steps_of(&unit).unwrap_err();
+            let message = err.to_string();
+            assert!(
+                matches!(err, RecorderError::CorruptStore { .. }),
+                "{message}"
+            );
+            assert!(message.contains(expected), "{message}");
+            assert!(message.contains("store"), "{message}");
+        }
     }
 }

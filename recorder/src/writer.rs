@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::jsonl::{Durability, JsonlWriter, PendingSync};
+use crate::step_line::StepLineEncoder;
 use crate::store::StoreWriter;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
 
@@ -24,6 +25,7 @@ pub struct RunWriter {
     store: StoreWriter,
     durability: Durability,
     lines: Vec<u8>,
+    encoder: StepLineEncoder,
 }
 
 impl RunWriter {
@@ -40,6 +42,7 @@ impl RunWriter {
             store,
             durability,
             lines: Vec::with_capacity(4096),
+            encoder: StepLineEncoder::default(),
         }
     }
 
@@ -54,7 +57,7 @@ impl RunWriter {
         self.lines.clear();
         for record in records {
             let start = self.lines.len();
-            serde_json::to_writer(&mut self.lines, record)?;
+            self.encoder.write(&mut self.lines, record)?;
             self.lines.push(b'\n');
             self.store
                 .append_line(unit, record.step_index, &self.lines[start..])?;
