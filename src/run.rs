@@ -1,6 +1,7 @@
 //! Script mode: run an experiment into a run directory.
 
 use crate::Experiment;
+use crate::llm_cache::{LlmCache, LlmCacheError};
 use mosaic_actors::error::SinkError;
 use mosaic_actors::runner::{RunError, Runner};
 use mosaic_actors::session::Subscribers;
@@ -23,6 +24,8 @@ pub struct RunOptions {
     pub progress: bool,
     /// How far an episode's records must have gone before it counts as done.
     pub durability: Durability,
+    /// How LLM answers are recorded into (or replayed from) a run store.
+    pub llm_cache: LlmCache,
 }
 
 impl Default for RunOptions {
@@ -32,6 +35,7 @@ impl Default for RunOptions {
             run_id: None,
             progress: false,
             durability: Durability::Sync,
+            llm_cache: LlmCache::default(),
         }
     }
 }
@@ -64,6 +68,9 @@ pub enum RunFailure {
     /// Recording failed (what was made durable before is kept).
     #[error("recording failed: {0}")]
     Sink(SinkError),
+    /// The LLM response cache could not be used, or a replay missed requests.
+    #[error(transparent)]
+    LlmCache(#[from] LlmCacheError),
 }
 
 impl RunFailure {
@@ -72,6 +79,7 @@ impl RunFailure {
         match self {
             RunFailure::Spec(_) => 2,
             RunFailure::Recorder(e) if e.is_bad_input() => 2,
+            RunFailure::LlmCache(e) if e.is_bad_input() => 2,
             _ => 1,
         }
     }
@@ -108,6 +116,7 @@ impl Experiment {
             None => default_run_id(&self.spec().name, now_ms() / 1000),
         };
         let runner = self.runner(&run_id);
+        let recorded_cache = options.llm_cache.prepare(self.llm())?;
         runner.validate().map_err(RunFailure::Spec)?;
         let dir = options.out.join(&run_id);
         let manifest = RunManifest {
@@ -119,6 +128,9 @@ impl Experiment {
             started: now_ms(),
         };
         let (run_dir, store) = RunDir::create(&dir, &manifest)?;
+        options
+            .llm_cache
+            .attach(self.llm(), &store, recorded_cache)?;
         let sinks = Sinks::start(&run_dir, &store, options.durability).map_err(RunFailure::Sink)?;
         let subscribers = Subscribers {
             steps: sinks.steps.clone(),
@@ -139,6 +151,7 @@ impl Experiment {
         let closed = sinks.close().await;
         let episodes = episodes.map_err(RunFailure::Run)?;
         closed.map_err(RunFailure::Sink)?;
+        options.llm_cache.check(self.llm())?;
         Ok(RunOutcome {
             run_id,
             dir,
