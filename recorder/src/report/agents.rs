@@ -34,7 +34,7 @@ use std::hash::{Hash, Hasher};
 /// Messages and scratchpad of an agent (or summed over a team / an operator).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ChannelStats {
-    /// Decisions that reported messages or notes.
+    /// Decisions that sent, read or noted anything.
     pub decisions: u64,
     /// Messages sent.
     pub sent: u64,
@@ -91,20 +91,21 @@ impl ChannelReader {
         let Some(decision) = &step.decision else {
             return false;
         };
-        let message = decision.get("message");
-        let note = decision.get("scratchpad");
+        // Agents that neither talk nor keep notes record nulls and zeros: no row for them.
+        let message = decision.get("message").and_then(Value::as_str);
+        let note = decision.get("scratchpad").and_then(Value::as_str);
         let received = decision.get("received").and_then(Value::as_u64);
-        if message.is_none() && note.is_none() && received.is_none() {
+        if message.is_none() && note.is_none() && received.unwrap_or(0) == 0 {
             return false;
         }
         stats.decisions += 1;
-        if let Some(text) = message.and_then(Value::as_str).filter(|m| !m.is_empty()) {
+        if let Some(text) = message.filter(|m| !m.is_empty()) {
             stats.sent += 1;
             stats.sent_chars += text.chars().count() as u64;
             stats.addressed += u64::from(decision.get("message_to").is_some_and(Value::is_string));
         }
         stats.received += received.unwrap_or(0);
-        if let Some(note) = note.and_then(Value::as_str) {
+        if let Some(note) = note {
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
             note.hash(&mut hasher);
             let hash = hasher.finish();
@@ -576,6 +577,18 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn silent_agents_have_no_channel_figures() {
+        let mut record = synthetic::steps(&synthetic::unit("r", "a", 0, 1), 1, 1).remove(0);
+        let mut reader = ChannelReader::default();
+        let mut stats = ChannelStats::default();
+        record.decision = Some(json!({"message": null, "scratchpad": null, "received": 0}));
+        assert!(!reader.add(&record, &mut stats));
+        record.decision = Some(json!({"message": "", "scratchpad": null, "received": 0}));
+        assert!(reader.add(&record, &mut stats));
+        assert_eq!((stats.decisions, stats.sent), (1, 0));
     }
 
     #[test]
