@@ -115,6 +115,7 @@ fn recorded(experiment: &Experiment, durability: Durability) -> (Duration, u64, 
             run_id: Some(format!("{durability:?}")),
             progress: false,
             durability,
+            ..RunOptions::default()
         })
         .expect("run");
     let time = started.elapsed();

@@ -66,6 +66,7 @@ fn actors(episodes: u32, durability: Durability, out: &std::path::Path) -> (Dura
             run_id: Some(format!("{durability:?}")),
             progress: false,
             durability,
+            ..RunOptions::default()
         })
         .expect("run");
     let decisions = outcome

@@ -9,6 +9,7 @@
 pub mod experiment;
 pub mod experiment_file;
 pub mod listing;
+pub mod llm_cache;
 pub mod manual;
 pub mod run;
 pub mod summary;

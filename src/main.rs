@@ -63,6 +63,13 @@ struct RunArgs {
     /// Episodes running at once (overrides the file).
     #[arg(long)]
     parallelism: Option<usize>,
+    /// LLM response cache: record (keep every answer in the run store), replay (answer
+    /// only from the run given by --llm-cache-from; call no model) or off.
+    #[arg(long, value_enum, default_value = "record")]
+    llm_cache: mosaic::llm_cache::LlmCacheMode,
+    /// The recorded run whose LLM response cache is replayed (or, when recording, reused).
+    #[arg(long, value_name = "RUN_DIR")]
+    llm_cache_from: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -164,6 +171,10 @@ fn run(args: RunArgs) -> ExitCode {
         out: args.out,
         run_id: args.run_id,
         progress: std::io::stderr().is_terminal(),
+        llm_cache: mosaic::llm_cache::LlmCache {
+            mode: args.llm_cache,
+            from: args.llm_cache_from,
+        },
         ..RunOptions::default()
     };
     match experiment.run(&options) {

@@ -1,6 +1,7 @@
 //! Script mode: run an experiment into a run directory.
 
 use crate::Experiment;
+use crate::llm_cache::{LlmCache, LlmCacheError};
 use mosaic_actors::error::SinkError;
 use mosaic_actors::runner::{RunError, Runner, Unit};
 use mosaic_actors::session::Subscribers;
@@ -28,6 +29,8 @@ pub struct RunOptions {
     pub progress: bool,
     /// How far an episode's records must have gone before it counts as done.
     pub durability: Durability,
+    /// How LLM answers are recorded into (or replayed from) a run store.
+    pub llm_cache: LlmCache,
 }
 
 impl Default for RunOptions {
@@ -37,6 +40,7 @@ impl Default for RunOptions {
             run_id: None,
             progress: false,
             durability: Durability::Sync,
+            llm_cache: LlmCache::default(),
         }
     }
 }
@@ -108,6 +112,9 @@ pub enum RunFailure {
         /// The first top-level field that differs.
         field: String,
     },
+    /// The LLM response cache could not be used, or a replay missed requests.
+    #[error(transparent)]
+    LlmCache(#[from] LlmCacheError),
 }
 
 impl RunFailure {
@@ -120,6 +127,7 @@ impl RunFailure {
             | RunFailure::Finished { .. }
             | RunFailure::Manual { .. }
             | RunFailure::OtherExperiment { .. } => 2,
+            RunFailure::LlmCache(e) if e.is_bad_input() => 2,
             _ => 1,
         }
     }
@@ -170,6 +178,7 @@ impl Experiment {
             }
         }
         let runner = self.runner(&run_id);
+        let recorded_cache = options.llm_cache.prepare(self.llm())?;
         runner.validate().map_err(RunFailure::Spec)?;
         let manifest = RunManifest {
             schema: RUN_SCHEMA.to_owned(),
@@ -180,6 +189,9 @@ impl Experiment {
             started: now_ms(),
         };
         let (run_dir, store) = RunDir::create(&dir, &manifest)?;
+        options
+            .llm_cache
+            .attach(self.llm(), &store, recorded_cache)?;
         let episodes = self
             .run_units(&runner, &run_dir, &store, None, options)
             .await?;
@@ -221,6 +233,10 @@ impl Experiment {
             });
         }
         let store = run_dir.store()?;
+        let recorded_cache = options.llm_cache.prepare(self.llm())?;
+        options
+            .llm_cache
+            .attach(self.llm(), &store, recorded_cache)?;
         let discarded = run_dir.discard_incomplete(&store)?;
         if !discarded.units.is_empty() {
             tracing::info!(target: "mosaic::run", "dropped the partial records of {} unfinished episodes", discarded.units.len());
@@ -293,6 +309,7 @@ impl Experiment {
         let closed = sinks.close().await;
         let episodes = episodes.map_err(RunFailure::Run)?;
         closed.map_err(RunFailure::Sink)?;
+        options.llm_cache.check(self.llm())?;
         Ok(episodes)
     }
 }

@@ -9,6 +9,7 @@ use mosaic_actors::llm::server::{GetEndpoint, KillProcess, LlmServer, Starts, St
 use mosaic_actors::llm::{LlmResources, register};
 use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
 use mosaic_actors::{BeginEpisode, Decide};
+use mosaic_core::record::strip_volatile;
 use mosaic_core::{
     Action, AgentContext, AgentSpec, Decision, DecisionSource, EnvSpec, Frame, ObsRequest,
     Observation, Settings, SlotSpec, Stepping,
@@ -236,6 +237,21 @@ fn concurrency_limit_holds_across_agents() {
     });
 }
 
+/// A decision with a deadline `after` from now.
+async fn decide_by(handle: &OperatorHandle, obs: Arc<Observation>, after: Duration) -> Decision {
+    let step = obs.step;
+    handle
+        .decide
+        .send(Decide {
+            obs,
+            step,
+            deadline: Some(Instant::now() + after),
+        })
+        .await
+        .expect("mailbox")
+        .expect("decision")
+}
+
 #[test]
 fn cached_rerun_is_identical_and_sends_nothing() {
     run(|| async {
@@ -244,6 +260,9 @@ fn cached_rerun_is_identical_and_sends_nothing() {
         let db = sled::open(dir.path()).unwrap();
         let tree = db.open_tree("llm-cache").unwrap();
         let spec = spec();
+        // Three steps of two talking agents; then green_0 alone: a request that fails for
+        // good (two 500s), one whose deadline passes while the proxy hangs, and (replay
+        // only) an observation never recorded.
         let episode = |mode: CacheMode| {
             let resources = Arc::new(
                 LlmResources::new().with_cache(Arc::new(SledCache::new(tree.clone())), mode),
@@ -258,7 +277,7 @@ fn cached_rerun_is_identical_and_sends_nothing() {
                 };
                 let slot = remote(
                     &proxy,
-                    json!({"channel": "team", "message_cap": 12, "scratchpad_cap": 12, "max_tokens": 32, "history": 3}),
+                    json!({"channel": "team", "message_cap": 12, "scratchpad_cap": 12, "max_tokens": 32, "history": 3, "http_retries": 1}),
                 );
                 let handles: Vec<_> = (0..2)
                     .map(|agent| spawn(&registry, &spec, agent, slot.clone(), &session))
@@ -275,24 +294,55 @@ fn cached_rerun_is_identical_and_sends_nothing() {
                             .map(|(agent, h)| decide(h, observation(agent, step, vec![true; 8]))),
                     )
                     .await;
-                    records.extend(
-                        decisions
-                            .into_iter()
-                            .map(|d| serde_json::to_value(d).unwrap()),
-                    );
+                    records.extend(decisions);
                 }
-                (records, resources.usage())
+                let recording = mode == CacheMode::ReadWrite;
+                if recording {
+                    proxy.script([Fault::ServerError, Fault::ServerError]);
+                }
+                records.push(decide(&handles[0], observation(0, 3, vec![true; 8])).await);
+                if recording {
+                    proxy.script([Fault::Hang(Duration::from_secs(4))]);
+                }
+                let obs = observation(0, 4, vec![true; 8]);
+                records.push(decide_by(&handles[0], obs, Duration::from_millis(1500)).await);
+                if !recording {
+                    let mut unseen = (*observation(0, 5, vec![true; 8])).clone();
+                    unseen.text = Some("A field never seen before.".into());
+                    records.push(decide(&handles[0], Arc::new(unseen)).await);
+                }
+                let records: Vec<Value> = records
+                    .into_iter()
+                    .map(|d| {
+                        let mut value = serde_json::to_value(d).unwrap();
+                        strip_volatile(&mut value);
+                        value
+                    })
+                    .collect();
+                (records, resources.usage(), resources.replay_misses())
             }
         };
-        let (first, first_usage) = episode(CacheMode::ReadWrite).await;
+        let (first, first_usage, _) = episode(CacheMode::ReadWrite).await;
         let sent = proxy.count();
-        assert_eq!(sent, 6);
+        assert_eq!(sent, 6 + 2 + 1);
         assert_eq!(first_usage.cache_hits, 0);
-        let (replay, replay_usage) = episode(CacheMode::ReplayOnly).await;
+        assert_eq!(first[6]["source"], "error", "{}", first[6]);
+        assert_eq!(first[7]["source"], "timeout", "{}", first[7]);
+        let (replay, replay_usage, misses) = episode(CacheMode::ReplayOnly).await;
         assert_eq!(proxy.count(), sent, "the replay called the model");
         assert_eq!(replay_usage.cache_hits, 6);
         assert_eq!(replay_usage.usage.prompt_tokens, 0);
-        assert_eq!(first, replay);
+        // Answers, the failure (same error, same attempts) and the missed deadline.
+        assert_eq!(first, replay[..8]);
+        // The unseen request: the default action, an error naming it, a miss for the run.
+        assert_eq!(replay[8]["source"], "error");
+        let error = replay[8]["detail"]["error"].as_str().unwrap();
+        assert!(error.contains("not in the response cache"), "{error}");
+        let (count, miss) = misses;
+        let miss = miss.expect("the miss is reported");
+        assert_eq!((count, miss.agent.as_str(), miss.step), (1, "green_0", 5));
+        assert!(error.contains(&miss.key), "{error}");
+        assert!(miss.to_string().contains("agent `green_0`"), "{miss}");
         server.send(StopServer).await.unwrap();
     });
 }

@@ -3,7 +3,8 @@
 //! Every record carries a `schema` tag (`mosaic.step/1`, `mosaic.episode/1`, ...). The
 //! fields follow MOSAIC's `StepRecord` / `EpisodeRollup` plus the ids that make records of
 //! many runs, operators and agents comparable. Only the fields in [`VOLATILE_FIELDS`]
-//! (wall-clock times and durations) may differ between two runs of the same experiment.
+//! (wall-clock times and durations, and how an LLM answer was served) may differ between
+//! two runs of the same experiment.
 
 use crate::{Event, Outcome, Paradigm};
 use serde::{Deserialize, Serialize};
@@ -15,8 +16,9 @@ pub const EPISODE_SCHEMA: &str = "mosaic.episode/1";
 /// Schema tag of [`RunManifest`].
 pub const RUN_SCHEMA: &str = "mosaic.run/1";
 
-/// Fields that hold wall-clock times or durations: the only ones allowed to differ between
-/// two runs of the same experiment.
+/// Fields that hold wall-clock times or durations, or say how an LLM answer was served
+/// (`cache_hits`: a replay serves every answer from the response cache): the only ones
+/// allowed to differ between two runs of the same experiment.
 pub const VOLATILE_FIELDS: &[&str] = &[
     "timestamp",
     "decision_us",
@@ -26,6 +28,7 @@ pub const VOLATILE_FIELDS: &[&str] = &[
     "started",
     "finished",
     "restarts",
+    "cache_hits",
 ];
 
 /// One agent at one environment step. Every agent alive at the start of the step gets one

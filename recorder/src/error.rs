@@ -109,6 +109,14 @@ pub enum RecorderError {
         /// What does not fit.
         message: String,
     },
+    /// A subsystem asked for a tree the run store keeps for itself.
+    #[error("{path}: tree `{name}` belongs to the run store itself", path = path.display())]
+    ReservedTree {
+        /// The store directory.
+        path: PathBuf,
+        /// The tree asked for.
+        name: String,
+    },
     /// Writing a record failed to serialise (should not happen for mosaic's own records).
     #[error("cannot serialise a record: {0}")]
     Serialise(#[from] serde_json::Error),
@@ -129,7 +137,7 @@ impl RecorderError {
     pub fn is_bad_input(&self) -> bool {
         match self {
             RecorderError::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
-            RecorderError::Serialise(_) => false,
+            RecorderError::Serialise(_) | RecorderError::ReservedTree { .. } => false,
             _ => true,
         }
     }

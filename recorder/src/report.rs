@@ -7,16 +7,25 @@
 //! - LLM figures from the step records' `decision` JSON, when present. The contract with
 //!   LLM operators: `usage.prompt_tokens` and `usage.completion_tokens` (integers),
 //!   `parse_ok` (bool: the reply parsed into a legal action), `retries` (integer: re-prompts
-//!   after a format error), `message` (string: text sent to teammates; counted when
-//!   non-empty). Missing fields are simply not counted.
+//!   after a format error), `cache_hits` and `latency_ms` (integers), `message` (string:
+//!   text sent to teammates; counted when non-empty), `message_to`, `received` (integer),
+//!   `scratchpad` (string). Missing fields are simply not counted;
+//! - errors from the step records' `decision_source` (`error`, `timeout`) and the episode
+//!   records' `error`.
+//!
+//! The agent sections (LLM usage, messages and scratchpads, errors) are built and rendered
+//! in [`agents`], which lists where each of their figures comes from.
 //!
 //! An operator's return is the episode's summed reward over all agents; a team's is the
 //! sum over its members; an agent's its own. Steps/s is total steps over total episode
 //! wall time.
 
+pub mod agents;
+
 use crate::error::Result;
 use crate::run_dir::{Records, RunDir, RunSummary};
 use crate::stats::{MeanCi, Outcomes, bootstrap_mean};
+use agents::{ChannelReader, ChannelStats, ErrorGroup, ErrorReader};
 use mosaic_core::Outcome;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
 use serde::Serialize;
@@ -28,6 +37,12 @@ use std::fmt::Write as _;
 pub struct LlmStats {
     /// Decisions whose details were read.
     pub decisions: u64,
+    /// Requests sent: one per decision plus its re-prompts.
+    pub requests: u64,
+    /// Answers served from the response cache.
+    pub cache_hits: u64,
+    /// Summed request latency, milliseconds.
+    pub latency_ms: u64,
     /// Prompt tokens.
     pub prompt_tokens: u64,
     /// Completion tokens.
@@ -63,6 +78,9 @@ impl LlmStats {
             return false;
         }
         self.decisions += 1;
+        self.requests += 1 + retries.unwrap_or(0);
+        self.cache_hits += number(decision.get("cache_hits")).unwrap_or(0);
+        self.latency_ms += number(decision.get("latency_ms")).unwrap_or(0);
         self.prompt_tokens += prompt.unwrap_or(0);
         self.completion_tokens += completion.unwrap_or(0);
         if let Some(ok) = parse_ok {
@@ -76,6 +94,9 @@ impl LlmStats {
 
     fn merge(&mut self, other: &LlmStats) {
         self.decisions += other.decisions;
+        self.requests += other.requests;
+        self.cache_hits += other.cache_hits;
+        self.latency_ms += other.latency_ms;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.parses += other.parses;
@@ -88,10 +109,15 @@ impl LlmStats {
     pub fn parse_rate(&self) -> Option<f64> {
         (self.parses > 0).then(|| self.parse_ok as f64 / self.parses as f64)
     }
+
+    /// Mean request latency per decision, milliseconds.
+    pub fn latency_per_decision_ms(&self) -> Option<f64> {
+        (self.decisions > 0).then(|| self.latency_ms as f64 / self.decisions as f64)
+    }
 }
 
 /// Whom a row of an operator's table is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GroupKind {
     /// Every agent of the operator.
@@ -118,6 +144,9 @@ pub struct GroupReport {
     /// LLM figures, when the records have any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmStats>,
+    /// Messages and scratchpads, when the records have any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<ChannelStats>,
 }
 
 /// One operator's statistics.
@@ -209,6 +238,8 @@ pub struct Report {
     pub live: bool,
     /// Per operator, in experiment order.
     pub operators: Vec<OperatorReport>,
+    /// Decision errors and timeouts per agent, failed episodes per operator.
+    pub errors: Vec<ErrorGroup>,
 }
 
 #[derive(Default)]
@@ -218,6 +249,7 @@ struct GroupAcc {
     outcomes: Outcomes,
     llm: LlmStats,
     has_llm: bool,
+    channel: Option<ChannelStats>,
 }
 
 impl GroupAcc {
@@ -239,6 +271,7 @@ impl GroupAcc {
             mean_return: bootstrap_mean(&self.values),
             outcomes: self.outcomes,
             llm: self.has_llm.then_some(self.llm),
+            channel: self.channel,
         }
     }
 }
@@ -248,6 +281,8 @@ pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
     let summary = run.summary_with(records)?;
     let episodes = records.episodes()?;
     let mut llm: BTreeMap<(String, String), LlmStats> = BTreeMap::new();
+    let mut channels = AgentChannels::default();
+    let mut errors = ErrorReader::default();
     records.for_each_step(|step: &StepRecord| {
         if let Some(decision) = &step.decision {
             let key = (step.operator_id.clone(), step.agent_id.clone());
@@ -256,8 +291,18 @@ pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
                 llm.insert(key, stats);
             }
         }
+        channels.add(step);
+        errors.add_step(step);
         Ok(())
     })?;
+    episodes.iter().for_each(|e| errors.add_episode(e));
+    let operator_ids: Vec<String> = run
+        .manifest()
+        .experiment
+        .operators
+        .iter()
+        .map(|op| op.id.clone())
+        .collect();
     let operators = run
         .manifest()
         .experiment
@@ -266,14 +311,63 @@ pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
         .map(|op| {
             let mine: Vec<&EpisodeRecord> =
                 episodes.iter().filter(|e| e.operator_id == op.id).collect();
-            operator_report(&op.id, &op.env, &mine, &llm)
+            let mut report = operator_report(&op.id, &op.env, &mine, &llm);
+            channels.fill(&mut report, &mine);
+            report
         })
         .collect();
     Ok(Report {
         run: summary,
         live: records.is_live(),
         operators,
+        errors: errors.finish(&operator_ids),
     })
+}
+
+/// Message and scratchpad figures per (operator, agent).
+#[derive(Default)]
+struct AgentChannels {
+    reader: ChannelReader,
+    stats: BTreeMap<(String, String), ChannelStats>,
+}
+
+impl AgentChannels {
+    fn add(&mut self, step: &StepRecord) {
+        let key = (step.operator_id.clone(), step.agent_id.clone());
+        let mut stats = self.stats.get(&key).copied().unwrap_or_default();
+        if self.reader.add(step, &mut stats) {
+            self.stats.insert(key, stats);
+        }
+    }
+
+    /// Puts the figures into the agent rows of `report`, and their sums into its team
+    /// and operator rows.
+    fn fill(&self, report: &mut OperatorReport, episodes: &[&EpisodeRecord]) {
+        let team_of: BTreeMap<&str, &str> = episodes
+            .iter()
+            .flat_map(|e| &e.agents)
+            .filter_map(|a| a.team.as_deref().map(|t| (a.agent_id.as_str(), t)))
+            .collect();
+        let mut sums: BTreeMap<(GroupKind, String), ChannelStats> = BTreeMap::new();
+        for ((operator, agent), stats) in &self.stats {
+            if *operator != report.operator_id {
+                continue;
+            }
+            let mut targets = vec![
+                (GroupKind::Agent, agent.clone()),
+                (GroupKind::Operator, operator.clone()),
+            ];
+            if let Some(team) = team_of.get(agent.as_str()) {
+                targets.push((GroupKind::Team, (*team).to_owned()));
+            }
+            for target in targets {
+                sums.entry(target).or_default().merge(stats);
+            }
+        }
+        for group in &mut report.groups {
+            group.channel = sums.get(&(group.kind, group.name.clone())).copied();
+        }
+    }
 }
 
 fn operator_report(
@@ -453,16 +547,8 @@ impl Report {
                 fmt_opt(op.mean_length, 1),
                 fmt_opt(op.steps_per_s, 0)
             );
-            let llm = op.groups.iter().any(|g| g.llm.is_some());
-            out.push_str("| | who | mean return [95% CI] | win | draw | loss |");
-            if llm {
-                out.push_str(" prompt tok | completion tok | parse ok | retries | messages |");
-            }
-            out.push_str("\n|---|---|---|---|---|---|");
-            if llm {
-                out.push_str("---|---|---|---|---|");
-            }
-            out.push('\n');
+            out.push_str("| | who | mean return [95% CI] | win | draw | loss |\n");
+            out.push_str("|---|---|---|---|---|---|\n");
             for g in &op.groups {
                 let name = match g.kind {
                     GroupKind::Operator => "**all**".to_owned(),
@@ -473,29 +559,12 @@ impl Report {
                     Some((w, d, l)) => (pct(w), pct(d), pct(l)),
                     None => ("–".into(), "–".into(), "–".into()),
                 };
-                let _ = write!(
+                let _ = writeln!(
                     out,
                     "| {name} | {} | {} | {w} | {d} | {l} |",
                     g.who,
                     fmt_ci(g.mean_return)
                 );
-                if llm {
-                    match &g.llm {
-                        Some(s) => {
-                            let _ = write!(
-                                out,
-                                " {} | {} | {} | {} | {} |",
-                                s.prompt_tokens,
-                                s.completion_tokens,
-                                s.parse_rate().map_or("–".into(), pct),
-                                s.retries,
-                                s.messages
-                            );
-                        }
-                        None => out.push_str(" – | – | – | – | – |"),
-                    }
-                }
-                out.push('\n');
             }
             if !op.metrics.is_empty() {
                 out.push_str("\n| metric | mean |\n|---|---|\n");
@@ -506,6 +575,9 @@ impl Report {
             out.push_str(&restarts_markdown(&op.restarts));
             out.push('\n');
         }
+        out.push_str(&agents::llm_markdown(&self.operators));
+        out.push_str(&agents::channel_markdown(&self.operators));
+        out.push_str(&agents::errors_markdown(&self.errors));
         out
     }
 
@@ -565,6 +637,17 @@ impl Report {
                 op.groups[0].llm.map_or("–".into(), |s| {
                     format!("{} + {}", s.prompt_tokens, s.completion_tokens)
                 })
+            });
+            row("LLM requests (cache hits)", &|op| {
+                op.groups[0].llm.map_or("–".into(), |s| {
+                    format!("{} ({})", s.requests, s.cache_hits)
+                })
+            });
+            row("LLM latency ms/decision", &|op| {
+                fmt_opt(
+                    op.groups[0].llm.and_then(|s| s.latency_per_decision_ms()),
+                    0,
+                )
             });
             row("LLM parse ok", &|op| {
                 op.groups[0]
@@ -656,6 +739,14 @@ impl Report {
                     }
                     put(id, group, &g.name, "retries", s.retries.to_string());
                     put(id, group, &g.name, "messages", s.messages.to_string());
+                    agents::llm_csv(&s, |statistic, value| {
+                        put(id, group, &g.name, statistic, value)
+                    });
+                }
+                if let Some(s) = g.channel {
+                    agents::channel_csv(&s, |statistic, value| {
+                        put(id, group, &g.name, statistic, value)
+                    });
                 }
             }
             for (name, mean) in &op.metrics {
@@ -680,6 +771,7 @@ impl Report {
                 );
             }
         }
+        agents::errors_csv(&self.errors, &mut out);
         out
     }
 }

@@ -12,6 +12,7 @@
 //! | `steps`       | `o` · episode u32 · first step u32          | a chunk: the [`StepRecord`]s of up to 64 steps, one JSON line each, in step then agent order, LZ4-compressed (see below) |
 //! | `checkpoints` | `o` · episode u32 · agent id bytes          | step u32 · operator state bytes         |
 //! | `units`       | `o` · episode u32                          | [`UnitDone`] (JSON): the completion index |
+//! | `llm-cache`   | SHA-256 of a model request (hex)           | the LLM response-cache entry (JSON); opened by the LLM operators through [`RunStore::extension_tree`] |
 //!
 //! The lines of a chunk are the very bytes of `steps.jsonl`. Store format 2 compresses them
 //! (the lines repeat ids and field names: about 25 times smaller, so the database writes a
@@ -37,6 +38,16 @@ pub const STORE_FORMAT: u32 = 2;
 
 /// The first store format with compressed step chunks.
 const COMPRESSED_CHUNKS_SINCE: u32 = 2;
+/// Trees the store itself keeps (see the module table).
+const OWN_TREES: [&str; 7] = [
+    "meta",
+    "runs",
+    "operators",
+    "episodes",
+    "steps",
+    "checkpoints",
+    "units",
+];
 
 const WRITTEN_BY: &str = concat!("mosaic-recorder ", env!("CARGO_PKG_VERSION"));
 
@@ -549,6 +560,31 @@ impl RunStore {
         }
         found.sort();
         Ok(found)
+    }
+
+    /// A tree of this store for data that other subsystems keep with the run (e.g. the
+    /// LLM response cache, `llm-cache`), so that a run directory carries it and it needs
+    /// no second database on the same path. The store's own trees (see the module table)
+    /// are refused by name. Writes to it are made durable by [`RunStore::flush`], like the
+    /// rest of the store.
+    ///
+    /// ```
+    /// use mosaic_recorder::{RunDir, synthetic};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let manifest = synthetic::manifest("r", &["a"], 1, 10);
+    /// let (_run, store) = RunDir::create(&dir.path().join("r"), &manifest).unwrap();
+    /// let cache = store.extension_tree("llm-cache").unwrap();
+    /// cache.insert("key", "answer").unwrap();
+    /// assert!(store.extension_tree("steps").is_err());
+    /// ```
+    pub fn extension_tree(&self, name: &str) -> Result<sled::Tree> {
+        if OWN_TREES.contains(&name) || name.starts_with("__sled") {
+            return Err(RecorderError::ReservedTree {
+                path: self.path.clone(),
+                name: name.to_owned(),
+            });
+        }
+        self.db.open_tree(name).map_err(self.err())
     }
 
     /// Makes everything written so far durable.

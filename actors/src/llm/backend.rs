@@ -237,6 +237,14 @@ pub enum BackendError {
     /// Replay-only mode and the request is not in the cache.
     #[error("replay-only: request {0} is not in the response cache")]
     CacheMiss(String),
+    /// Replay-only mode: the recorded run's request failed with this error.
+    #[error("{error}")]
+    Replayed {
+        /// The error as recorded.
+        error: String,
+        /// HTTP attempts the recorded run made.
+        attempts: u32,
+    },
     /// The response cache failed.
     #[error("response cache: {0}")]
     Cache(String),
@@ -264,6 +272,7 @@ impl BackendError {
             | BackendError::BadResponse(_)
             | BackendError::Server(_) => true,
             BackendError::CacheMiss(_)
+            | BackendError::Replayed { .. }
             | BackendError::Cache(_)
             | BackendError::Exhausted { .. } => false,
         }
@@ -272,7 +281,9 @@ impl BackendError {
     /// HTTP attempts made before this error.
     pub fn attempts(&self) -> u32 {
         match self {
-            BackendError::Exhausted { attempts, .. } => *attempts,
+            BackendError::Exhausted { attempts, .. } | BackendError::Replayed { attempts, .. } => {
+                *attempts
+            }
             BackendError::CacheMiss(_) | BackendError::Cache(_) => 0,
             _ => 1,
         }

@@ -270,16 +270,36 @@ impl std::fmt::Display for CacheKey {
     }
 }
 
-/// One cached exchange: the request (so a recorded `prompt_key` can be looked up) and the
-/// answer.
+/// How a cached request ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CachedOutcome {
+    /// The model's answer, as first received.
+    Answer {
+        /// The answer.
+        response: ChatResponse,
+    },
+    /// The request failed for good (retries exhausted, or an error not worth retrying).
+    Failed {
+        /// The error as the caller saw it.
+        error: String,
+        /// HTTP attempts made.
+        attempts: u32,
+    },
+    /// The caller stopped waiting (its decision deadline passed) before an answer came.
+    Abandoned,
+}
+
+/// One cached exchange: the request (so a recorded `prompt_key` can be looked up) and how
+/// it ended.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CacheEntry {
     /// Model and address.
     pub identity: BackendIdentity,
     /// The request.
     pub request: ChatRequest,
-    /// The answer as first received.
-    pub response: ChatResponse,
+    /// The answer, the failure, or that nobody waited for it.
+    pub outcome: CachedOutcome,
 }
 
 /// Where answers are kept between runs.
@@ -288,18 +308,40 @@ pub trait ResponseCache: Send + Sync {
     fn get(&self, key: &CacheKey) -> Result<Option<CacheEntry>, BackendError>;
     /// Stores an entry.
     fn put(&self, key: &CacheKey, entry: &CacheEntry) -> Result<(), BackendError>;
+    /// The backends whose requests the cache holds (to replay a local model's answers
+    /// without knowing its file).
+    fn identities(&self) -> Result<Vec<BackendIdentity>, BackendError>;
 }
 
-/// A [`ResponseCache`] in a sled tree (the run store's `llm-cache` tree).
+/// A [`ResponseCache`] in a sled tree (the run store's `llm-cache` tree). Besides the
+/// entries (keyed by [`CacheKey`], 64 hex digits) it keeps one `identity:`-prefixed key
+/// per backend it has seen.
 #[derive(Clone, Debug)]
 pub struct SledCache {
     tree: sled::Tree,
 }
 
+const IDENTITY_PREFIX: &[u8] = b"identity:";
+
 impl SledCache {
     /// Keeps entries in `tree`.
     pub fn new(tree: sled::Tree) -> Self {
         Self { tree }
+    }
+
+    /// Copies every entry of `source` into this cache (replacing entries under the same
+    /// keys); returns how many requests were copied.
+    pub fn extend_from(&self, source: &SledCache) -> Result<u64, BackendError> {
+        let mut requests = 0;
+        for item in source.tree.iter() {
+            let (key, value) =
+                item.map_err(|e| BackendError::Cache(format!("reading the source cache: {e}")))?;
+            self.tree
+                .insert(&key, value)
+                .map_err(|e| BackendError::Cache(format!("copying the cache: {e}")))?;
+            requests += u64::from(!key.starts_with(IDENTITY_PREFIX));
+        }
+        Ok(requests)
     }
 }
 
@@ -320,10 +362,30 @@ impl ResponseCache for SledCache {
     fn put(&self, key: &CacheKey, entry: &CacheEntry) -> Result<(), BackendError> {
         let bytes = serde_json::to_vec(entry)
             .map_err(|e| BackendError::Cache(format!("encoding {key}: {e}")))?;
+        let identity = serde_json::to_vec(&entry.identity)
+            .map_err(|e| BackendError::Cache(format!("encoding {key}: {e}")))?;
+        let mut batch = sled::Batch::default();
+        batch.insert([IDENTITY_PREFIX, &identity].concat(), &[]);
+        batch.insert(key.0.as_bytes(), bytes);
         self.tree
-            .insert(key.0.as_bytes(), bytes)
-            .map_err(|e| BackendError::Cache(format!("writing {key}: {e}")))?;
-        Ok(())
+            .apply_batch(batch)
+            .map_err(|e| BackendError::Cache(format!("writing {key}: {e}")))
+    }
+
+    fn identities(&self) -> Result<Vec<BackendIdentity>, BackendError> {
+        self.tree
+            .scan_prefix(IDENTITY_PREFIX)
+            .keys()
+            .map(|key| {
+                let key = key.map_err(|e| BackendError::Cache(format!("reading: {e}")))?;
+                serde_json::from_slice(&key[IDENTITY_PREFIX.len()..]).map_err(|e| {
+                    BackendError::Cache(format!(
+                        "backend key {} is corrupt: {e}",
+                        String::from_utf8_lossy(&key)
+                    ))
+                })
+            })
+            .collect()
     }
 }
 
@@ -331,14 +393,19 @@ impl ResponseCache for SledCache {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheMode {
-    /// Answer from the cache when possible, else call the model and store the answer.
+    /// Answer from the cache when it holds an answer, else call the model; store how every
+    /// request ended (answer, failure, abandoned).
     #[default]
     ReadWrite,
-    /// Answer only from the cache; a miss is an error (replaying a recorded run).
+    /// Never call a model: answers, failures and abandoned requests are replayed as
+    /// recorded; a request missing from the cache is [`BackendError::CacheMiss`].
     ReplayOnly,
 }
 
 /// Serves repeated requests from a [`ResponseCache`].
+///
+/// Replaying an abandoned request waits forever, so that the caller's deadline passes
+/// exactly as it did in the recorded run.
 #[derive(Clone)]
 pub struct Cached {
     /// The store.
@@ -363,6 +430,38 @@ impl ChatLayer for Cached {
     }
 }
 
+/// Records a request as abandoned unless it is disarmed before it is dropped (its future
+/// dropped before the answer came).
+struct AbandonGuard<'a> {
+    cache: &'a dyn ResponseCache,
+    key: &'a CacheKey,
+    entry: Option<CacheEntry>,
+}
+
+impl AbandonGuard<'_> {
+    fn finish(mut self, outcome: CachedOutcome) {
+        if let Some(mut entry) = self.entry.take() {
+            entry.outcome = outcome;
+            store(self.cache, self.key, &entry);
+        }
+    }
+}
+
+impl Drop for AbandonGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(entry) = self.entry.take() {
+            store(self.cache, self.key, &entry);
+        }
+    }
+}
+
+fn store(cache: &dyn ResponseCache, key: &CacheKey, entry: &CacheEntry) {
+    if let Err(error) = cache.put(key, entry) {
+        // The call itself went through; only a later replay of this request will miss.
+        tracing::warn!("LLM response not cached: {error}");
+    }
+}
+
 impl ChatBackend for CachedBackend {
     fn identity(&self) -> &BackendIdentity {
         self.inner.identity()
@@ -371,27 +470,63 @@ impl ChatBackend for CachedBackend {
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> ChatFuture<'a> {
         Box::pin(async move {
             let key = CacheKey::of(self.inner.identity(), request);
-            if let Some(entry) = self.cache.get(&key)? {
-                // Attempts and latency stay as recorded, so a replayed run records
-                // exactly what the original run did.
-                let mut response = entry.response;
-                response.cached = true;
-                return Ok(response);
+            let cached = self.cache.get(&key)?.map(|entry| entry.outcome);
+            match (cached, self.mode) {
+                (Some(CachedOutcome::Answer { mut response }), _) => {
+                    // Attempts and latency stay as recorded, so a replayed run records
+                    // what the original run did.
+                    response.cached = true;
+                    return Ok(response);
+                }
+                (Some(CachedOutcome::Failed { error, attempts }), CacheMode::ReplayOnly) => {
+                    return Err(BackendError::Replayed { error, attempts });
+                }
+                (Some(CachedOutcome::Abandoned), CacheMode::ReplayOnly) => {
+                    return std::future::pending().await;
+                }
+                (None, CacheMode::ReplayOnly) => return Err(BackendError::CacheMiss(key.0)),
+                // Failures and abandoned requests are tried again when the model may be
+                // called.
+                (_, CacheMode::ReadWrite) => {}
             }
-            if self.mode == CacheMode::ReplayOnly {
-                return Err(BackendError::CacheMiss(key.0));
-            }
-            let response = self.inner.chat(request).await?;
-            let entry = CacheEntry {
-                identity: self.inner.identity().clone(),
-                request: request.clone(),
-                response: response.clone(),
+            let guard = AbandonGuard {
+                cache: self.cache.as_ref(),
+                key: &key,
+                entry: Some(CacheEntry {
+                    identity: self.inner.identity().clone(),
+                    request: request.clone(),
+                    outcome: CachedOutcome::Abandoned,
+                }),
             };
-            if let Err(error) = self.cache.put(&key, &entry) {
-                // The answer is good; only a later replay of this request will miss.
-                tracing::warn!("LLM response not cached: {error}");
-            }
-            Ok(response)
+            let result = self.inner.chat(request).await;
+            guard.finish(match &result {
+                Ok(response) => CachedOutcome::Answer {
+                    response: response.clone(),
+                },
+                Err(error) => CachedOutcome::Failed {
+                    error: error.to_string(),
+                    attempts: error.attempts(),
+                },
+            });
+            result
+        })
+    }
+}
+
+/// The innermost backend of a replay-only stack: it has the identity of the recorded
+/// backend and calls no model.
+pub struct Offline(pub BackendIdentity);
+
+impl ChatBackend for Offline {
+    fn identity(&self) -> &BackendIdentity {
+        &self.0
+    }
+
+    fn chat<'a>(&'a self, _: &'a ChatRequest) -> ChatFuture<'a> {
+        Box::pin(async {
+            Err(BackendError::Server(
+                "replay only: no model is called".into(),
+            ))
         })
     }
 }
@@ -588,17 +723,20 @@ mod tests {
         let entry = CacheEntry {
             identity: identity(),
             request: request("a"),
-            response: ChatResponse {
-                text: "x".into(),
-                finish_reason: None,
-                usage: Usage::default(),
-                attempts: 1,
-                latency_ms: 3,
-                cached: false,
+            outcome: CachedOutcome::Answer {
+                response: ChatResponse {
+                    text: "x".into(),
+                    finish_reason: None,
+                    usage: Usage::default(),
+                    attempts: 1,
+                    latency_ms: 3,
+                    cached: false,
+                },
             },
         };
         cache.put(&key, &entry).unwrap();
         assert_eq!(cache.get(&key).unwrap(), Some(entry));
+        assert_eq!(cache.identities().unwrap(), vec![identity()]);
         tree.insert(key.0.as_bytes(), b"not json".to_vec()).unwrap();
         let err = cache.get(&key).unwrap_err();
         assert!(err.to_string().contains(&key.0), "{err}");

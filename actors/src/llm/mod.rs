@@ -37,12 +37,12 @@ use backend::{
     ApiKey, BackendError, BackendIdentity, ChatBackend, ChatFuture, ChatRequest, OpenAiBackend,
 };
 use layers::{
-    CacheMode, Cached, ConcurrencyLimit, Metered, ResponseCache, RetryPolicy, Stack, Timeout,
-    UsageMeter, UsageTotals,
+    CacheMode, Cached, ConcurrencyLimit, Metered, Offline, ResponseCache, RetryPolicy, Stack,
+    Timeout, UsageMeter, UsageTotals,
 };
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{ObsRequest, Paradigm};
-use operator::{LlmOperator, OperatorConfig};
+use operator::{LlmOperator, OperatorConfig, ReplayMiss, ReplayMisses};
 use parser::{OutputFormat, ResponseParser};
 use prompt::{
     CoordinationLevel, Identity, ObservationMode, PromptBuilder, PromptOptions, PromptOrder,
@@ -231,8 +231,9 @@ pub const SETTINGS_HELP: &[&str] = &[
 /// backend configuration, so concurrency limits hold across agents), the response cache
 /// and run-wide accounting.
 pub struct LlmResources {
-    cache: Option<(Arc<dyn ResponseCache>, CacheMode)>,
+    cache: Mutex<Option<(Arc<dyn ResponseCache>, CacheMode)>>,
     meter: Arc<UsageMeter>,
+    replay_misses: Arc<ReplayMisses>,
     local_config: Option<LlmServerConfig>,
     local: Mutex<Option<Addr<LlmServer>>>,
     stacks: Mutex<BTreeMap<String, SharedStack>>,
@@ -251,8 +252,9 @@ impl LlmResources {
     /// No cache; the local server configured from the environment on first use.
     pub fn new() -> Self {
         Self {
-            cache: None,
+            cache: Mutex::new(None),
             meter: Arc::default(),
+            replay_misses: Arc::default(),
             local_config: None,
             local: Mutex::new(None),
             stacks: Mutex::new(BTreeMap::new()),
@@ -261,9 +263,27 @@ impl LlmResources {
 
     /// Answers from (and stores into) `cache`; [`CacheMode::ReplayOnly`] never calls a
     /// model.
-    pub fn with_cache(mut self, cache: Arc<dyn ResponseCache>, mode: CacheMode) -> Self {
-        self.cache = Some((cache, mode));
+    pub fn with_cache(self, cache: Arc<dyn ResponseCache>, mode: CacheMode) -> Self {
+        self.use_cache(Some((cache, mode)));
         self
+    }
+
+    /// Sets (or, with `None`, removes) the response cache of the operators built from now
+    /// on: backend stacks built before are dropped from the table, so set the cache
+    /// before the operators that should use it are built (e.g. after a run's experiment
+    /// was validated and its run store opened). With [`CacheMode::ReplayOnly`] no model
+    /// is called and no local server is started. The count of replay misses starts over.
+    pub fn use_cache(&self, cache: Option<(Arc<dyn ResponseCache>, CacheMode)>) {
+        let mut current = match self.cache.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *current = cache;
+        self.replay_misses.clear();
+        match self.stacks.lock() {
+            Ok(mut stacks) => stacks.clear(),
+            Err(poisoned) => poisoned.into_inner().clear(),
+        }
     }
 
     /// Runs the local server with `config` instead of the environment's.
@@ -280,6 +300,11 @@ impl LlmResources {
     /// The run-wide meter.
     pub fn meter(&self) -> Arc<UsageMeter> {
         self.meter.clone()
+    }
+
+    /// Requests a replay-only cache did not hold: how many, and the first.
+    pub fn replay_misses(&self) -> (u64, Option<ReplayMiss>) {
+        self.replay_misses.summary()
     }
 
     /// The most requests seen in flight at once on any backend.
@@ -329,6 +354,11 @@ impl LlmResources {
             "{:?}|{}|{}|{}",
             settings.backend, settings.concurrency, settings.timeout_ms, settings.http_retries
         );
+        let cache = self
+            .cache
+            .lock()
+            .map_err(|_| SpecError::new("backend", "response cache poisoned"))?
+            .clone();
         let mut stacks = self
             .stacks
             .lock()
@@ -336,12 +366,42 @@ impl LlmResources {
         if let Some((stack, _)) = stacks.get(&key) {
             return Ok(stack.clone());
         }
-        let http: Arc<dyn ChatBackend> = match &settings.backend {
+        let limit = ConcurrencyLimit::layer(settings.concurrency);
+        let stack = match cache {
+            Some((cache, CacheMode::ReplayOnly)) => {
+                let identity = self.replay_identity(&settings.backend, cache.as_ref())?;
+                Stack::new(Offline(identity)).layer(Cached {
+                    cache,
+                    mode: CacheMode::ReplayOnly,
+                })
+            }
+            cache => {
+                let stack = Stack::from_arc(self.http_backend(&settings.backend)?)
+                    .layer(Timeout(Duration::from_millis(settings.timeout_ms.max(1))))
+                    .layer(limit.clone())
+                    .layer(RetryPolicy {
+                        max_retries: settings.http_retries,
+                        ..RetryPolicy::default()
+                    });
+                match cache {
+                    Some((cache, mode)) => stack.layer(Cached { cache, mode }),
+                    None => stack,
+                }
+            }
+        };
+        let stack = stack.layer(Metered(self.meter.clone())).build();
+        stacks.insert(key, (stack.clone(), limit));
+        Ok(stack)
+    }
+
+    /// The HTTP backend (or the local server) for `setting`.
+    fn http_backend(&self, setting: &BackendSetting) -> Result<Arc<dyn ChatBackend>, SpecError> {
+        Ok(match setting {
             BackendSetting::Local => Arc::new(LocalBackend {
                 server: self.local_server()?,
                 identity: BackendIdentity {
                     model: self.local_config()?.model_name(),
-                    base_url: "local".into(),
+                    base_url: LOCAL.into(),
                 },
                 client: Mutex::new(None),
             }),
@@ -357,26 +417,66 @@ impl LlmResources {
                 };
                 Arc::new(OpenAiBackend::new(base_url, model, key, base_url))
             }
+        })
+    }
+
+    /// The identity under which a replayed backend's answers were recorded. A remote
+    /// backend is its settings; the local model is the one the cache holds answers of
+    /// (its file need not exist on a machine that only replays), or, if the cache holds
+    /// several, the configured one.
+    fn replay_identity(
+        &self,
+        setting: &BackendSetting,
+        cache: &dyn ResponseCache,
+    ) -> Result<BackendIdentity, SpecError> {
+        let BackendSetting::Remote {
+            base_url, model, ..
+        } = setting
+        else {
+            let local: Vec<BackendIdentity> = cache
+                .identities()
+                .map_err(|e| SpecError::new("backend", e.to_string()))?
+                .into_iter()
+                .filter(|i| i.base_url == LOCAL)
+                .collect();
+            return match local.as_slice() {
+                [only] => Ok(only.clone()),
+                [] => Err(SpecError::new(
+                    "backend",
+                    "replay: the response cache holds no answers of the local model",
+                )),
+                several => {
+                    let configured = self.local_config()?.model_name();
+                    several
+                        .iter()
+                        .find(|i| i.model == configured)
+                        .cloned()
+                        .ok_or_else(|| {
+                            SpecError::new(
+                                "backend",
+                                format!(
+                                    "replay: the response cache holds answers of the local models {}, not of the configured {configured}",
+                                    several
+                                        .iter()
+                                        .map(|i| i.model.as_str())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ),
+                            )
+                        })
+                }
+            };
         };
-        let limit = ConcurrencyLimit::layer(settings.concurrency);
-        let mut stack = Stack::from_arc(http)
-            .layer(Timeout(Duration::from_millis(settings.timeout_ms.max(1))))
-            .layer(limit.clone())
-            .layer(RetryPolicy {
-                max_retries: settings.http_retries,
-                ..RetryPolicy::default()
-            });
-        if let Some((cache, mode)) = &self.cache {
-            stack = stack.layer(Cached {
-                cache: cache.clone(),
-                mode: *mode,
-            });
-        }
-        let stack = stack.layer(Metered(self.meter.clone())).build();
-        stacks.insert(key, (stack.clone(), limit));
-        Ok(stack)
+        Ok(BackendIdentity {
+            model: model.clone(),
+            base_url: base_url.clone(),
+        })
     }
 }
+
+/// The address of the local server in backend identities (its port changes from run to
+/// run).
+const LOCAL: &str = "local";
 
 /// The local server behind a chat backend: asks the server for its current address
 /// (it changes when the server restarts) and sends the request there.
@@ -399,7 +499,7 @@ impl LocalBackend {
                     url,
                     &self.identity.model,
                     ApiKey::none(),
-                    "local",
+                    LOCAL,
                 ));
                 *client = Some((url.to_owned(), backend.clone()));
                 backend
@@ -516,6 +616,7 @@ fn spawn(
         visible_teammates: settings.observation_mode == ObservationMode::VisibleTeammates,
         record_prompt: settings.record_prompt,
         default_action: spec.default_action,
+        replay_misses: resources.replay_misses.clone(),
     };
     let backend = resources.backend(&settings)?;
     let channel = cx.session.channel.clone().filter(|_| scope.is_some());

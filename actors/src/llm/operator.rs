@@ -6,9 +6,13 @@
 //! `record_prompt = true`) or `prompt_key` (its response-cache key), `raw` (the last
 //! answer), `parse_ok`, `retries` (format re-prompts), `format_errors`, `message`,
 //! `scratchpad`, `received` (messages read), `usage.{prompt_tokens,completion_tokens}`,
-//! `latency_ms`, `http_attempts`, and `error` when the backend failed.
+//! `latency_ms`, `http_attempts`, `cache_hits` (answers served from the response cache;
+//! volatile like `latency_ms`, since a replay serves every answer from it), and `error`
+//! when the backend failed.
 
-use super::backend::{ChatBackend, ChatMessage, ChatRequest, Content, ContentPart, Role, Usage};
+use super::backend::{
+    BackendError, ChatBackend, ChatMessage, ChatRequest, Content, ContentPart, Role, Usage,
+};
 use super::layers::CacheKey;
 use super::parser::{Parsed, ResponseParser};
 use super::prompt::{CurrentTurn, PromptBuilder, Turn};
@@ -20,7 +24,7 @@ use mosaic_core::{Action, Decision, DecisionSource, Observation};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// What an operator needs that does not change between episodes.
 #[derive(Clone)]
@@ -51,6 +55,62 @@ pub struct OperatorConfig {
     pub record_prompt: bool,
     /// The action taken when no usable answer comes.
     pub default_action: Action,
+    /// Where requests missing from a replay-only cache are reported.
+    pub replay_misses: Arc<ReplayMisses>,
+}
+
+/// A request that a replay-only run did not find in its response cache.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayMiss {
+    /// The agent that asked.
+    pub agent: String,
+    /// The episode's seed.
+    pub episode_seed: u64,
+    /// The environment step.
+    pub step: u32,
+    /// The request's cache key.
+    pub key: String,
+}
+
+impl std::fmt::Display for ReplayMiss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "agent `{}` (episode seed {}, step {}) sent request {}, which the response cache does not hold",
+            self.agent, self.episode_seed, self.step, self.key
+        )
+    }
+}
+
+/// The replay misses of a run: how many, and the first.
+#[derive(Debug, Default)]
+pub struct ReplayMisses(Mutex<(u64, Option<ReplayMiss>)>);
+
+impl ReplayMisses {
+    fn note(&self, miss: ReplayMiss) {
+        let mut misses = match self.0.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        misses.0 += 1;
+        misses.1.get_or_insert(miss);
+    }
+
+    /// Forgets the misses (a new cache starts a new count).
+    pub(crate) fn clear(&self) {
+        match self.0.lock() {
+            Ok(mut guard) => *guard = (0, None),
+            Err(poisoned) => *poisoned.into_inner() = (0, None),
+        }
+    }
+
+    /// How many requests missed, and the first of them.
+    pub fn summary(&self) -> (u64, Option<ReplayMiss>) {
+        match self.0.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
 }
 
 /// The serialisable state of an operator (checkpointed with the step records).
@@ -125,6 +185,7 @@ pub struct LlmOperator {
     channel: Option<Addr<Channel>>,
     state: LlmState,
     usage: AgentUsage,
+    episode_seed: u64,
 }
 
 impl LlmOperator {
@@ -140,6 +201,7 @@ impl LlmOperator {
             channel,
             state: LlmState::default(),
             usage: AgentUsage::default(),
+            episode_seed: 0,
         }
     }
 }
@@ -160,6 +222,7 @@ impl Handler<BeginEpisode> for LlmOperator {
             seed: msg.ctx.seed,
             ..LlmState::default()
         };
+        self.episode_seed = msg.ctx.episode_seed;
         self.usage.episode = UsageTally::default();
         Ok(())
     }
@@ -264,6 +327,7 @@ struct Job {
     state: LlmState,
     obs: Arc<Observation>,
     step: u32,
+    episode_seed: u64,
 }
 
 impl Job {
@@ -341,6 +405,7 @@ impl Job {
         let mut format_errors = Vec::new();
         let mut raw: Option<String> = None;
         let mut http_attempts = 0;
+        let mut cache_hits = 0u32;
         let mut backend_error = None;
         let mut parsed: Option<Parsed> = None;
         let mut request;
@@ -357,11 +422,20 @@ impl Job {
                 Ok(response) => response,
                 Err(error) => {
                     http_attempts += error.attempts();
+                    if let BackendError::CacheMiss(key) = &error {
+                        config.replay_misses.note(ReplayMiss {
+                            agent: config.agent.clone(),
+                            episode_seed: self.episode_seed,
+                            step: self.step,
+                            key: key.clone(),
+                        });
+                    }
                     backend_error = Some(error.to_string());
                     break;
                 }
             };
             http_attempts += response.attempts;
+            cache_hits += u32::from(response.cached);
             tally.usage += response.usage;
             tally.latency_ms += response.latency_ms;
             match config.parser.parse(&response.text, &self.obs.legal) {
@@ -431,6 +505,7 @@ impl Job {
         );
         detail.insert("latency_ms".into(), json!(tally.latency_ms));
         detail.insert("http_attempts".into(), json!(http_attempts));
+        detail.insert("cache_hits".into(), json!(cache_hits));
         if let Some(error) = &backend_error {
             detail.insert("error".into(), json!(error));
         }
@@ -512,6 +587,7 @@ impl Handler<Decide> for LlmOperator {
             state: self.state.clone(),
             obs: msg.obs,
             step: msg.step,
+            episode_seed: self.episode_seed,
         };
         let default_action = self.config.default_action;
         let work = async move {

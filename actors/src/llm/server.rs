@@ -6,7 +6,8 @@
 //! [`GetEndpoint`] answers with the base URL once the server is healthy.
 //!
 //! The binary and the model come from `scripts/setup/llm-server.sh`, which prints
-//! `MOSAIC_LLAMA_SERVER=...` and `MOSAIC_LLM_MODEL=...` (see [`LlmServerConfig::from_env`]).
+//! `MOSAIC_LLAMA_SERVER=...` and `MOSAIC_LLM_MODEL=...` (see [`LlmServerConfig::from_env`]);
+//! `MOSAIC_LLAMA_THREADS` optionally sets its thread count.
 
 use actix::prelude::*;
 use std::collections::VecDeque;
@@ -21,6 +22,11 @@ use tokio::sync::oneshot;
 pub const SERVER_ENV: &str = "MOSAIC_LLAMA_SERVER";
 /// Environment variable naming the GGUF model.
 pub const MODEL_ENV: &str = "MOSAIC_LLM_MODEL";
+/// Environment variable with the number of threads of the server (optional; llama.cpp
+/// uses the physical cores by default). Fewer threads than cores answer far faster when
+/// other processes compete for the CPU: on two busy cores one thread answered about four
+/// times faster than two.
+pub const THREADS_ENV: &str = "MOSAIC_LLAMA_THREADS";
 
 /// The local server failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,6 +61,8 @@ pub struct LlmServerConfig {
     pub parallel: u32,
     /// Context size over all slots (`-c`).
     pub context: u32,
+    /// Threads (`--threads`); `None`: llama.cpp's default.
+    pub threads: Option<u32>,
     /// Extra command-line arguments.
     pub extra_args: Vec<String>,
     /// How long to wait for `/health`.
@@ -71,6 +79,7 @@ impl LlmServerConfig {
             model: model.into(),
             parallel: 4,
             context: 8192,
+            threads: None,
             extra_args: Vec::new(),
             ready_timeout: Duration::from_secs(60),
             max_restarts: 3,
@@ -86,9 +95,17 @@ impl LlmServerConfig {
                 ))
             })
         };
-        let config = Self::new(var(SERVER_ENV)?, var(MODEL_ENV)?);
+        let mut config = Self::new(var(SERVER_ENV)?, var(MODEL_ENV)?);
+        config.threads = Self::threads_from_env()?;
         config.check()?;
         Ok(config)
+    }
+
+    /// The thread count in `MOSAIC_LLAMA_THREADS`, if it is set.
+    pub fn threads_from_env() -> Result<Option<u32>, ServerError> {
+        std::env::var_os(THREADS_ENV)
+            .map(|value| parse_threads(&value))
+            .transpose()
     }
 
     /// Checks that the binary and the model exist.
@@ -113,6 +130,20 @@ impl LlmServerConfig {
             .file_name()
             .map_or_else(|| "local".into(), |n| n.to_string_lossy().into_owned())
     }
+}
+
+/// A thread count as `MOSAIC_LLAMA_THREADS` gives it.
+fn parse_threads(value: &std::ffi::OsStr) -> Result<u32, ServerError> {
+    value
+        .to_str()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|threads| *threads > 0)
+        .ok_or_else(|| {
+            ServerError::Config(format!(
+                "{THREADS_ENV}={}: expected a number of threads (1 or more)",
+                value.to_string_lossy()
+            ))
+        })
 }
 
 /// Asks for the server's base URL (`http://127.0.0.1:PORT/v1`), waiting until it is
@@ -215,6 +246,12 @@ impl LlmServer {
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["-c", &config.context.to_string()])
             .args(["-np", &config.parallel.to_string()])
+            .args(
+                config
+                    .threads
+                    .iter()
+                    .flat_map(|n| ["--threads".to_owned(), n.to_string()]),
+            )
             .args(&config.extra_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -392,6 +429,24 @@ impl Handler<KillProcess> for LlmServer {
         match self.kill.take() {
             Some(kill) => kill.send(()).is_ok(),
             None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn thread_counts_are_checked() {
+        assert_eq!(parse_threads(OsStr::new(" 1 ")), Ok(1));
+        for bad in ["0", "two", "-1", ""] {
+            let error = parse_threads(OsStr::new(bad)).unwrap_err();
+            assert!(
+                error.to_string().contains(&format!("{THREADS_ENV}={bad}:")),
+                "{error}"
+            );
         }
     }
 }

@@ -11,8 +11,9 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// The local model server's binary and model: from `MOSAIC_LLAMA_SERVER` and
 /// `MOSAIC_LLM_MODEL` when both are set, else from `scripts/setup/llm-server.sh` (cached;
-/// the first run builds llama-server, several minutes). Panics with the reason when
-/// neither works: these tests never skip.
+/// the first run builds llama-server, several minutes); threads from
+/// `MOSAIC_LLAMA_THREADS` when set. Panics with the reason when neither works: these tests
+/// never skip.
 pub fn server_config() -> LlmServerConfig {
     static CONFIG: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     let (binary, model) = CONFIG.get_or_init(|| {
@@ -46,7 +47,7 @@ pub fn server_config() -> LlmServerConfig {
         (value(SERVER_ENV), value(MODEL_ENV))
     });
     let mut config = LlmServerConfig::new(binary, model);
-    config.extra_args = vec!["--threads".into(), "2".into()];
+    config.threads = LlmServerConfig::threads_from_env().unwrap_or_else(|e| panic!("{e}"));
     config
 }
 

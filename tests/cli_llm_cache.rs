@@ -1,0 +1,251 @@
+//! `mosaic run --llm-cache`: a run with an LLM agent on the real local model is recorded,
+//! then replayed with no model available at all, and the records are equal.
+
+use mosaic_core::record::strip_volatile;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// `MOSAIC_LLAMA_SERVER` and `MOSAIC_LLM_MODEL`: from the environment when both are set,
+/// else from `scripts/setup/llm-server.sh` (cached; its first run builds llama-server).
+fn local_model() -> &'static [(String, String)] {
+    static VARS: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    VARS.get_or_init(|| {
+        const NAMES: [&str; 2] = ["MOSAIC_LLAMA_SERVER", "MOSAIC_LLM_MODEL"];
+        let from_env: Vec<(String, String)> = NAMES
+            .iter()
+            .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+            .collect();
+        if from_env.len() == NAMES.len() {
+            return from_env;
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/setup/llm-server.sh");
+        let output = Command::new("bash")
+            .arg(&script)
+            .output()
+            .expect("the set-up script runs");
+        assert!(
+            output.status.success(),
+            "{} failed:\n{}",
+            script.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let vars: Vec<(String, String)> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .filter(|(name, _)| NAMES.contains(name))
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect();
+        assert_eq!(vars.len(), 2, "the set-up script printed {vars:?}");
+        vars
+    })
+}
+
+/// Runs `mosaic` with the local model configured, or (`offline`) with no model at all.
+fn mosaic<S: AsRef<std::ffi::OsStr>>(args: &[S], offline: bool) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mosaic"));
+    command.args(args);
+    for (name, value) in local_model() {
+        if offline {
+            command.env_remove(name);
+        } else {
+            command.env(name, value);
+        }
+    }
+    command.output().expect("the mosaic binary runs")
+}
+
+/// One LLM agent (with a scripted teammate) against random, short episodes.
+fn experiment(dir: &Path, history: u32) -> PathBuf {
+    let path = dir.join(format!("llm-history-{history}.toml"));
+    let text = format!(
+        r#"name = "llm-cache"
+episodes = 2
+max_steps = 5
+parallelism = 2
+seeds = {{ plan = "procedural", base = 77 }}
+
+[[operators]]
+id = "mixed"
+env = "soccer-2v2"
+
+[operators.agents]
+green_0 = {{ kind = "llm", format = "grammar", history = {history}, max_tokens = 48, message_cap = 40, scratchpad_cap = 40 }}
+green_1 = {{ kind = "scripted" }}
+"*" = {{ kind = "random" }}
+"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A run's records with volatile fields removed, sorted (lanes interleave).
+fn stable_lines(path: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            strip_volatile(&mut value);
+            value.to_string()
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// green_0's row of the report's LLM usage (`mosaic report --format json`).
+fn llm_usage(run: &Path) -> serde_json::Value {
+    let output = mosaic(
+        &["report", &run.to_string_lossy(), "--format", "json"],
+        true,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    report["operators"][0]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "green_0")
+        .expect("green_0 in the report")["llm"]
+        .clone()
+}
+
+#[test]
+fn a_recorded_run_replays_without_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(dir.path(), 2);
+    let file = file.to_string_lossy();
+    let recorded_out = dir.path().join("recorded");
+    let replayed_out = dir.path().join("replayed");
+    let recorded = recorded_out.join("r");
+    let args = |out: &Path| -> Vec<String> {
+        [
+            "run",
+            &file,
+            "--out",
+            &out.to_string_lossy(),
+            "--run-id",
+            "r",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+
+    let record = mosaic(&args(&recorded_out), false);
+    assert!(record.status.success(), "{}", stderr(&record));
+
+    // Replay: the model is not even configured, so any request would fail.
+    let mut replay_args = args(&replayed_out);
+    replay_args.extend(
+        [
+            "--llm-cache",
+            "replay",
+            "--llm-cache-from",
+            &recorded.to_string_lossy(),
+        ]
+        .map(str::to_owned),
+    );
+    let replay = mosaic(&replay_args, true);
+    assert!(replay.status.success(), "{}", stderr(&replay));
+    let replayed = replayed_out.join("r");
+    for file in ["steps.jsonl", "episodes.jsonl"] {
+        assert_eq!(
+            stable_lines(&recorded.join(file)),
+            stable_lines(&replayed.join(file)),
+            "{file} differs"
+        );
+    }
+    // The report's LLM figures trace to the same records: same tokens and requests,
+    // every answer of the replay from the cache.
+    let (original, again) = (llm_usage(&recorded), llm_usage(&replayed));
+    assert_eq!(original["decisions"], 10);
+    assert_eq!(original["cache_hits"], 0);
+    assert_eq!(again["cache_hits"], original["requests"]);
+    for figure in [
+        "decisions",
+        "requests",
+        "prompt_tokens",
+        "completion_tokens",
+    ] {
+        assert_eq!(original[figure], again[figure], "{figure}");
+    }
+
+    // The replayed run carries the cache too: it replays in turn.
+    let mut again_args = args(&dir.path().join("again"));
+    again_args.extend(
+        [
+            "--llm-cache",
+            "replay",
+            "--llm-cache-from",
+            &replayed.to_string_lossy(),
+        ]
+        .map(str::to_owned),
+    );
+    let again = mosaic(&again_args, true);
+    assert!(again.status.success(), "{}", stderr(&again));
+
+    // A changed prompt (longer history) is not in the cache: the run fails naming the
+    // agent and the request.
+    let changed = experiment(dir.path(), 3);
+    let changed_out = dir.path().join("changed").to_string_lossy().into_owned();
+    let miss = mosaic(
+        &[
+            "run",
+            &changed.to_string_lossy(),
+            "--out",
+            &changed_out,
+            "--llm-cache",
+            "replay",
+            "--llm-cache-from",
+            &recorded.to_string_lossy(),
+        ],
+        true,
+    );
+    assert_eq!(miss.status.code(), Some(1), "{}", stderr(&miss));
+    let error = stderr(&miss);
+    assert!(
+        error.contains("agent `green_0`") && error.contains("not hold"),
+        "{error}"
+    );
+}
+
+#[test]
+fn cache_options_that_cannot_work_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(dir.path(), 1);
+    let file = file.to_string_lossy();
+    let out = dir.path().to_string_lossy();
+    let no_source = mosaic(
+        &["run", &file, "--out", &out, "--llm-cache", "replay"],
+        true,
+    );
+    assert_eq!(no_source.status.code(), Some(2));
+    assert!(stderr(&no_source).contains("--llm-cache-from"));
+    let not_a_run = mosaic(
+        &[
+            "run",
+            &file,
+            "--out",
+            &out,
+            "--llm-cache",
+            "replay",
+            "--llm-cache-from",
+            &dir.path().join("nothing").to_string_lossy(),
+        ],
+        true,
+    );
+    assert_eq!(not_a_run.status.code(), Some(2), "{}", stderr(&not_a_run));
+    assert!(stderr(&not_a_run).contains("nothing"));
+    // Nothing was written for either.
+    let written: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert!(written.is_empty(), "{written:?}");
+}
