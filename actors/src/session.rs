@@ -381,31 +381,39 @@ impl Handles {
             self.restart(episode, Child::Agent(agent), failure.to_string())
                 .await?;
         }
+        let seed = episode.seed;
+        let view = self
+            .ask_env(episode, || Reset {
+                seed,
+                wants: self.wants.clone(),
+            })
+            .await?;
+        episode.done = view.acting.is_empty();
+        episode.terminated = episode.done;
+        episode.view = view;
+        episode.recovery.checkpointed = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Sends the environment the message `make` builds, restarting the environment (and
+    /// rebuilding its state) while it crashes; other errors end the episode.
+    async fn ask_env<M>(
+        &self,
+        episode: &mut Episode,
+        make: impl Fn() -> M,
+    ) -> Result<EnvView, SessionError>
+    where
+        M: Message<Result = Result<EnvView, EnvError>> + Send + 'static,
+        EnvActor: Handler<M>,
+    {
         loop {
-            let reset = self
-                .env()
-                .send(Reset {
-                    seed: episode.seed,
-                    wants: self.wants.clone(),
-                })
-                .await;
-            match reset {
-                Ok(Ok(view)) => {
-                    episode.done = view.acting.is_empty();
-                    episode.terminated = episode.done;
-                    episode.view = view;
-                    episode.recovery.checkpointed = Some(Instant::now());
-                    return Ok(());
-                }
-                Ok(Err(EnvError::Crashed(failure))) => {
-                    self.restart(episode, Child::Env, failure).await?;
-                }
-                Err(mailbox) => {
-                    self.restart(episode, Child::Env, mailbox.to_string())
-                        .await?;
-                }
+            let failure = match self.env().send(make()).await {
+                Ok(Ok(view)) => return Ok(view),
+                Ok(Err(EnvError::Crashed(failure))) => failure,
+                Err(mailbox) => mailbox.to_string(),
                 Ok(Err(e)) => return Err(self.env_error(e)),
-            }
+            };
+            self.restart(episode, Child::Env, failure).await?;
         }
     }
 
@@ -821,26 +829,12 @@ impl Handles {
                 source: decision.source,
             });
         }
-        let mut view = loop {
-            let stepped = self
-                .env()
-                .send(Step {
-                    actions: actions.clone(),
-                    wants: self.wants.clone(),
-                })
-                .await;
-            match stepped {
-                Ok(Ok(view)) => break view,
-                Ok(Err(EnvError::Crashed(failure))) => {
-                    self.restart(episode, Child::Env, failure).await?;
-                }
-                Err(mailbox) => {
-                    self.restart(episode, Child::Env, mailbox.to_string())
-                        .await?;
-                }
-                Ok(Err(e)) => return Err(self.env_error(e)),
-            }
-        };
+        let mut view = self
+            .ask_env(episode, || Step {
+                actions: actions.clone(),
+                wants: self.wants.clone(),
+            })
+            .await?;
         episode.recovery.actions.push(actions);
         let transition = view
             .transition
