@@ -1,5 +1,9 @@
 //! Errors of the actor layer.
 
+/// Why a decision that missed its deadline took the fallback action (recorded in its
+/// `decision.error`).
+pub const DEADLINE_MISSED: &str = "no decision before the deadline";
+
 /// An operator could not decide (its decision becomes the default action).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum OperatorError {

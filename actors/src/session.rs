@@ -420,12 +420,7 @@ impl Handles {
     /// The action taken when an operator gives none: the default action if legal here,
     /// else the first legal action.
     fn fallback_action(&self, obs: &Observation) -> Action {
-        let default = self.spec.default_action;
-        if obs.legal.is_empty() || obs.is_legal(default) {
-            default
-        } else {
-            obs.legal_actions().next().unwrap_or(default)
-        }
+        obs.fallback(self.spec.default_action)
     }
 
     /// Asks the acting agents in `agents` (indices into `episode.view.acting`) for their
@@ -460,7 +455,7 @@ impl Handles {
                     None => Decision::fallback(
                         self.fallback_action(obs),
                         DecisionSource::Timeout,
-                        "no decision before the deadline",
+                        crate::error::DEADLINE_MISSED,
                     ),
                     Some(Err(mailbox)) => {
                         return (

@@ -99,4 +99,21 @@ impl Observation {
     pub fn is_legal(&self, action: crate::Action) -> bool {
         self.legal.get(action.index()).copied().unwrap_or(false)
     }
+
+    /// The action taken in place of a missing decision: `default` if it is legal here (or
+    /// the mask is empty), else the first legal action.
+    ///
+    /// ```
+    /// use mosaic_core::{Action, Observation};
+    /// let obs = Observation::with_mask(0, vec![false, true, true]);
+    /// assert_eq!(obs.fallback(Action(2)), Action(2));
+    /// assert_eq!(obs.fallback(Action(0)), Action(1));
+    /// ```
+    pub fn fallback(&self, default: crate::Action) -> crate::Action {
+        if self.legal.is_empty() || self.is_legal(default) {
+            default
+        } else {
+            self.legal_actions().next().unwrap_or(default)
+        }
+    }
 }

@@ -17,6 +17,7 @@ use super::layers::CacheKey;
 use super::parser::{Parsed, ResponseParser};
 use super::prompt::{CurrentTurn, PromptBuilder, Turn};
 use crate::channel::{Channel, Envelope, Inbox, Post, Scope};
+use crate::error::DEADLINE_MISSED;
 use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
 use actix::prelude::*;
 use base64::Engine as _;
@@ -580,6 +581,9 @@ impl Handler<Decide> for LlmOperator {
     type Result = AtomicResponse<Self, Result<Decision, OperatorError>>;
 
     fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
+        // The session's own fallback for a missed deadline, so that the decision recorded
+        // is the same whichever of the two deadlines fires first (and in a replay).
+        let fallback = msg.obs.fallback(self.config.default_action);
         let job = Job {
             config: self.config.clone(),
             backend: self.backend.clone(),
@@ -589,26 +593,21 @@ impl Handler<Decide> for LlmOperator {
             step: msg.step,
             episode_seed: self.episode_seed,
         };
-        let default_action = self.config.default_action;
         let work = async move {
             match msg.deadline {
                 None => Ok(job.run().await),
                 Some(deadline) => tokio::time::timeout_at(deadline.into(), job.run())
                     .await
-                    .map_err(|_| default_action),
+                    .map_err(|_| fallback),
             }
         };
         AtomicResponse::new(Box::pin(work.into_actor(self).map(|result, act, _| {
             Ok(match result {
                 Ok(outcome) => act.apply(outcome),
-                Err(default_action) => {
+                Err(fallback) => {
                     act.usage.episode.fallbacks += 1;
                     act.usage.total.fallbacks += 1;
-                    Decision::fallback(
-                        default_action,
-                        DecisionSource::Timeout,
-                        "the model did not answer before the deadline",
-                    )
+                    Decision::fallback(fallback, DecisionSource::Timeout, DEADLINE_MISSED)
                 }
             })
         })))
