@@ -21,41 +21,22 @@ mod collect;
 #[path = "../tests/support/faults.rs"]
 mod faults;
 
+#[path = "support/soccer.rs"]
+mod soccer;
+
 use faults::{Fault, Striker, Target, experiment, plan, run};
-use mosaic::prelude::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Decisions per second of `episodes` soccer episodes under `checkpoint_interval_ms`.
 fn soccer(episodes: u32, checkpoint_interval_ms: u64) -> f64 {
-    let experiment = Experiment::builder("checkpoints")
-        .episodes(episodes)
-        .seeds(SeedPlan::Procedural { base: 1000 })
-        .max_steps(200)
-        .supervision(mosaic_core::experiment::SupervisionSpec {
+    let (time, decisions) = soccer::unrecorded(
+        episodes,
+        mosaic_core::experiment::SupervisionSpec {
             checkpoint_interval_ms,
             ..Default::default()
-        })
-        .operator(Operator::new("pitch", "soccer-2v2").everyone("random"))
-        .build()
-        .expect("valid experiment");
-    let runner = mosaic::actors::runner::Runner::new(
-        experiment.spec().clone(),
-        "bench".into(),
-        std::sync::Arc::new(experiment.envs().clone()),
-        std::sync::Arc::new(experiment.kinds().clone()),
+        },
     );
-    actix::System::new().block_on(async move {
-        let started = Instant::now();
-        let records = runner
-            .run(None, Default::default(), |_| {})
-            .await
-            .expect("run");
-        let decisions: u64 = records
-            .iter()
-            .map(|e| e.agents.iter().map(|a| u64::from(a.decisions)).sum::<u64>())
-            .sum();
-        decisions as f64 / started.elapsed().as_secs_f64()
-    })
+    decisions as f64 / time.as_secs_f64()
 }
 
 fn checkpoint_overhead(episodes: u32) {

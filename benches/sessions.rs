@@ -4,14 +4,16 @@
 //!
 //! `cargo bench --bench sessions [-- EPISODES]` (goal: ≤ 2 µs per decision).
 
+#[path = "support/soccer.rs"]
+mod soccer;
+
 use mosaic::prelude::*;
 use mosaic::run::RunOptions;
 use mosaic_core::Transition;
 use mosaic_core::baseline::Random;
 use mosaic_recorder::Durability;
+use soccer::MAX_STEPS;
 use std::time::{Duration, Instant};
-
-const MAX_STEPS: u32 = 200;
 
 /// Steps and decisions of `episodes` episodes played without actors or recording.
 fn bare(episodes: u32) -> (Duration, u64) {
@@ -79,31 +81,7 @@ fn actors(episodes: u32, durability: Durability, out: &std::path::Path) -> (Dura
 
 /// The same episodes through sessions and actors with no subscriber: the actor cost alone.
 fn actors_unrecorded(episodes: u32) -> (Duration, u64) {
-    let experiment = Experiment::builder("overhead")
-        .episodes(episodes)
-        .seeds(SeedPlan::Procedural { base: 1000 })
-        .max_steps(MAX_STEPS)
-        .operator(Operator::new("pitch", "soccer-2v2").everyone("random"))
-        .build()
-        .expect("valid experiment");
-    let runner = mosaic::actors::runner::Runner::new(
-        experiment.spec().clone(),
-        "bench".into(),
-        std::sync::Arc::new(experiment.envs().clone()),
-        std::sync::Arc::new(experiment.kinds().clone()),
-    );
-    actix::System::new().block_on(async move {
-        let started = Instant::now();
-        let records = runner
-            .run(None, Default::default(), |_| {})
-            .await
-            .expect("run");
-        let decisions = records
-            .iter()
-            .map(|e| e.agents.iter().map(|a| u64::from(a.decisions)).sum::<u64>())
-            .sum();
-        (started.elapsed(), decisions)
-    })
+    soccer::unrecorded(episodes, Default::default())
 }
 
 fn main() {

@@ -1,0 +1,42 @@
+//! The soccer workload the session benchmarks share: 4 random agents, episodes of at most
+//! 200 steps, seeds from 1000, run through sessions and actors with no subscriber.
+
+use mosaic::prelude::*;
+use std::time::{Duration, Instant};
+
+/// Step limit of every benchmark episode.
+pub const MAX_STEPS: u32 = 200;
+
+/// Plays `episodes` episodes through the runner under `supervision`; answers the wall time
+/// and the number of decisions made.
+pub fn unrecorded(
+    episodes: u32,
+    supervision: mosaic_core::experiment::SupervisionSpec,
+) -> (Duration, u64) {
+    let experiment = Experiment::builder("overhead")
+        .episodes(episodes)
+        .seeds(SeedPlan::Procedural { base: 1000 })
+        .max_steps(MAX_STEPS)
+        .supervision(supervision)
+        .operator(Operator::new("pitch", "soccer-2v2").everyone("random"))
+        .build()
+        .expect("valid experiment");
+    let runner = mosaic::actors::runner::Runner::new(
+        experiment.spec().clone(),
+        "bench".into(),
+        std::sync::Arc::new(experiment.envs().clone()),
+        std::sync::Arc::new(experiment.kinds().clone()),
+    );
+    actix::System::new().block_on(async move {
+        let started = Instant::now();
+        let records = runner
+            .run(None, Default::default(), |_| {})
+            .await
+            .expect("run");
+        let decisions = records
+            .iter()
+            .map(|e| e.agents.iter().map(|a| u64::from(a.decisions)).sum::<u64>())
+            .sum();
+        (started.elapsed(), decisions)
+    })
+}
