@@ -6,11 +6,10 @@
 //! Results never depend on the lane a unit ran on: a session resets its environment and
 //! every operator from the episode seed at the start of each episode.
 
+use crate::SessionError;
 use crate::operator::OperatorRegistry;
 use crate::session::{RunEpisode, Session, SessionConfig, Subscribers};
-use crate::{EpisodeEvent, SessionError};
 use actix::prelude::*;
-use futures::future::join_all;
 use mosaic_adapters::EnvRegistry;
 use mosaic_core::experiment::OnEscalation;
 use mosaic_core::record::{EPISODE_SCHEMA, EpisodeRecord};
@@ -294,16 +293,7 @@ impl Lane {
             steps_per_s: 0.0,
             timestamp: mosaic_core::record::now_ms(),
         });
-        let event = EpisodeEvent {
-            record: record.clone(),
-        };
-        join_all(
-            self.subscribers
-                .episodes
-                .iter()
-                .map(|s| s.send(event.clone())),
-        )
-        .await;
+        self.subscribers.publish_episode(&record).await;
         record
     }
 }

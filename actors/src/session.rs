@@ -92,6 +92,17 @@ pub struct Subscribers {
     pub episodes: Vec<Recipient<EpisodeEvent>>,
 }
 
+impl Subscribers {
+    /// Sends an episode's roll-up to every episode subscriber and waits until all have
+    /// handled it (durable sinks answer once it is on disk).
+    pub async fn publish_episode(&self, record: &Arc<EpisodeRecord>) {
+        let event = EpisodeEvent {
+            record: record.clone(),
+        };
+        join_all(self.episodes.iter().map(|s| s.send(event.clone()))).await;
+    }
+}
+
 impl std::fmt::Debug for Subscribers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Subscribers")
@@ -1019,16 +1030,7 @@ impl Handles {
             steps_per_s: f64::from(episode.view.steps) / duration.as_secs_f64().max(1e-9),
             timestamp: mosaic_core::record::now_ms(),
         });
-        let event = EpisodeEvent {
-            record: record.clone(),
-        };
-        join_all(
-            self.subscribers
-                .episodes
-                .iter()
-                .map(|s| s.send(event.clone())),
-        )
-        .await;
+        self.subscribers.publish_episode(&record).await;
         record
     }
 
