@@ -785,11 +785,6 @@ impl Supervisor {
         self.emit(&spec.name, EventKind::Started { generation });
     }
 
-    /// Counts a restart; `false` if it exceeds the intensity.
-    fn allow_restart(&mut self, now: Instant) -> bool {
-        self.restarts.allow(now)
-    }
-
     /// Takes the running instances of `indices` (to stop them), last first.
     fn take_running(
         &mut self,
@@ -822,7 +817,7 @@ impl Supervisor {
             ctx.wait(stop_all(failed).into_actor(self));
             return;
         }
-        if !self.allow_restart(detected) {
+        if !self.restarts.allow(detected) {
             let error = SupervisorError::IntensityExceeded {
                 supervisor: self.name.clone(),
                 child: name,
