@@ -15,6 +15,8 @@ pub const STEP_SCHEMA: &str = "mosaic.step/1";
 pub const EPISODE_SCHEMA: &str = "mosaic.episode/1";
 /// Schema tag of [`RunManifest`].
 pub const RUN_SCHEMA: &str = "mosaic.run/1";
+/// Schema tag of [`EpisodeCheckpoint`].
+pub const CHECKPOINT_SCHEMA: &str = "mosaic.checkpoint/1";
 
 /// Fields that hold wall-clock times or durations, or say how an LLM answer was served
 /// (`cache_hits`: a replay serves every answer from the response cache): the only ones
@@ -180,6 +182,30 @@ pub struct RestartRecord {
     pub recovery_ms: u64,
     /// Unix time in milliseconds of the detection.
     pub timestamp: u64,
+}
+
+/// The saved state of an unfinished episode after its first `step_index` steps: what
+/// `mosaic resume` continues from when the run's process died. Written only once the step
+/// records before it are durable, and only when every operator could save its state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeCheckpoint {
+    /// Always [`CHECKPOINT_SCHEMA`].
+    pub schema: String,
+    /// The operator configuration.
+    pub operator_id: String,
+    /// The episode index within the operator.
+    pub episode_index: u32,
+    /// Steps taken: the state is the one before step `step_index`.
+    pub step_index: u32,
+    /// The environment's snapshot; `None` when it cannot save its state (it is then rebuilt
+    /// by replaying the recorded actions from the seed).
+    pub env: Option<crate::Snapshot>,
+    /// Each agent's operator state, in agent order.
+    pub operators: Vec<serde_json::Value>,
+    /// The message channel's state (messages not yet delivered).
+    pub channel: serde_json::Value,
+    /// Restarts of the episode so far.
+    pub restarts: Vec<RestartRecord>,
 }
 
 /// `run.json`: what was run, with which software, under which seeds.

@@ -47,5 +47,5 @@ pub mod writer;
 pub use error::{RecorderError, Result};
 pub use jsonl::{Durability, JsonlReader, JsonlWriter, PendingSync, TornTail};
 pub use run_dir::{Records, RunDir, RunStatus, RunSummary, list_runs};
-pub use store::{Checkpoint, RunStore, StoreWriter, Unit, UnitDone};
+pub use store::{RunStore, StoreWriter, Unit, UnitDone};
 pub use writer::RunWriter;

@@ -5,9 +5,9 @@ use crate::jsonl::{Durability, JsonlReader, JsonlWriter, TornTail};
 use crate::schema::{Record, readable};
 use crate::store::{RunStore, Unit};
 use crate::writer::RunWriter;
-use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
+use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, RunManifest, StepRecord};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -228,7 +228,7 @@ impl RunDir {
         for unit in missing.keys() {
             store.discard(unit)?;
         }
-        let mut wanted = CompleteSet::default();
+        let mut wanted = Keep::default();
         for unit in missing.keys() {
             wanted.insert(&unit.operator_id, unit.episode_index);
         }
@@ -236,12 +236,7 @@ impl RunDir {
         let mut steps_seen: HashMap<(String, u32), (u32, Option<u32>)> = HashMap::new();
         let mut writer = store.writer();
         for_each_line(&self.steps_path(), |number, line| {
-            let probe: StepProbe =
-                serde_json::from_slice(line).map_err(|e| RecorderError::Malformed {
-                    path: self.steps_path(),
-                    line: number,
-                    message: e.to_string(),
-                })?;
+            let probe = StepProbe::parse(&self.steps_path(), number, line)?;
             if !wanted.contains(&probe.operator_id, probe.episode_index) {
                 return Ok(());
             }
@@ -350,20 +345,88 @@ impl RunDir {
         }
     }
 
-    /// Prepares an interrupted run for resuming: drops every record of units not marked
-    /// complete (from the store and from both JSON-lines files, including a torn tail), so
-    /// that re-running them duplicates nothing. Complete units are kept byte for byte.
+    /// Prepares an interrupted run for resuming. An unfinished episode with a checkpoint
+    /// keeps its step records before the checkpoint's step (it continues from there); every
+    /// other record of units not marked complete is dropped (from the store and from both
+    /// JSON-lines files, including a torn tail), so that re-running them duplicates
+    /// nothing. Complete units are kept byte for byte.
+    ///
+    /// A checkpoint is used only when the log holds every step before it (with
+    /// [`Durability::Flush`], a power loss can lose steps a checkpoint already counted);
+    /// otherwise the episode runs again from its seed.
     pub fn discard_incomplete(&self, store: &RunStore) -> Result<Discarded> {
         let mut discarded = Discarded::default();
+        let mut resumable = Vec::new();
         for unit in store.incomplete_units_with_records()? {
-            discarded.store_step_records += store.discard(&unit)?;
-            discarded.units.push(unit);
+            match store.checkpoint(&unit)? {
+                Some(checkpoint) if checkpoint.step_index > 0 => resumable.push(checkpoint),
+                _ => {
+                    discarded.store_step_records += store.discard(&unit)?;
+                    discarded.units.push(unit);
+                }
+            }
         }
-        store.flush()?;
-        let complete = CompleteSet::from_store(store)?;
-        discarded.step_lines = rewrite_keeping(&self.steps_path(), &complete)?;
-        discarded.episode_lines = rewrite_keeping(&self.episodes_path(), &complete)?;
+        let mut keep = Keep::complete(store)?;
+        if !resumable.is_empty() {
+            let counts = self.distinct_steps_before(&resumable)?;
+            for checkpoint in std::mem::take(&mut resumable) {
+                let unit = Unit::new(checkpoint.operator_id.clone(), checkpoint.episode_index);
+                discarded.store_step_records += if counts.get(&unit) == Some(&checkpoint.step_index)
+                {
+                    let removed = store.discard_steps(&unit)?;
+                    keep.prefix(&unit, checkpoint.step_index);
+                    resumable.push(checkpoint);
+                    removed
+                } else {
+                    discarded.units.push(unit.clone());
+                    store.discard(&unit)?
+                };
+            }
+        }
+        let mut writer = store.writer();
+        discarded.step_lines = rewrite_keeping(&self.steps_path(), &keep, true, |probe, line| {
+            // The store gets the kept steps back, as the sink will count them.
+            if keep.is_prefix(&probe.operator_id, probe.episode_index) {
+                let key =
+                    writer.unit_key(&probe.run_id, &probe.operator_id, probe.episode_index)?;
+                writer.append_line(key, probe.step_index, line)?;
+            }
+            Ok(())
+        })?;
+        writer.sync()?;
+        discarded.episode_lines =
+            rewrite_keeping(&self.episodes_path(), &keep, false, |_, _| Ok(()))?;
+        discarded.resumable = resumable;
         Ok(discarded)
+    }
+
+    /// Per unit of `checkpoints`: how many distinct steps before the checkpoint's step the
+    /// log holds.
+    fn distinct_steps_before(
+        &self,
+        checkpoints: &[EpisodeCheckpoint],
+    ) -> Result<HashMap<Unit, u32>> {
+        let mut before: HashMap<Unit, (u32, BTreeSet<u32>)> = checkpoints
+            .iter()
+            .map(|c| {
+                let unit = Unit::new(c.operator_id.clone(), c.episode_index);
+                (unit, (c.step_index, BTreeSet::new()))
+            })
+            .collect();
+        for_each_line(&self.steps_path(), |number, line| {
+            let probe = StepProbe::parse(&self.steps_path(), number, line)?;
+            let unit = Unit::new(probe.operator_id, probe.episode_index);
+            if let Some((limit, seen)) = before.get_mut(&unit)
+                && probe.step_index < *limit
+            {
+                seen.insert(probe.step_index);
+            }
+            Ok(())
+        })?;
+        Ok(before
+            .into_iter()
+            .map(|(unit, (_, seen))| (unit, seen.len() as u32))
+            .collect())
     }
 
     /// Checks that the store and the JSON-lines files agree on every complete unit: the
@@ -416,10 +479,10 @@ impl RunDir {
     }
 }
 
-/// What [`RunDir::discard_incomplete`] removed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What [`RunDir::discard_incomplete`] removed, and what continues from a checkpoint.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Discarded {
-    /// Units whose records were removed.
+    /// Units whose records were removed (they run again from their seeds).
     pub units: Vec<Unit>,
     /// Step records removed from the store.
     pub store_step_records: u64,
@@ -427,38 +490,79 @@ pub struct Discarded {
     pub step_lines: u64,
     /// Lines removed from `episodes.jsonl`.
     pub episode_lines: u64,
+    /// Unfinished episodes that keep their records before their checkpoint and continue
+    /// from it.
+    pub resumable: Vec<EpisodeCheckpoint>,
 }
 
-/// The complete units, for filtering records by unit.
+/// The records a rewrite keeps: every record of complete units, and the step records of
+/// resumable units before their checkpoint's step.
 #[derive(Debug, Default)]
-struct CompleteSet {
-    by_operator: HashMap<String, Vec<bool>>,
+struct Keep {
+    by_operator: HashMap<String, Vec<Kept>>,
 }
 
-impl CompleteSet {
-    fn from_store(store: &RunStore) -> Result<Self> {
-        let mut set = Self::default();
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+enum Kept {
+    #[default]
+    Nothing,
+    Complete,
+    StepsBefore(u32),
+}
+
+impl Keep {
+    fn complete(store: &RunStore) -> Result<Self> {
+        let mut keep = Self::default();
         for unit in store.completed_units()? {
-            set.insert(&unit.operator_id, unit.episode_index);
+            keep.insert(&unit.operator_id, unit.episode_index);
         }
-        Ok(set)
+        Ok(keep)
     }
 
     fn insert(&mut self, operator_id: &str, episode_index: u32) {
+        self.set(operator_id, episode_index, Kept::Complete);
+    }
+
+    fn prefix(&mut self, unit: &Unit, step_index: u32) {
+        self.set(
+            &unit.operator_id,
+            unit.episode_index,
+            Kept::StepsBefore(step_index),
+        );
+    }
+
+    fn set(&mut self, operator_id: &str, episode_index: u32, kept: Kept) {
         let flags = self.by_operator.entry(operator_id.to_owned()).or_default();
         let index = episode_index as usize;
         if flags.len() <= index {
-            flags.resize(index + 1, false);
+            flags.resize(index + 1, Kept::Nothing);
         }
-        flags[index] = true;
+        flags[index] = kept;
     }
 
-    fn contains(&self, operator_id: &str, episode_index: u32) -> bool {
+    fn get(&self, operator_id: &str, episode_index: u32) -> Kept {
         self.by_operator
             .get(operator_id)
             .and_then(|flags| flags.get(episode_index as usize))
             .copied()
-            .unwrap_or(false)
+            .unwrap_or_default()
+    }
+
+    fn contains(&self, operator_id: &str, episode_index: u32) -> bool {
+        self.get(operator_id, episode_index) == Kept::Complete
+    }
+
+    fn is_prefix(&self, operator_id: &str, episode_index: u32) -> bool {
+        matches!(self.get(operator_id, episode_index), Kept::StepsBefore(_))
+    }
+
+    /// Whether to keep the line of `probe`, from the step log when `step`, else a roll-up.
+    fn keeps(&self, probe: &StepProbe, step: bool) -> bool {
+        match self.get(&probe.operator_id, probe.episode_index) {
+            Kept::Complete => true,
+            Kept::StepsBefore(limit) => step && probe.step_index < limit,
+            Kept::Nothing => false,
+        }
     }
 }
 
@@ -473,24 +577,36 @@ struct StepProbe {
     step_index: u32,
 }
 
-/// Rewrites the JSON-lines file at `path` keeping only the lines of complete units (byte
-/// for byte). Returns how many lines were dropped; the file is replaced atomically, and
-/// left untouched when nothing is dropped.
-fn rewrite_keeping(path: &Path, complete: &CompleteSet) -> Result<u64> {
+impl StepProbe {
+    fn parse(path: &Path, number: u64, line: &[u8]) -> Result<Self> {
+        serde_json::from_slice(line).map_err(|e| RecorderError::Malformed {
+            path: path.to_owned(),
+            line: number,
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Rewrites the JSON-lines file at `path` keeping only the lines `keep` keeps (byte for
+/// byte; `steps` says whether it is the step log), handing each kept line to `kept`.
+/// Returns how many lines were dropped; the file is replaced atomically, and left untouched
+/// when nothing is dropped.
+fn rewrite_keeping(
+    path: &Path,
+    keep: &Keep,
+    steps: bool,
+    mut kept: impl FnMut(&StepProbe, &[u8]) -> Result<()>,
+) -> Result<u64> {
     let io = |p: &Path, e| RecorderError::io(p, e);
     let tmp = path.with_extension("jsonl.rewrite");
     let mut output =
         BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| io(&tmp, e))?);
     let mut dropped = 0;
     let torn = for_each_line(path, |number, line| {
-        let probe: StepProbe =
-            serde_json::from_slice(line).map_err(|e| RecorderError::Malformed {
-                path: path.to_owned(),
-                line: number,
-                message: e.to_string(),
-            })?;
-        if complete.contains(&probe.operator_id, probe.episode_index) {
+        let probe = StepProbe::parse(path, number, line)?;
+        if keep.keeps(&probe, steps) {
             output.write_all(line).map_err(|e| io(&tmp, e))?;
+            kept(&probe, line)?;
         } else {
             dropped += 1;
         }
@@ -623,7 +739,7 @@ impl Records {
                 steps_path,
                 episodes,
             } => {
-                let mut complete = CompleteSet::default();
+                let mut complete = Keep::default();
                 for e in episodes {
                     complete.insert(&e.operator_id, e.episode_index);
                 }
@@ -666,7 +782,6 @@ pub fn list_runs(dir: &Path) -> Result<Vec<Result<RunSummary>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Checkpoint;
     use crate::synthetic::{self, SyntheticEpisode};
 
     /// Writes `episodes`; the last `partial` ones lose their roll-up (as if killed
@@ -863,27 +978,119 @@ mod tests {
         drop(store);
     }
 
+    fn checkpoint(operator_id: &str, episode_index: u32, step_index: u32) -> EpisodeCheckpoint {
+        EpisodeCheckpoint {
+            schema: mosaic_core::record::CHECKPOINT_SCHEMA.to_owned(),
+            operator_id: operator_id.to_owned(),
+            episode_index,
+            step_index,
+            env: Some(mosaic_core::Snapshot(vec![1, 2, 3])),
+            operators: vec![serde_json::json!({"rng": step_index})],
+            channel: serde_json::Value::Null,
+            restarts: Vec::new(),
+        }
+    }
+
     #[test]
-    fn checkpoints_keep_the_latest_state_per_agent() {
+    fn an_episode_continues_from_its_checkpoint_with_the_steps_before_it() {
         let dir = tempfile::tempdir().unwrap();
-        let manifest = synthetic::manifest("r4", &["a"], 2, 1);
-        let (_, store) = RunDir::create(&dir.path().join("r4"), &manifest).unwrap();
-        let unit = Unit::new("a", 1);
-        assert_eq!(store.checkpoint(&unit, "green_0").unwrap(), None);
-        store.put_checkpoint(&unit, "green_0", 3, b"three").unwrap();
-        store.put_checkpoint(&unit, "green_0", 9, b"nine").unwrap();
-        store.put_checkpoint(&unit, "blue_0", 4, b"").unwrap();
+        let manifest = synthetic::manifest("r4", &["a"], 4, 1);
+        let episodes = synthetic::run_episodes(&manifest, 10, 2);
+        let path = dir.path().join("r4");
+        let (run, store) = RunDir::create(&path, &manifest).unwrap();
+        let mut writer = run.writer(&store, Durability::Sync).unwrap();
+        let complete = &episodes[0];
+        for step in &complete.steps {
+            writer.write_step(step).unwrap();
+        }
+        writer.write_episode(&complete.record).unwrap();
+        writer.commit().unwrap();
+        writer.mark_complete(&complete.record).unwrap();
+        // Episode 1: checkpoints after 2 and 4 steps, killed after 6.
+        for (step_index, step) in episodes[1].steps[..6].iter().enumerate() {
+            if step_index == 2 || step_index == 4 {
+                writer
+                    .write_checkpoint("r4", &checkpoint("a", 1, step_index as u32))
+                    .unwrap();
+            }
+            writer.write_step(step).unwrap();
+        }
+        // Episode 2: no checkpoint. Episode 3: a checkpoint counting steps the log lost.
+        for step in &episodes[2].steps[..3] {
+            writer.write_step(step).unwrap();
+        }
+        writer.write_step(&episodes[3].steps[0]).unwrap();
+        writer
+            .write_checkpoint("r4", &checkpoint("a", 3, 5))
+            .unwrap();
+        drop(writer);
+        drop(store);
+        let mut steps = fs::read(run.steps_path()).unwrap();
+        steps.extend_from_slice(b"{\"schema\":\"mosaic.st");
+        fs::write(run.steps_path(), steps).unwrap();
+
+        let store = run.store().unwrap();
         assert_eq!(
-            store.checkpoint(&unit, "green_0").unwrap(),
-            Some(Checkpoint {
-                step: 9,
-                state: b"nine".to_vec()
-            })
+            store.checkpoint(&Unit::new("a", 1)).unwrap(),
+            Some(checkpoint("a", 1, 4))
         );
-        assert_eq!(store.checkpoint(&unit, "blue_0").unwrap().unwrap().step, 4);
+        let discarded = run.discard_incomplete(&store).unwrap();
+        // Episode 2's steps never reached the store (only the log, which loses them too).
+        assert_eq!(discarded.units, vec![Unit::new("a", 3)]);
+        assert_eq!(discarded.resumable, vec![checkpoint("a", 1, 4)]);
+        // Steps 4 and 5 of episode 1, three of episode 2, one of episode 3, the torn tail.
+        assert_eq!(discarded.step_lines, 2 * 2 + 3 * 2 + 2 + 1);
+        let resumed = Unit::new("a", 1);
         assert_eq!(
-            store.checkpoint(&Unit::new("a", 0), "green_0").unwrap(),
-            None
+            store.steps_of(&resumed).unwrap(),
+            episodes[1].steps[..4].concat()
+        );
+        assert_eq!(store.checkpoint(&Unit::new("a", 3)).unwrap(), None);
+        assert_eq!(store.remaining_units().unwrap().len(), 3);
+
+        // The episode continues from step 4: its records end up exactly once, everywhere.
+        let mut writer = run.writer(&store, Durability::Sync).unwrap();
+        for step in &episodes[1].steps[4..] {
+            writer.write_step(step).unwrap();
+        }
+        writer.write_episode(&episodes[1].record).unwrap();
+        writer.commit().unwrap();
+        writer.mark_complete(&episodes[1].record).unwrap();
+        writer.close().unwrap();
+        assert_eq!(
+            store.steps_of(&resumed).unwrap(),
+            episodes[1].steps.concat()
+        );
+        assert_eq!(
+            store.completion(&resumed).unwrap().unwrap().step_records,
+            20
+        );
+        assert_eq!(store.checkpoint(&resumed).unwrap(), None, "done with it");
+        assert_eq!(run.check_consistency(&store).unwrap(), Vec::<String>::new());
+        let mut lines = Vec::new();
+        run.step_lines()
+            .unwrap()
+            .for_each(|r| lines.push(r.unwrap()));
+        let expected: Vec<StepRecord> =
+            [episodes[0].steps.concat(), episodes[1].steps.concat()].concat();
+        assert_eq!(lines, expected);
+    }
+
+    #[test]
+    fn checkpoints_of_another_major_version_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("r5", &["a"], 1, 1);
+        let (_run, store) = RunDir::create(&dir.path().join("r5"), &manifest).unwrap();
+        let mut newer = checkpoint("a", 0, 3);
+        newer.schema = "mosaic.checkpoint/9".into();
+        store.writer().put_checkpoint("r5", &newer).unwrap();
+        let error = store
+            .checkpoint(&Unit::new("a", 0))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("mosaic.checkpoint/9") && error.contains("store"),
+            "{error}"
         );
     }
 

@@ -10,7 +10,7 @@
 //! | `operators`   | `o`                                        | the operator's spec (JSON)              |
 //! | `episodes`    | `o` · episode index u32                     | the [`EpisodeRecord`] (JSON)            |
 //! | `steps`       | `o` · episode u32 · first step u32          | a chunk: the [`StepRecord`]s of up to 64 steps, one JSON line each, in step then agent order, LZ4-compressed (see below) |
-//! | `checkpoints` | `o` · episode u32 · agent id bytes          | step u32 · operator state bytes         |
+//! | `checkpoints` | `o` · episode u32                          | the unit's latest [`EpisodeCheckpoint`] (JSON), while the episode is unfinished |
 //! | `units`       | `o` · episode u32                          | [`UnitDone`] (JSON): the completion index |
 //! | `llm-cache`   | SHA-256 of a model request (hex)           | the LLM response-cache entry (JSON); opened by the LLM operators through [`RunStore::extension_tree`] |
 //!
@@ -26,7 +26,9 @@
 
 use crate::error::{RecorderError, Result};
 use crate::step_line::StepLineEncoder;
-use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
+use mosaic_core::record::{
+    CHECKPOINT_SCHEMA, EpisodeCheckpoint, EpisodeRecord, RunManifest, StepRecord,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -85,15 +87,6 @@ pub struct UnitDone {
     pub step_records: u64,
     /// Unix time in milliseconds when the unit was marked complete.
     pub completed: u64,
-}
-
-/// An operator's saved state for one agent.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Checkpoint {
-    /// The step after which the state was taken.
-    pub step: u32,
-    /// The operator's serialised state.
-    pub state: Vec<u8>,
 }
 
 /// An open run store. Cheap to clone (the database handle is shared).
@@ -479,70 +472,56 @@ impl RunStore {
         Ok(count)
     }
 
-    /// Saves an operator's state for one agent of `unit` after `step`, replacing the one
-    /// saved before.
-    pub fn put_checkpoint(
-        &self,
-        unit: &Unit,
-        agent_id: &str,
-        step: u32,
-        state: &[u8],
-    ) -> Result<()> {
-        let mut key = self.key_of(unit)?.to_vec();
-        key.extend_from_slice(agent_id.as_bytes());
-        let mut value = Vec::with_capacity(4 + state.len());
-        value.extend_from_slice(&step.to_be_bytes());
-        value.extend_from_slice(state);
-        self.checkpoints.insert(key, value).map_err(self.err())?;
-        Ok(())
-    }
-
-    /// The latest checkpoint of one agent of `unit`.
-    pub fn checkpoint(&self, unit: &Unit, agent_id: &str) -> Result<Option<Checkpoint>> {
-        let mut key = self.key_of(unit)?.to_vec();
-        key.extend_from_slice(agent_id.as_bytes());
-        let Some(value) = self.checkpoints.get(key).map_err(self.err())? else {
+    /// The latest checkpoint of the unfinished episode `unit`, if one was written.
+    pub fn checkpoint(&self, unit: &Unit) -> Result<Option<EpisodeCheckpoint>> {
+        let Some(value) = self
+            .checkpoints
+            .get(self.key_of(unit)?)
+            .map_err(self.err())?
+        else {
             return Ok(None);
         };
-        let step = value
-            .get(..4)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map(u32::from_be_bytes)
-            .ok_or_else(|| RecorderError::CorruptStore {
+        let checkpoint: EpisodeCheckpoint = self.decode("checkpoint", &value)?;
+        crate::schema::readable(&checkpoint.schema, CHECKPOINT_SCHEMA).map_err(|e| {
+            RecorderError::CorruptStore {
                 path: self.path.clone(),
-                message: format!("checkpoint of {unit} / {agent_id} is too short"),
-            })?;
-        Ok(Some(Checkpoint {
-            step,
-            state: value[4..].to_vec(),
-        }))
+                message: format!(
+                    "checkpoint of {unit} has schema `{}`, this mosaic reads {} at major version {}",
+                    checkpoint.schema, e.expected, e.major
+                ),
+            }
+        })?;
+        Ok(Some(checkpoint))
     }
 
     /// Removes every record of `unit` (steps, roll-up, checkpoints, completion mark).
     /// Returns how many step records were removed.
     pub fn discard(&self, unit: &Unit) -> Result<u64> {
         let prefix = self.key_of(unit)?;
-        let removed = self.step_record_count(unit)?;
-        let mut batch = sled::Batch::default();
-        for key in self.steps.scan_prefix(prefix).keys() {
-            batch.remove(key.map_err(self.err())?);
-        }
-        self.steps.apply_batch(batch).map_err(self.err())?;
-        let mut batch = sled::Batch::default();
-        for key in self.checkpoints.scan_prefix(prefix).keys() {
-            batch.remove(key.map_err(self.err())?);
-        }
-        self.checkpoints.apply_batch(batch).map_err(self.err())?;
+        let removed = self.discard_steps(unit)?;
+        self.checkpoints.remove(prefix).map_err(self.err())?;
         self.episodes.remove(prefix).map_err(self.err())?;
         self.units.remove(prefix).map_err(self.err())?;
         Ok(removed)
     }
 
-    /// Units that have records (steps or a roll-up) but are not complete.
+    /// Removes the step records of `unit`, keeping the rest. Returns how many were removed.
+    pub(crate) fn discard_steps(&self, unit: &Unit) -> Result<u64> {
+        let removed = self.step_record_count(unit)?;
+        let mut batch = sled::Batch::default();
+        for key in self.steps.scan_prefix(self.key_of(unit)?).keys() {
+            batch.remove(key.map_err(self.err())?);
+        }
+        self.steps.apply_batch(batch).map_err(self.err())?;
+        Ok(removed)
+    }
+
+    /// Units that have records (steps, a roll-up or a checkpoint) but are not complete.
     pub fn incomplete_units_with_records(&self) -> Result<Vec<Unit>> {
         let mut found: Vec<Unit> = Vec::new();
         let mut last: Option<[u8; 6]> = None;
-        for key in self.steps.iter().keys().chain(self.episodes.iter().keys()) {
+        let trees = [&self.steps, &self.episodes, &self.checkpoints];
+        for key in trees.into_iter().flat_map(|tree| tree.iter().keys()) {
             let key = key.map_err(self.err())?;
             let Some(prefix) = key.get(..6).and_then(|b| <[u8; 6]>::try_from(b).ok()) else {
                 continue;
@@ -794,6 +773,8 @@ impl StoreWriter {
         let index = match self.open.iter().position(|c| c.unit == unit) {
             Some(index) => index,
             None => {
+                // A resumed episode continues after the records it kept.
+                let records = self.stored_records(unit)?;
                 self.open.push(OpenChunk {
                     unit,
                     first_step: step_index,
@@ -801,7 +782,7 @@ impl StoreWriter {
                     steps: 0,
                     lines: Vec::new(),
                     chunk_records: 0,
-                    records: 0,
+                    records,
                 });
                 self.open.len() - 1
             }
@@ -826,6 +807,15 @@ impl StoreWriter {
         chunk.chunk_records += 1;
         chunk.records += 1;
         Ok(())
+    }
+
+    /// Step records of `unit` already in the database (none but for a resumed episode).
+    fn stored_records(&self, unit: [u8; 6]) -> Result<u64> {
+        if self.store.steps.scan_prefix(unit).next().is_none() {
+            return Ok(0);
+        }
+        let unit = self.store.unit_of_key(&unit)?;
+        self.store.step_record_count(&unit)
     }
 
     /// Hands the open chunk at `index` to the database.
@@ -904,6 +894,22 @@ impl StoreWriter {
         self.store
             .units
             .insert(unit, serde_json::to_vec(&done)?)
+            .map_err(self.store.err())?;
+        // Only unfinished episodes continue from a checkpoint.
+        self.store
+            .checkpoints
+            .remove(unit)
+            .map_err(self.store.err())?;
+        Ok(())
+    }
+
+    /// Replaces the checkpoint of its episode with `checkpoint` (of run `run_id`). Not
+    /// durable by itself: see [`crate::RunWriter::write_checkpoint`].
+    pub fn put_checkpoint(&mut self, run_id: &str, checkpoint: &EpisodeCheckpoint) -> Result<()> {
+        let unit = self.unit_key(run_id, &checkpoint.operator_id, checkpoint.episode_index)?;
+        self.store
+            .checkpoints
+            .insert(unit, serde_json::to_vec(checkpoint)?)
             .map_err(self.store.err())?;
         Ok(())
     }

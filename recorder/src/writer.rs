@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::jsonl::{Durability, JsonlWriter, PendingSync};
 use crate::step_line::StepLineEncoder;
 use crate::store::StoreWriter;
-use mosaic_core::record::{EpisodeRecord, StepRecord};
+use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, StepRecord};
 
 /// Writes the records of a run.
 ///
@@ -74,6 +74,19 @@ impl RunWriter {
         self.store.write_episode(record, Some(&self.lines))?;
         self.lines.push(b'\n');
         self.episodes.append_lines(&self.lines)
+    }
+
+    /// Saves the checkpoint of an unfinished episode of run `run_id`, durably and only after
+    /// the step records before it: the steps reach the operating system (and the disk with
+    /// [`Durability::Sync`]) first, then the checkpoint is stored and the store synced. A
+    /// crash in between leaves the previous checkpoint, which is consistent too.
+    pub fn write_checkpoint(&mut self, run_id: &str, checkpoint: &EpisodeCheckpoint) -> Result<()> {
+        self.steps.flush()?;
+        if self.durability == Durability::Sync {
+            self.steps.sync_handle()?.wait()?;
+        }
+        self.store.put_checkpoint(run_id, checkpoint)?;
+        self.store.store().flush()
     }
 
     /// Hands everything written to the operating system; the returned sync makes it durable
