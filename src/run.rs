@@ -4,11 +4,12 @@ use crate::Experiment;
 use crate::llm_cache::{LlmCache, LlmCacheError};
 use mosaic_actors::error::SinkError;
 use mosaic_actors::runner::{RunError, Runner, Unit};
-use mosaic_actors::session::Subscribers;
+use mosaic_actors::session::{ResumePoint, Subscribers};
 use mosaic_actors::sink::Sinks;
 use mosaic_core::record::{EpisodeRecord, RUN_SCHEMA, RunManifest, now_ms};
 use mosaic_core::{RunId, SpecError};
 use mosaic_recorder::{Durability, RunDir, RunStore};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -203,10 +204,11 @@ impl Experiment {
         })
     }
 
-    /// Finishes the run in `dir` whose process died: its complete episodes are kept, the
-    /// records of unfinished ones are dropped and those episodes run again from their
-    /// seeds, so that the run ends with the records an uninterrupted run would have. The
-    /// experiment must be the one the run started with (see [`experiment_of_run`]).
+    /// Finishes the run in `dir` whose process died: its complete episodes are kept, an
+    /// unfinished one continues from its last checkpoint (keeping its step records before
+    /// it), or, without one, has its records dropped and runs again from its seed, so that
+    /// the run ends with the records an uninterrupted run would have. The experiment must
+    /// be the one the run started with (see [`experiment_of_run`]).
     pub fn resume(&self, dir: &Path, options: &RunOptions) -> Result<RunOutcome, RunFailure> {
         actix::System::new().block_on(self.resume_async(dir, options))
     }
@@ -241,22 +243,38 @@ impl Experiment {
         if !discarded.units.is_empty() {
             tracing::info!(target: "mosaic::run", "dropped the partial records of {} unfinished episodes", discarded.units.len());
         }
-        let runner = self.runner(&run_id);
-        let mut units = Vec::new();
-        for unit in store.remaining_units()? {
+        let unit_of = |operator_id: &str, episode: u32| {
             let operator = self
                 .spec()
                 .operators
                 .iter()
-                .position(|o| o.id == unit.operator_id)
+                .position(|o| o.id == operator_id)
                 .ok_or_else(|| RunFailure::OtherExperiment {
                     path: dir.to_owned(),
-                    field: format!("operators (no `{}`)", unit.operator_id),
+                    field: format!("operators (no `{operator_id}`)"),
                 })?;
-            units.push(Unit {
-                operator,
-                episode: unit.episode_index,
-            });
+            Ok::<_, RunFailure>(Unit { operator, episode })
+        };
+        let mut resume_points = HashMap::new();
+        for checkpoint in discarded.resumable {
+            let unit = unit_of(&checkpoint.operator_id, checkpoint.episode_index)?;
+            let records = store.steps_of(&mosaic_recorder::Unit::new(
+                checkpoint.operator_id.clone(),
+                checkpoint.episode_index,
+            ))?;
+            tracing::info!(target: "mosaic::run", "{} episode {} continues from its checkpoint at step {}", checkpoint.operator_id, checkpoint.episode_index, checkpoint.step_index);
+            resume_points.insert(
+                unit,
+                ResumePoint {
+                    checkpoint,
+                    records,
+                },
+            );
+        }
+        let runner = self.runner(&run_id).resuming(resume_points);
+        let mut units = Vec::new();
+        for unit in store.remaining_units()? {
+            units.push(unit_of(&unit.operator_id, unit.episode_index)?);
         }
         if units.is_empty() {
             return Err(RunFailure::Finished {
@@ -292,6 +310,7 @@ impl Experiment {
         let subscribers = Subscribers {
             steps: sinks.steps.clone(),
             episodes: sinks.episodes.clone(),
+            checkpoints: sinks.checkpoints.clone(),
         };
         let total = units.as_ref().map_or(runner.all_units().len(), Vec::len);
         let bar = progress_bar(options.progress, total as u64);

@@ -2,7 +2,8 @@
 //! soccer run leaves a run that opens cleanly, lists as interrupted, reports, and holds every
 //! episode logged before the kill intact: the same records as a clean run of the same
 //! experiment under the same run id. `mosaic run` on it points at `mosaic resume`, which
-//! finishes it with exactly the clean run's records: nothing lost, nothing twice.
+//! finishes it with exactly the clean run's records: nothing lost, nothing twice. Episodes
+//! cut short continue from their last durable checkpoint.
 
 use mosaic_core::record::strip_volatile;
 use mosaic_recorder::{RunDir, RunStore, Unit};
@@ -240,5 +241,74 @@ fn a_killed_run_keeps_every_logged_episode_intact_and_resumes_to_the_clean_recor
     assert!(
         kills_with_episodes >= 9,
         "only {kills_with_episodes} kills came after an episode was logged"
+    );
+}
+
+/// Long, paced episodes with frequent checkpoints: kills land in the middle of episodes.
+const CHECKPOINTED: &str = r#"
+name = "checkpointed"
+episodes = 6
+parallelism = 2
+pace_ms = 2
+seeds = { plan = "procedural", base = 11 }
+supervision = { checkpoint_interval_ms = 25 }
+
+[[operators]]
+id = "pitch"
+env = "soccer-2v2"
+agents = { "*" = { kind = "random" }, green_0 = { kind = "cycling" } }
+"#;
+
+#[test]
+fn episodes_cut_short_continue_from_their_checkpoints_to_the_clean_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("checkpointed.toml");
+    std::fs::write(&file, CHECKPOINTED).unwrap();
+    let clean_out = dir.path().join("clean");
+    assert!(run_command(&file, &clean_out).status().unwrap().success());
+    let clean = RunDir::open(&clean_out.join(RUN_ID)).unwrap();
+    let clean_store = clean.store().unwrap();
+    let planned = clean_store.planned_units();
+    assert_eq!(clean_store.completed_count(), planned.len());
+
+    let mut continued = 0;
+    let delays = [150, 350, 550, 750, 950, 1150, 1350, 1550, 1750, 1950];
+    for (number, delay) in delays.into_iter().enumerate() {
+        let point = KillPoint::After(Duration::from_millis(delay));
+        let out = dir.path().join(format!("killed-{number}"));
+        run_and_kill(&file, &out, point);
+        let path = out.join(RUN_ID);
+        let resumed = mosaic().arg("resume").arg(&path).output().unwrap();
+        assert!(resumed.status.success(), "{point:?}: {}", text(&resumed));
+        let run = RunDir::open(&path).unwrap();
+        let store = run.store().unwrap();
+        for unit in &planned {
+            assert_eq!(
+                stable_records(&store, unit),
+                stable_records(&clean_store, unit),
+                "{point:?}: resumed {unit} differs from the clean run"
+            );
+        }
+        assert_eq!(
+            line_count(&path.join("steps.jsonl")),
+            line_count(&clean.path().join("steps.jsonl")),
+            "{point:?}: step lines lost or doubled"
+        );
+        assert!(run.check_consistency(&store).unwrap().is_empty());
+        let from_checkpoints = store
+            .complete_episodes()
+            .map(|e| e.unwrap())
+            .filter(|e| {
+                e.restarts
+                    .iter()
+                    .any(|r| r.child == "run" && r.recovery.contains("checkpoint at step"))
+            })
+            .count();
+        continued += usize::from(from_checkpoints > 0);
+    }
+    assert!(
+        continued >= delays.len() / 2,
+        "only {continued} of {} kills left an episode that continued from a checkpoint",
+        delays.len()
     );
 }

@@ -34,7 +34,7 @@
 //! # });
 //! ```
 
-use actix::{Actor, Addr, Context, Handler, Message};
+use actix::{Actor, Addr, Context, Handler, Message, MessageResult};
 use mosaic_core::EnvSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -96,6 +96,9 @@ pub enum ChannelError {
     /// A team message from an agent without a team, or to an agent of another team.
     #[error("{0}")]
     Scope(String),
+    /// A saved state ([`LoadChannel`]) does not fit this channel.
+    #[error("not a state of this message channel: {0}")]
+    State(String),
 }
 
 /// Posts a message (delivered from the next step on).
@@ -160,6 +163,7 @@ pub struct Join {
 #[rtype(result = "()")]
 pub struct NewEpisode;
 
+#[derive(Serialize, Deserialize)]
 struct Stored {
     sender: usize,
     seq: u64,
@@ -170,6 +174,12 @@ struct Stored {
 pub struct Channel {
     config: ChannelConfig,
     agents: Vec<(String, Option<String>)>,
+    episode: EpisodeState,
+}
+
+/// What the channel holds within an episode (saved in checkpoints).
+#[derive(Default, Serialize, Deserialize)]
+struct EpisodeState {
     log: Vec<Stored>,
     /// Per reader: messages posted before this step have been delivered.
     delivered_before: BTreeMap<usize, u32>,
@@ -186,9 +196,7 @@ impl Channel {
                 .iter()
                 .map(|a| (a.id.clone(), a.team.clone()))
                 .collect(),
-            log: Vec::new(),
-            delivered_before: BTreeMap::new(),
-            seq: 0,
+            episode: EpisodeState::default(),
         }
     }
 
@@ -223,8 +231,8 @@ impl Channel {
     /// Drops messages every joined reader has already been given. Agents that never read
     /// (no language operator) hold nothing back.
     fn prune(&mut self) {
-        if let Some(oldest) = self.delivered_before.values().min().copied() {
-            self.log.retain(|s| s.envelope.step >= oldest);
+        if let Some(oldest) = self.episode.delivered_before.values().min().copied() {
+            self.episode.log.retain(|s| s.envelope.step >= oldest);
         }
     }
 }
@@ -263,10 +271,10 @@ impl Handler<Post> for Channel {
             Some((cut, _)) => msg.text[..cut].to_owned(),
             None => msg.text,
         };
-        self.seq += 1;
-        self.log.push(Stored {
+        self.episode.seq += 1;
+        self.episode.log.push(Stored {
             sender,
-            seq: self.seq,
+            seq: self.episode.seq,
             envelope: Envelope {
                 from: msg.from,
                 to: msg.to,
@@ -286,8 +294,14 @@ impl Handler<Inbox> for Channel {
         let Ok(reader) = self.index(&msg.agent) else {
             return Vec::new();
         };
-        let since = self.delivered_before.get(&reader).copied().unwrap_or(0);
+        let since = self
+            .episode
+            .delivered_before
+            .get(&reader)
+            .copied()
+            .unwrap_or(0);
         let mut due: Vec<&Stored> = self
+            .episode
             .log
             .iter()
             .filter(|s| s.envelope.step >= since && s.envelope.step < msg.step)
@@ -295,7 +309,9 @@ impl Handler<Inbox> for Channel {
             .collect();
         due.sort_by_key(|s| (s.envelope.step, s.sender, s.seq));
         let delivered = due.into_iter().map(|s| s.envelope.clone()).collect();
-        self.delivered_before.insert(reader, since.max(msg.step));
+        self.episode
+            .delivered_before
+            .insert(reader, since.max(msg.step));
         self.prune();
         delivered
     }
@@ -306,7 +322,50 @@ impl Handler<Join> for Channel {
 
     fn handle(&mut self, msg: Join, _: &mut Context<Self>) -> Self::Result {
         let reader = self.index(&msg.agent)?;
-        self.delivered_before.entry(reader).or_insert(0);
+        self.episode.delivered_before.entry(reader).or_insert(0);
+        Ok(())
+    }
+}
+
+/// Answers the channel's state within the episode (messages not yet delivered to
+/// everyone, and what each reader has been given), for a checkpoint.
+#[derive(Debug, Message)]
+#[rtype(result = "serde_json::Value")]
+pub struct SaveChannel;
+
+/// Continues the episode from a state answered by [`SaveChannel`].
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), ChannelError>")]
+pub struct LoadChannel(pub serde_json::Value);
+
+impl Handler<SaveChannel> for Channel {
+    type Result = MessageResult<SaveChannel>;
+
+    fn handle(&mut self, _: SaveChannel, _: &mut Context<Self>) -> Self::Result {
+        // Plain data: serialising it cannot fail.
+        MessageResult(serde_json::to_value(&self.episode).unwrap_or_default())
+    }
+}
+
+impl Handler<LoadChannel> for Channel {
+    type Result = Result<(), ChannelError>;
+
+    fn handle(&mut self, msg: LoadChannel, _: &mut Context<Self>) -> Self::Result {
+        let state =
+            EpisodeState::deserialize(msg.0).map_err(|e| ChannelError::State(e.to_string()))?;
+        let agents = self.agents.len();
+        if let Some(bad) = state
+            .log
+            .iter()
+            .map(|s| s.sender)
+            .chain(state.delivered_before.keys().copied())
+            .find(|&agent| agent >= agents)
+        {
+            return Err(ChannelError::State(format!(
+                "agent {bad} of a channel of {agents} agents"
+            )));
+        }
+        self.episode = state;
         Ok(())
     }
 }
@@ -315,11 +374,12 @@ impl Handler<NewEpisode> for Channel {
     type Result = ();
 
     fn handle(&mut self, _: NewEpisode, _: &mut Context<Self>) {
-        self.log.clear();
-        self.delivered_before
+        self.episode.log.clear();
+        self.episode
+            .delivered_before
             .values_mut()
             .for_each(|step| *step = 0);
-        self.seq = 0;
+        self.episode.seq = 0;
     }
 }
 
@@ -359,6 +419,50 @@ mod tests {
             text: text.into(),
             step,
         }
+    }
+
+    #[actix::test]
+    async fn a_saved_state_continues_the_episode_in_a_new_channel() {
+        let first = Channel::start(&spec(), ChannelConfig::default());
+        let second = Channel::start(&spec(), ChannelConfig::default());
+        for channel in [&first, &second] {
+            for agent in ["g0", "g1"] {
+                let join = Join {
+                    agent: agent.into(),
+                };
+                channel.send(join).await.unwrap().unwrap();
+            }
+        }
+        first
+            .send(post("g0", None, Scope::All, "one", 0))
+            .await
+            .unwrap()
+            .unwrap();
+        first.send(Inbox::new("g1", 1)).await.unwrap();
+        first
+            .send(post("g0", None, Scope::All, "two", 1))
+            .await
+            .unwrap()
+            .unwrap();
+        let state = first.send(SaveChannel).await.unwrap();
+        second.send(LoadChannel(state)).await.unwrap().unwrap();
+        for channel in [&first, &second] {
+            let inbox = channel.send(Inbox::new("g1", 2)).await.unwrap();
+            assert_eq!(inbox.len(), 1);
+            assert_eq!(inbox[0].text, "two", "delivered once, after the load too");
+        }
+        let foreign = serde_json::json!({"log": [], "delivered_before": {"9": 0}, "seq": 0});
+        let error = second
+            .send(LoadChannel(foreign))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(error.to_string().contains("agent 9"), "{error}");
+        let garbage = LoadChannel(serde_json::json!("garbage"));
+        assert!(matches!(
+            second.send(garbage).await.unwrap(),
+            Err(ChannelError::State(_))
+        ));
     }
 
     #[actix::test]

@@ -31,5 +31,7 @@ pub mod supervisor;
 pub mod worker;
 
 pub use error::{OperatorError, SessionError, SinkError};
-pub use messages::{BeginEpisode, Decide, EpisodeEvent, LoadState, SaveState, StepEvent};
+pub use messages::{
+    BeginEpisode, CheckpointEvent, Decide, EpisodeEvent, LoadState, SaveState, StepEvent,
+};
 pub use operator::{OperatorHandle, OperatorKind, OperatorRegistry, SessionResources};

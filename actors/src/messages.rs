@@ -2,7 +2,7 @@
 
 use crate::OperatorError;
 use actix::Message;
-use mosaic_core::record::{EpisodeRecord, StepRecord};
+use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, StepRecord};
 use mosaic_core::{AgentContext, Decision, EnvSpec, Observation};
 use std::sync::Arc;
 use std::time::Instant;
@@ -43,6 +43,16 @@ pub struct StepEvent {
 pub struct EpisodeEvent {
     /// The roll-up.
     pub record: Arc<EpisodeRecord>,
+}
+
+/// The state of an unfinished episode after its first `step_index` steps, sent after the
+/// step events of those steps (a durable sink saves it once they are durable; a resumed run
+/// continues the episode from it).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct CheckpointEvent {
+    /// The checkpoint.
+    pub checkpoint: Arc<EpisodeCheckpoint>,
 }
 
 /// Asks an operator for a checkpoint of its state within the episode. `Ok(None)`: it cannot

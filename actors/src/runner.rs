@@ -8,7 +8,7 @@
 
 use crate::SessionError;
 use crate::operator::OperatorRegistry;
-use crate::session::{RunEpisode, Session, SessionConfig, Subscribers};
+use crate::session::{ResumeEpisode, ResumePoint, RunEpisode, Session, SessionConfig, Subscribers};
 use actix::prelude::*;
 use mosaic_adapters::EnvRegistry;
 use mosaic_core::experiment::OnEscalation;
@@ -65,6 +65,8 @@ pub struct Runner {
     run_id: RunId,
     envs: Arc<EnvRegistry>,
     kinds: Arc<OperatorRegistry>,
+    /// Units that continue from a checkpoint instead of starting from their seeds.
+    resume_points: Arc<HashMap<Unit, Arc<ResumePoint>>>,
 }
 
 impl Runner {
@@ -80,7 +82,14 @@ impl Runner {
             run_id,
             envs,
             kinds,
+            resume_points: Arc::default(),
         }
+    }
+
+    /// Runs the units in `points` from their checkpoints (see `mosaic resume`).
+    pub fn resuming(mut self, points: HashMap<Unit, ResumePoint>) -> Self {
+        self.resume_points = Arc::new(points.into_iter().map(|(u, p)| (u, Arc::new(p))).collect());
+        self
     }
 
     /// The experiment.
@@ -240,14 +249,31 @@ impl Lane {
                 .map(Actor::start)
         });
         let record = match session {
-            Ok(session) => session
-                .send(RunEpisode {
-                    index: unit.episode,
-                    seed,
-                })
-                .await
-                .map_err(|e| fail(SessionError::Control(format!("session gone: {e}"))))?
-                .map_err(fail)?,
+            Ok(session) => {
+                let answer = match self.runner.resume_points.get(&unit) {
+                    Some(from) => {
+                        let from = from.clone();
+                        session
+                            .send(ResumeEpisode {
+                                index: unit.episode,
+                                seed,
+                                from,
+                            })
+                            .await
+                    }
+                    None => {
+                        session
+                            .send(RunEpisode {
+                                index: unit.episode,
+                                seed,
+                            })
+                            .await
+                    }
+                };
+                answer
+                    .map_err(|e| fail(SessionError::Control(format!("session gone: {e}"))))?
+                    .map_err(fail)?
+            }
             // Children that never started: the episode is recorded as failed (it is not
             // retried, so nothing runs twice).
             Err(e) if e.start_failure => self.unstarted(unit, seed, e.to_string()).await,

@@ -14,15 +14,15 @@
 //! step (the last checkpoint, then a replay of what happened since), and the step is
 //! retried. Each restart is recorded in the episode's roll-up.
 
-use crate::channel::{Channel, ChannelConfig, NewEpisode};
+use crate::channel::{Channel, ChannelConfig, LoadChannel, NewEpisode, SaveChannel};
 use crate::env_actor::{
     EnvActor, EnvView, Observe, Reset, RestoreSnapshot, Step, Summarise, TakeSnapshot,
 };
 use crate::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
 use crate::supervisor::{Intensity, RestartWindow};
 use crate::{
-    BeginEpisode, Decide, EpisodeEvent, LoadState, OperatorError, SaveState, SessionError,
-    StepEvent,
+    BeginEpisode, CheckpointEvent, Decide, EpisodeEvent, LoadState, OperatorError, SaveState,
+    SessionError, StepEvent,
 };
 use actix::prelude::*;
 use futures::future::join_all;
@@ -30,7 +30,8 @@ use mosaic_adapters::EnvRegistry;
 use mosaic_adapters::registry::ScriptedConstructor;
 use mosaic_core::experiment::{RestartStrategy, SpecError, SupervisionSpec};
 use mosaic_core::record::{
-    AgentResult, EPISODE_SCHEMA, EpisodeRecord, RestartRecord, STEP_SCHEMA, StepRecord,
+    AgentResult, CHECKPOINT_SCHEMA, EPISODE_SCHEMA, EpisodeCheckpoint, EpisodeRecord,
+    RestartRecord, STEP_SCHEMA, StepRecord,
 };
 use mosaic_core::{
     Action, AgentContext, Decision, DecisionSource, EnvError, EnvSpec, Environment, EpisodeId,
@@ -90,6 +91,9 @@ pub struct Subscribers {
     pub steps: Vec<Recipient<StepEvent>>,
     /// Receive every [`EpisodeEvent`]; the session waits for each to be handled.
     pub episodes: Vec<Recipient<EpisodeEvent>>,
+    /// Receive the checkpoints of unfinished episodes ([`CheckpointEvent`]), each after
+    /// the step events before it.
+    pub checkpoints: Vec<Recipient<CheckpointEvent>>,
 }
 
 impl Subscribers {
@@ -108,6 +112,7 @@ impl std::fmt::Debug for Subscribers {
         f.debug_struct("Subscribers")
             .field("steps", &self.steps.len())
             .field("episodes", &self.episodes.len())
+            .field("checkpoints", &self.checkpoints.len())
             .finish()
     }
 }
@@ -601,6 +606,47 @@ impl Handles {
                 None => {}
             }
         }
+        self.persist_checkpoint(episode).await;
+    }
+
+    /// Sends the checkpoint just taken to the checkpoint subscribers, when it holds the whole
+    /// episode state at this step: every operator's state (the environment's may be missing:
+    /// a resume then replays the recorded actions).
+    async fn persist_checkpoint(&self, episode: &Episode) {
+        let recovery = &episode.recovery;
+        let complete =
+            recovery.asked.iter().all(Vec::is_empty) && recovery.states.iter().all(Option::is_some);
+        if self.subscribers.checkpoints.is_empty() || !complete {
+            return;
+        }
+        let Ok(channel) = self.channel.send(SaveChannel).await else {
+            return;
+        };
+        let step_index = episode.view.steps;
+        let env = match &recovery.env {
+            Some((step, snapshot)) if *step == step_index => Some(snapshot.clone()),
+            _ => None,
+        };
+        self.publish_checkpoint(Arc::new(EpisodeCheckpoint {
+            schema: CHECKPOINT_SCHEMA.to_owned(),
+            run_id: self.config.run_id.to_string(),
+            operator_id: self.config.operator_id.to_string(),
+            episode_index: episode.index,
+            step_index,
+            env,
+            operators: recovery.states.iter().flatten().cloned().collect(),
+            channel,
+            restarts: episode.restarts.clone(),
+        }));
+    }
+
+    fn publish_checkpoint(&self, checkpoint: Arc<EpisodeCheckpoint>) {
+        // `do_send` keeps it behind the step events already sent.
+        for subscriber in &self.subscribers.checkpoints {
+            subscriber.do_send(CheckpointEvent {
+                checkpoint: checkpoint.clone(),
+            });
+        }
     }
 
     /// Restarts `failed` (and its siblings as the strategy says), rebuilds their state and
@@ -674,50 +720,20 @@ impl Handles {
         Ok(set)
     }
 
-    /// A new environment brought to the episode's current step: restored from the last
-    /// snapshot (or reset from the seed), then the actions since replayed. Answers how,
-    /// and where the replay diverged from the first run, if it did.
+    /// A new environment brought to the episode's current step ([`Handles::restore_env`]).
+    /// Answers how, and where the replay diverged from the first run, if it did.
     async fn rebuild_env(&self, episode: &Episode) -> Result<(String, Option<String>), String> {
         let env = self.factory.env().map_err(|e| e.to_string())?;
         let addr = EnvActor::new(env).start();
-        let masks = Arc::new(vec![ObsRequest::MASK_ONLY; self.spec.agents.len()]);
-        let started_from = if !episode.view.observations.is_empty() || episode.view.steps > 0 {
-            match &episode.recovery.env {
-                Some((step, snapshot)) => {
-                    addr.send(RestoreSnapshot(snapshot.clone()))
-                        .await
-                        .map_err(|e| e.to_string())?
-                        .map_err(|e| e.to_string())?;
-                    format!("snapshot at step {step}")
-                }
-                None => {
-                    addr.send(Reset {
-                        seed: episode.seed,
-                        wants: masks.clone(),
-                    })
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())?;
-                    "reset from the seed".to_owned()
-                }
-            }
-        } else {
+        if episode.view.observations.is_empty() && episode.view.steps == 0 {
             // Not reset yet: the episode's reset follows.
             self.children.borrow_mut().env = addr;
             return Ok(("restarted before the reset".to_owned(), None));
-        };
-        for actions in &episode.recovery.actions {
-            addr.send(Step {
-                actions: actions.clone(),
-                wants: masks.clone(),
-            })
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
         }
+        let how = self.restore_env(&addr, episode).await?;
         let view = addr
             .send(Observe {
-                wants: masks.clone(),
+                wants: Arc::new(vec![ObsRequest::MASK_ONLY; self.spec.agents.len()]),
             })
             .await
             .map_err(|e| e.to_string())?;
@@ -735,12 +751,44 @@ impl Handles {
             )
         });
         self.children.borrow_mut().env = addr;
-        Ok((
-            format!(
-                "{started_from}, replayed {} steps",
-                episode.recovery.actions.len()
-            ),
-            diverged,
+        Ok((how, diverged))
+    }
+
+    /// Brings the environment `env` to the episode's current step: restored from the last
+    /// snapshot (or reset from the seed), then the actions since replayed. Answers how.
+    async fn restore_env(&self, env: &Addr<EnvActor>, episode: &Episode) -> Result<String, String> {
+        let masks = Arc::new(vec![ObsRequest::MASK_ONLY; self.spec.agents.len()]);
+        let started_from = match &episode.recovery.env {
+            Some((step, snapshot)) => {
+                env.send(RestoreSnapshot(snapshot.clone()))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
+                format!("snapshot at step {step}")
+            }
+            None => {
+                env.send(Reset {
+                    seed: episode.seed,
+                    wants: masks.clone(),
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+                "reset from the seed".to_owned()
+            }
+        };
+        for actions in &episode.recovery.actions {
+            env.send(Step {
+                actions: actions.clone(),
+                wants: masks.clone(),
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        }
+        Ok(format!(
+            "{started_from}, replayed {} steps",
+            episode.recovery.actions.len()
         ))
     }
 
@@ -752,6 +800,23 @@ impl Handles {
         agent: usize,
     ) -> Result<(String, Option<String>), String> {
         let handle = self.factory.operator(agent).map_err(|e| e.to_string())?;
+        let rebuilt = self.restore_operator(&handle, episode, agent).await?;
+        let mut children = self.children.borrow_mut();
+        let mut operators = children.operators.as_ref().clone();
+        operators[agent] = handle;
+        children.operators = Rc::new(operators);
+        Ok(rebuilt)
+    }
+
+    /// Brings the operator `handle` of `agent` to its state before the current step: the
+    /// episode begun, the last checkpointed state loaded, the decisions since replayed.
+    /// Answers how, and where the replay diverged from the first run, if it did.
+    async fn restore_operator(
+        &self,
+        handle: &OperatorHandle,
+        episode: &Episode,
+        agent: usize,
+    ) -> Result<(String, Option<String>), String> {
         let gone = |e: MailboxError| OperatorError::Gone(e.to_string()).to_string();
         handle
             .begin
@@ -808,10 +873,6 @@ impl Handles {
                 ));
             }
         }
-        let mut children = self.children.borrow_mut();
-        let mut operators = children.operators.as_ref().clone();
-        operators[agent] = handle;
-        children.operators = Rc::new(operators);
         Ok((
             format!("{how}, replayed {} decisions", asked.len()),
             diverged,
@@ -1047,11 +1108,20 @@ impl Handles {
         Some(episode)
     }
 
-    /// Runs a whole episode. Every failure, including one to start it, is recorded in its
-    /// roll-up.
-    async fn run_episode(&self, index: u32, seed: u64) -> Result<Arc<EpisodeRecord>, SessionError> {
+    /// Runs a whole episode, from its start or, when `from` is given, from a checkpoint.
+    /// Every failure, including one to start it, is recorded in its roll-up.
+    async fn run_episode(
+        &self,
+        index: u32,
+        seed: u64,
+        from: Option<&ResumePoint>,
+    ) -> Result<Arc<EpisodeRecord>, SessionError> {
         let mut episode = self.new_episode(index, seed);
-        if let Err(error) = self.start(&mut episode).await {
+        let started = match from {
+            Some(from) => self.resume(&mut episode, from).await,
+            None => self.start(&mut episode).await,
+        };
+        if let Err(error) = started {
             episode.done = true;
             return Ok(self.finish(&episode, Some(error.to_string())).await);
         }
@@ -1065,6 +1135,130 @@ impl Handles {
             }
         }
         Ok(self.finish(&episode, None).await)
+    }
+
+    /// Continues `episode` from a checkpoint written before the run's process stopped: the
+    /// tallies rebuilt from the step records before it, the message channel and every
+    /// operator restored, the environment restored from its snapshot (or reset and replayed
+    /// through the recorded actions). Recorded as a restart of the child `run`.
+    async fn resume(&self, episode: &mut Episode, from: &ResumePoint) -> Result<(), SessionError> {
+        let detected = Instant::now();
+        let timestamp = mosaic_core::record::now_ms();
+        let checkpoint = &from.checkpoint;
+        let step_index = checkpoint.step_index;
+        episode.view.steps = step_index;
+        episode.restarts = checkpoint.restarts.clone();
+        // Tells the sinks that the steps before it are written already.
+        self.publish_checkpoint(Arc::new(checkpoint.clone()));
+        let index = episode.index;
+        let unfit = |what: String| {
+            SessionError::Control(format!(
+                "cannot resume episode {index} from its checkpoint at step {step_index}: {what}"
+            ))
+        };
+        let agents = self.spec.agents.len();
+        if checkpoint.operators.len() != agents {
+            return Err(unfit(format!(
+                "it holds {} operator states for {agents} agents",
+                checkpoint.operators.len()
+            )));
+        }
+        let actions = self.tally_records(episode, &from.records).map_err(unfit)?;
+        let recovery = &mut episode.recovery;
+        recovery.env = checkpoint
+            .env
+            .clone()
+            .map(|snapshot| (step_index, snapshot));
+        recovery.actions = if checkpoint.env.is_some() {
+            Vec::new()
+        } else {
+            actions
+        };
+        recovery.states = checkpoint.operators.iter().cloned().map(Some).collect();
+        let channel_gone = |e: MailboxError| unfit(format!("message channel gone: {e}"));
+        self.channel.send(NewEpisode).await.map_err(channel_gone)?;
+        self.channel
+            .send(LoadChannel(checkpoint.channel.clone()))
+            .await
+            .map_err(channel_gone)?
+            .map_err(|e| unfit(e.to_string()))?;
+        let env = self.env();
+        let env_how = self.restore_env(&env, episode).await.map_err(unfit)?;
+        let operators = self.operators();
+        for (agent, operator) in operators.iter().enumerate() {
+            self.restore_operator(operator, episode, agent)
+                .await
+                .map_err(|e| unfit(format!("{}: {e}", self.spec.agents[agent].id)))?;
+        }
+        let view = env
+            .send(Observe {
+                wants: self.wants.clone(),
+            })
+            .await
+            .map_err(|e| unfit(e.to_string()))?;
+        if view.steps != step_index {
+            return Err(unfit(format!(
+                "the environment came back at step {}",
+                view.steps
+            )));
+        }
+        episode.done = view.acting.is_empty();
+        episode.view = view;
+        episode.recovery.checkpointed = Some(Instant::now());
+        episode.restarts.push(RestartRecord {
+            child: "run".to_owned(),
+            step_index,
+            failure: "the run stopped before the episode ended".to_owned(),
+            recovery: format!(
+                "resumed from the checkpoint at step {step_index}: env {env_how}; every operator's state restored"
+            ),
+            recovered: true,
+            diverged: None,
+            recovery_ms: detected.elapsed().as_millis() as u64,
+            timestamp,
+        });
+        Ok(())
+    }
+
+    /// Rebuilds the tallies of `episode` from its step records, all of steps before
+    /// `episode.view.steps`. Answers the joint action of each of those steps.
+    fn tally_records(
+        &self,
+        episode: &mut Episode,
+        records: &[StepRecord],
+    ) -> Result<Vec<Vec<Option<Action>>>, String> {
+        let steps = episode.view.steps as usize;
+        let mut actions = vec![vec![None; self.spec.agents.len()]; steps];
+        for record in records {
+            let agent = self.spec.agent_index(&record.agent_id).ok_or_else(|| {
+                format!(
+                    "`{}` is not an agent of {}",
+                    record.agent_id, self.spec.name
+                )
+            })?;
+            let step = record.step_index as usize;
+            let joint = actions
+                .get_mut(step)
+                .ok_or_else(|| format!("a step record of step {step}"))?;
+            joint[agent] = record.action.map(Action);
+            episode.returns[agent] += f64::from(record.reward);
+            if let Some(source) = record.decision_source {
+                let tally = &mut episode.results[agent];
+                tally.decisions += 1;
+                match source {
+                    DecisionSource::Policy => {}
+                    DecisionSource::Timeout => tally.timeouts += 1,
+                    DecisionSource::Error => tally.errors += 1,
+                }
+            }
+            episode.alive[agent] &= !(record.terminated || record.truncated);
+            episode.terminated |= record.terminated;
+            episode.truncated |= record.truncated;
+            if step + 1 == steps {
+                episode.last_actions[agent] = record.action_label.clone();
+            }
+        }
+        Ok(actions)
     }
 }
 
@@ -1252,7 +1446,46 @@ impl Handler<RunEpisode> for Session {
     fn handle(&mut self, msg: RunEpisode, _: &mut Context<Self>) -> Self::Result {
         let handles = self.handles.clone();
         AtomicResponse::new(Box::pin(
-            async move { handles.run_episode(msg.index, msg.seed).await }.into_actor(self),
+            async move { handles.run_episode(msg.index, msg.seed, None).await }.into_actor(self),
+        ))
+    }
+}
+
+/// Where a resumed episode continues: its last durable checkpoint and its step records
+/// before it (as `mosaic resume` finds them in the run directory).
+#[derive(Clone, Debug)]
+pub struct ResumePoint {
+    /// The checkpoint.
+    pub checkpoint: EpisodeCheckpoint,
+    /// The episode's step records before the checkpoint's step, in step order.
+    pub records: Vec<StepRecord>,
+}
+
+/// Runs the rest of an episode whose run stopped, from `from`, to its end (script mode).
+/// Answers its roll-up, like [`RunEpisode`].
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Arc<EpisodeRecord>, SessionError>")]
+pub struct ResumeEpisode {
+    /// Episode index within the operator.
+    pub index: u32,
+    /// Episode seed.
+    pub seed: u64,
+    /// The checkpoint and the records before it.
+    pub from: Arc<ResumePoint>,
+}
+
+impl Handler<ResumeEpisode> for Session {
+    type Result = AtomicResponse<Self, Result<Arc<EpisodeRecord>, SessionError>>;
+
+    fn handle(&mut self, msg: ResumeEpisode, _: &mut Context<Self>) -> Self::Result {
+        let handles = self.handles.clone();
+        AtomicResponse::new(Box::pin(
+            async move {
+                handles
+                    .run_episode(msg.index, msg.seed, Some(&msg.from))
+                    .await
+            }
+            .into_actor(self),
         ))
     }
 }

@@ -11,9 +11,12 @@
 //!   commit: one sync covers every episode that ended meanwhile, and the sync runs on a
 //!   blocking thread while the sink keeps taking steps), and after the unit has been marked
 //!   complete in the store's index. An `EpisodeEvent` may overtake the last `StepEvent`s of
-//!   its episode in the mailboxes: the sink waits until it has seen `record.steps` step
-//!   events of the episode (one per environment step), so sessions must send exactly that
-//!   many.
+//!   its episode in the mailboxes: the sink waits until it has seen the step event of the
+//!   episode's last step (one per environment step, in step order), so sessions must send
+//!   exactly one per step.
+//! - [`CheckpointEvent`]: saved once the step records before it are durable
+//!   ([`RunWriter::write_checkpoint`]). A resumed episode starts with the checkpoint it
+//!   continues from, which tells the sink that its earlier steps are already written.
 //! - A write failure stops the sink: nothing is acknowledged any more, every pending and
 //!   later request fails with a closed mailbox, and [`Sinks::failure`] tells why.
 //!
@@ -48,7 +51,7 @@
 //! ```
 
 use crate::error::SinkError;
-use crate::{EpisodeEvent, StepEvent};
+use crate::{CheckpointEvent, EpisodeEvent, StepEvent};
 use actix::prelude::*;
 use futures::channel::oneshot;
 use mosaic_core::record::EpisodeRecord;
@@ -78,7 +81,8 @@ impl Failure {
 struct OpenEpisode {
     operator_id: String,
     episode_index: u32,
-    steps_seen: u32,
+    /// Steps whose events arrived: the index of the next step.
+    next_step: u32,
     /// The episode event, once it arrived before all its steps.
     ended: Option<(Arc<EpisodeRecord>, oneshot::Sender<()>)>,
 }
@@ -102,7 +106,7 @@ impl OpenEpisodes {
                 self.0.push(OpenEpisode {
                     operator_id: operator_id.to_owned(),
                     episode_index,
-                    steps_seen: 0,
+                    next_step: 0,
                     ended: None,
                 });
                 self.0.len() - 1
@@ -186,16 +190,16 @@ impl Handler<StepEvent> for RecordSink {
             return self.fail(ctx, e);
         }
         let (at, open) = self.open.entry(&first.operator_id, first.episode_index);
-        open.steps_seen += 1;
+        open.next_step = first.step_index + 1;
         if let Some((record, _)) = &open.ended {
-            if open.steps_seen > record.steps {
+            if open.next_step > record.steps {
                 let message = format!(
                     "{}: more step events than the {} steps its episode record counts",
                     record.episode_id, record.steps
                 );
                 return self.fail(ctx, foreign(message));
             }
-            if open.steps_seen == record.steps
+            if open.next_step == record.steps
                 && let OpenEpisode {
                     ended: Some((record, done)),
                     ..
@@ -222,10 +226,10 @@ impl Handler<EpisodeEvent> for RecordSink {
         let at = self
             .open
             .position(&event.record.operator_id, event.record.episode_index);
-        let seen = at.map_or(0, |at| self.open.0[at].steps_seen);
+        let seen = at.map_or(0, |at| self.open.0[at].next_step);
         if seen > event.record.steps {
             let message = format!(
-                "{}: {seen} step events for an episode record of {} steps",
+                "{}: step events up to step {seen} for an episode record of {} steps",
                 event.record.episode_id, event.record.steps
             );
             self.fail(ctx, foreign(message));
@@ -250,6 +254,21 @@ impl Handler<EpisodeEvent> for RecordSink {
                 }
             },
         ))
+    }
+}
+
+impl Handler<CheckpointEvent> for RecordSink {
+    type Result = ();
+
+    fn handle(&mut self, event: CheckpointEvent, ctx: &mut Context<Self>) {
+        let checkpoint = &event.checkpoint;
+        if let Err(e) = self.writer.write_checkpoint(checkpoint) {
+            return self.fail(ctx, e);
+        }
+        let (_, open) = self
+            .open
+            .entry(&checkpoint.operator_id, checkpoint.episode_index);
+        open.next_step = open.next_step.max(checkpoint.step_index);
     }
 }
 
@@ -339,6 +358,8 @@ pub struct Sinks {
     pub steps: Vec<Recipient<StepEvent>>,
     /// Recipients of every [`EpisodeEvent`]; await each answer.
     pub episodes: Vec<Recipient<EpisodeEvent>>,
+    /// Recipients of every [`CheckpointEvent`].
+    pub checkpoints: Vec<Recipient<CheckpointEvent>>,
     close: Recipient<Close>,
     arbiter: Arbiter,
     failure: Failure,
@@ -376,6 +397,7 @@ impl Sinks {
         Ok(Sinks {
             steps: vec![addr.clone().recipient()],
             episodes: vec![addr.clone().recipient()],
+            checkpoints: vec![addr.clone().recipient()],
             close: addr.recipient(),
             arbiter,
             failure,

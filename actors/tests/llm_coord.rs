@@ -78,7 +78,7 @@ fn messages_and_scratchpads_work_on_the_coordination_world() {
             &kinds,
             Subscribers {
                 steps: vec![collector.recipient()],
-                episodes: Vec::new(),
+                ..Subscribers::default()
             },
         )
         .expect("the session builds")

@@ -65,6 +65,7 @@ fn abandoned_and_closed_episodes_are_recorded_once_each_and_consistently() {
         let subscribers = Subscribers {
             steps: sinks.steps.clone(),
             episodes: sinks.episodes.clone(),
+            checkpoints: Vec::new(),
         };
         let group = SessionGroup::new(sessions(&spec, &subscribers)).start();
         let reset = |seed| group.send(ResetAll { seed });

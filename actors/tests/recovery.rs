@@ -6,7 +6,8 @@ mod common;
 
 use common::collect::{collector, stripped};
 use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
-use mosaic_actors::runner::{RunError, Runner};
+use mosaic_actors::runner::{RunError, Runner, Unit};
+use mosaic_actors::session::ResumePoint;
 use mosaic_adapters::{EnvKind, EnvRegistry};
 use mosaic_core::baseline::Random;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -327,6 +328,92 @@ async fn a_panicking_environment_is_rebuilt_from_a_snapshot_or_by_replay() {
         };
         assert!(how.contains(expected), "{key}: {how}");
         assert!(restarts[0].diverged.is_none());
+    }
+}
+
+/// An episode continued from one of its checkpoints, as `mosaic resume` does after the
+/// run's process died, ends with the records of the uninterrupted run: the environment
+/// restored from its snapshot or replayed through the recorded actions, every operator's
+/// state restored.
+#[actix::test]
+async fn an_episode_resumed_from_any_checkpoint_ends_as_the_uninterrupted_run() {
+    for snapshots in [true, false] {
+        let key = format!("resume-{snapshots}");
+        let spec = experiment(
+            serde_json::json!({"env": "flaky-soccer", "env_settings": {"key": key, "at": 0, "panics": 0, "snapshots": snapshots}}),
+            serde_json::json!({"kind": "cycling"}),
+            serde_json::json!({"checkpoint_interval_ms": 0}),
+        );
+        let (envs, kinds) = registries();
+        let runner = Runner::new(spec, RunId::from("r"), envs, kinds);
+        let (collected, subscribers) = collector();
+        runner.run(None, subscribers, |_| {}).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let steps = collected.steps.lock().unwrap().clone();
+        let episodes = collected.episodes.lock().unwrap().clone();
+        let checkpoints = collected.checkpoints.lock().unwrap().clone();
+        let of_episode: Vec<_> = checkpoints
+            .iter()
+            .filter(|c| c.episode_index == 1)
+            .collect();
+        assert_eq!(
+            of_episode.len(),
+            40,
+            "one per step but the first: {snapshots}"
+        );
+        assert!(of_episode.iter().all(|c| c.env.is_some() == snapshots));
+
+        for checkpoint in [of_episode[0], of_episode[16], of_episode[39]] {
+            let at = checkpoint.step_index;
+            let before: Vec<_> = steps
+                .iter()
+                .filter(|r| r.episode_index == 1 && r.step_index < at)
+                .cloned()
+                .collect();
+            let unit = Unit {
+                operator: 0,
+                episode: 1,
+            };
+            let point = ResumePoint {
+                checkpoint: checkpoint.clone(),
+                records: before,
+            };
+            let resumed = runner.clone().resuming(HashMap::from([(unit, point)]));
+            let (after, subscribers) = collector();
+            let records = resumed
+                .run(Some(vec![unit]), subscribers, |_| {})
+                .await
+                .unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            let expected: Vec<_> = steps
+                .iter()
+                .filter(|r| r.episode_index == 1 && r.step_index >= at)
+                .cloned()
+                .collect();
+            let (now, then) = (stripped(&after.steps.lock().unwrap()), stripped(&expected));
+            assert_eq!(
+                now.len(),
+                then.len(),
+                "steps from {at} (snapshots: {snapshots})"
+            );
+            if let Some((now, then)) = now.iter().zip(&then).find(|(a, b)| a != b) {
+                panic!("resumed at {at} (snapshots: {snapshots}):\n{now}\n{then}");
+            }
+            let clean_episode = episodes.iter().find(|e| e.episode_index == 1).unwrap();
+            assert_eq!(
+                stripped(&[(*records[0]).clone()]),
+                stripped(std::slice::from_ref(clean_episode)),
+                "roll-up resumed at {at}"
+            );
+            let restart = records[0].restarts.last().unwrap();
+            let how = if snapshots {
+                format!("env snapshot at step {at}, replayed 0 steps")
+            } else {
+                format!("env reset from the seed, replayed {at} steps")
+            };
+            assert_eq!(restart.child, "run");
+            assert!(restart.recovery.contains(&how), "{}", restart.recovery);
+        }
     }
 }
 

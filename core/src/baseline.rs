@@ -1,9 +1,8 @@
 //! Environment-independent baseline policies: random, noop, cycling.
 
-use crate::rng::{Rng, seeded};
+use crate::rng::{self, Rng, seeded};
 use crate::{Action, AgentContext, Decision, Observation, Paradigm, Policy};
 use rand::Rng as _;
-use serde::Deserialize as _;
 
 /// Uniform over the legal actions, seeded from (episode seed, agent id).
 #[derive(Debug)]
@@ -41,12 +40,11 @@ impl Policy for Random {
     }
 
     fn save_state(&self) -> Option<serde_json::Value> {
-        serde_json::to_value(&self.rng).ok()
+        rng::save_state(&self.rng)
     }
 
     fn load_state(&mut self, state: &serde_json::Value) -> Result<(), String> {
-        self.rng =
-            Rng::deserialize(state).map_err(|e| format!("not a random policy state: {e}"))?;
+        self.rng = rng::load_state(state)?;
         Ok(())
     }
 }

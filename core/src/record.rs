@@ -191,6 +191,8 @@ pub struct RestartRecord {
 pub struct EpisodeCheckpoint {
     /// Always [`CHECKPOINT_SCHEMA`].
     pub schema: String,
+    /// The run.
+    pub run_id: String,
     /// The operator configuration.
     pub operator_id: String,
     /// The episode index within the operator.

@@ -11,6 +11,26 @@ pub fn seeded(seed: u64) -> Rng {
     Rng::seed_from_u64(seed)
 }
 
+/// The position of `rng` as a policy or environment state (see `Policy::save_state`).
+pub fn save_state(rng: &Rng) -> Option<serde_json::Value> {
+    serde_json::to_value(rng).ok()
+}
+
+/// An RNG continuing from a state answered by [`save_state`].
+///
+/// ```
+/// use mosaic_core::rng::{load_state, save_state, seeded};
+/// use rand::Rng as _;
+/// let mut rng = seeded(3);
+/// let state = save_state(&rng).unwrap();
+/// let mut copy = load_state(&state).unwrap();
+/// assert_eq!(rng.random::<u64>(), copy.random::<u64>());
+/// assert!(load_state(&serde_json::json!("nonsense")).is_err());
+/// ```
+pub fn load_state(state: &serde_json::Value) -> Result<Rng, String> {
+    serde::Deserialize::deserialize(state).map_err(|e| format!("not a random generator state: {e}"))
+}
+
 /// A seed for a named stream (an agent id, a subsystem) derived from a parent seed, stable
 /// across platforms and versions (FNV-1a of the label, mixed with SplitMix64).
 ///

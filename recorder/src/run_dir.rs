@@ -978,9 +978,15 @@ mod tests {
         drop(store);
     }
 
-    fn checkpoint(operator_id: &str, episode_index: u32, step_index: u32) -> EpisodeCheckpoint {
+    fn checkpoint(
+        run_id: &str,
+        operator_id: &str,
+        episode_index: u32,
+        step_index: u32,
+    ) -> EpisodeCheckpoint {
         EpisodeCheckpoint {
             schema: mosaic_core::record::CHECKPOINT_SCHEMA.to_owned(),
+            run_id: run_id.to_owned(),
             operator_id: operator_id.to_owned(),
             episode_index,
             step_index,
@@ -1010,7 +1016,7 @@ mod tests {
         for (step_index, step) in episodes[1].steps[..6].iter().enumerate() {
             if step_index == 2 || step_index == 4 {
                 writer
-                    .write_checkpoint("r4", &checkpoint("a", 1, step_index as u32))
+                    .write_checkpoint(&checkpoint("r4", "a", 1, step_index as u32))
                     .unwrap();
             }
             writer.write_step(step).unwrap();
@@ -1021,7 +1027,7 @@ mod tests {
         }
         writer.write_step(&episodes[3].steps[0]).unwrap();
         writer
-            .write_checkpoint("r4", &checkpoint("a", 3, 5))
+            .write_checkpoint(&checkpoint("r4", "a", 3, 5))
             .unwrap();
         drop(writer);
         drop(store);
@@ -1032,12 +1038,12 @@ mod tests {
         let store = run.store().unwrap();
         assert_eq!(
             store.checkpoint(&Unit::new("a", 1)).unwrap(),
-            Some(checkpoint("a", 1, 4))
+            Some(checkpoint("r4", "a", 1, 4))
         );
         let discarded = run.discard_incomplete(&store).unwrap();
         // Episode 2's steps never reached the store (only the log, which loses them too).
         assert_eq!(discarded.units, vec![Unit::new("a", 3)]);
-        assert_eq!(discarded.resumable, vec![checkpoint("a", 1, 4)]);
+        assert_eq!(discarded.resumable, vec![checkpoint("r4", "a", 1, 4)]);
         // Steps 4 and 5 of episode 1, three of episode 2, one of episode 3, the torn tail.
         assert_eq!(discarded.step_lines, 2 * 2 + 3 * 2 + 2 + 1);
         let resumed = Unit::new("a", 1);
@@ -1081,9 +1087,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let manifest = synthetic::manifest("r5", &["a"], 1, 1);
         let (_run, store) = RunDir::create(&dir.path().join("r5"), &manifest).unwrap();
-        let mut newer = checkpoint("a", 0, 3);
+        let mut newer = checkpoint("r5", "a", 0, 3);
         newer.schema = "mosaic.checkpoint/9".into();
-        store.writer().put_checkpoint("r5", &newer).unwrap();
+        store.writer().put_checkpoint(&newer).unwrap();
         let error = store
             .checkpoint(&Unit::new("a", 0))
             .unwrap_err()

@@ -903,10 +903,14 @@ impl StoreWriter {
         Ok(())
     }
 
-    /// Replaces the checkpoint of its episode with `checkpoint` (of run `run_id`). Not
-    /// durable by itself: see [`crate::RunWriter::write_checkpoint`].
-    pub fn put_checkpoint(&mut self, run_id: &str, checkpoint: &EpisodeCheckpoint) -> Result<()> {
-        let unit = self.unit_key(run_id, &checkpoint.operator_id, checkpoint.episode_index)?;
+    /// Replaces the checkpoint of its episode with `checkpoint`. Not durable by itself: see
+    /// [`crate::RunWriter::write_checkpoint`].
+    pub fn put_checkpoint(&mut self, checkpoint: &EpisodeCheckpoint) -> Result<()> {
+        let unit = self.unit_key(
+            &checkpoint.run_id,
+            &checkpoint.operator_id,
+            checkpoint.episode_index,
+        )?;
         self.store
             .checkpoints
             .insert(unit, serde_json::to_vec(checkpoint)?)

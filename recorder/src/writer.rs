@@ -76,16 +76,16 @@ impl RunWriter {
         self.episodes.append_lines(&self.lines)
     }
 
-    /// Saves the checkpoint of an unfinished episode of run `run_id`, durably and only after
+    /// Saves the checkpoint of an unfinished episode, durably and only after
     /// the step records before it: the steps reach the operating system (and the disk with
     /// [`Durability::Sync`]) first, then the checkpoint is stored and the store synced. A
     /// crash in between leaves the previous checkpoint, which is consistent too.
-    pub fn write_checkpoint(&mut self, run_id: &str, checkpoint: &EpisodeCheckpoint) -> Result<()> {
+    pub fn write_checkpoint(&mut self, checkpoint: &EpisodeCheckpoint) -> Result<()> {
         self.steps.flush()?;
         if self.durability == Durability::Sync {
             self.steps.sync_handle()?.wait()?;
         }
-        self.store.put_checkpoint(run_id, checkpoint)?;
+        self.store.put_checkpoint(checkpoint)?;
         self.store.store().flush()
     }
 

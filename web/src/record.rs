@@ -119,6 +119,8 @@ impl Recording {
             .map(|open| Subscribers {
                 steps: open.sinks.steps.clone(),
                 episodes: open.sinks.episodes.clone(),
+                // Runs played by hand are not resumed.
+                checkpoints: Vec::new(),
             })
             .unwrap_or_default()
     }

@@ -2,8 +2,8 @@
 
 use actix::prelude::*;
 use mosaic_actors::session::Subscribers;
-use mosaic_actors::{EpisodeEvent, StepEvent};
-use mosaic_core::record::{EpisodeRecord, StepRecord, strip_volatile};
+use mosaic_actors::{CheckpointEvent, EpisodeEvent, StepEvent};
+use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, StepRecord, strip_volatile};
 use std::sync::{Arc, Mutex};
 
 /// Everything a [`collector`] received.
@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 pub struct Collected {
     pub steps: Arc<Mutex<Vec<StepRecord>>>,
     pub episodes: Arc<Mutex<Vec<EpisodeRecord>>>,
+    pub checkpoints: Arc<Mutex<Vec<EpisodeCheckpoint>>>,
 }
 
 struct Collector(Collected);
@@ -37,13 +38,25 @@ impl Handler<EpisodeEvent> for Collector {
     }
 }
 
+impl Handler<CheckpointEvent> for Collector {
+    type Result = ();
+    fn handle(&mut self, msg: CheckpointEvent, _: &mut Context<Self>) {
+        self.0
+            .checkpoints
+            .lock()
+            .unwrap()
+            .push((*msg.checkpoint).clone());
+    }
+}
+
 /// A collecting subscriber, started on the current arbiter.
 pub fn collector() -> (Collected, Subscribers) {
     let collected = Collected::default();
     let addr = Collector(collected.clone()).start();
     let subscribers = Subscribers {
         steps: vec![addr.clone().recipient()],
-        episodes: vec![addr.recipient()],
+        episodes: vec![addr.clone().recipient()],
+        checkpoints: vec![addr.recipient()],
     };
     (collected, subscribers)
 }

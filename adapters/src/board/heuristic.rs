@@ -2,7 +2,7 @@
 
 use super::{Board, BoardRules};
 use mosaic_core::experiment::{SpecError, parse_settings};
-use mosaic_core::rng::{Rng, seeded};
+use mosaic_core::rng::{self, Rng, seeded};
 use mosaic_core::{
     Action, AgentContext, Decision, DecisionSource, ObsRequest, Observation, Paradigm, Policy,
     Settings,
@@ -129,6 +129,15 @@ impl Policy for BoardHeuristic {
 
     fn reset(&mut self, ctx: &AgentContext) {
         self.rng = seeded(ctx.seed);
+    }
+
+    fn save_state(&self) -> Option<serde_json::Value> {
+        rng::save_state(&self.rng)
+    }
+
+    fn load_state(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        self.rng = rng::load_state(state)?;
+        Ok(())
     }
 
     fn decide(&mut self, obs: &Observation) -> Decision {

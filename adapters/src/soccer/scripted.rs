@@ -236,6 +236,15 @@ impl Policy for ScriptedSoccer {
 
     fn reset(&mut self, _ctx: &AgentContext) {}
 
+    // Stateless: every decision depends on the observation alone.
+    fn save_state(&self) -> Option<serde_json::Value> {
+        Some(serde_json::Value::Null)
+    }
+
+    fn load_state(&mut self, _state: &serde_json::Value) -> Result<(), String> {
+        Ok(())
+    }
+
     fn decide(&mut self, obs: &Observation) -> Decision {
         let action = obs
             .symbolic

@@ -496,6 +496,7 @@ fn run_with(
             let mut subscribers = mosaic_actors::session::Subscribers {
                 steps: vec![collector.clone().recipient()],
                 episodes: vec![collector.recipient()],
+                checkpoints: Vec::new(),
             };
             let sinks = record.map(|(run, store)| {
                 mosaic_actors::sink::Sinks::start(run, store, mosaic_recorder::Durability::Flush)
