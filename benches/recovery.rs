@@ -2,6 +2,8 @@
 //!
 //! - checkpoint overhead on the soccer benchmark (4 random agents, no recording): sessions
 //!   that never checkpoint, that checkpoint every second (the default), and every step;
+//! - the same recorded into a run directory, where checkpoints are also made durable (the
+//!   steps before them flushed, the store synced): never, every second, every 100 ms;
 //! - time from a worker's death to the retried step completing, with real Python workers
 //!   (MiniGrid DoorKey env worker and policy worker) killed with SIGKILL, and frozen with
 //!   SIGSTOP (declared dead by their heartbeat).
@@ -39,27 +41,54 @@ fn soccer(episodes: u32, checkpoint_interval_ms: u64) -> f64 {
     decisions as f64 / time.as_secs_f64()
 }
 
-fn checkpoint_overhead(episodes: u32) {
-    let settings = [
-        ("never", u64::MAX),
-        ("every 1 s (default)", 1_000),
-        ("every step", 0),
-    ];
+/// Prints the decisions per second of `measure` under each checkpoint interval of
+/// `settings` (the first is the baseline), best of interleaved rounds.
+fn checkpoint_overhead(
+    what: &str,
+    episodes: u32,
+    settings: [(&str, u64); 3],
+    measure: fn(u32, u64) -> f64,
+) {
     let mut best = [0.0f64; 3];
-    soccer(20, u64::MAX);
+    measure(20, u64::MAX);
     // Interleaved rounds, best of each: the machine's load changes between rounds.
     for _ in 0..3 {
         for (i, (_, interval)) in settings.iter().enumerate() {
-            best[i] = best[i].max(soccer(episodes, *interval));
+            best[i] = best[i].max(measure(episodes, *interval));
         }
     }
     for (i, (name, _)) in settings.iter().enumerate() {
         println!(
-            "soccer, {episodes} episodes, checkpoints {name}: {:.0} decisions/s, overhead {:+.1}% (goal ≤ 10%)",
+            "{what}, {episodes} episodes, checkpoints {name}: {:.0} decisions/s, overhead {:+.1}% (goal ≤ 10%)",
             best[i],
             (best[0] / best[i] - 1.0) * 100.0
         );
     }
+}
+
+/// Decisions per second of `episodes` soccer episodes recorded into a run directory
+/// (durability `flush`) with durable checkpoints every `checkpoint_interval_ms`.
+fn recorded_soccer(episodes: u32, checkpoint_interval_ms: u64) -> f64 {
+    let supervision = mosaic_core::experiment::SupervisionSpec {
+        checkpoint_interval_ms,
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let started = std::time::Instant::now();
+    let outcome = soccer::experiment(episodes, supervision)
+        .run(&mosaic::run::RunOptions {
+            out: dir.path().to_owned(),
+            progress: false,
+            durability: mosaic_recorder::Durability::Flush,
+            ..Default::default()
+        })
+        .expect("run");
+    let decisions: u64 = outcome
+        .episodes
+        .iter()
+        .flat_map(|e| e.agents.iter().map(|a| u64::from(a.decisions)))
+        .sum();
+    decisions as f64 / started.elapsed().as_secs_f64()
 }
 
 /// Time from each strike to the step it interrupted completing, in milliseconds.
@@ -116,7 +145,26 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(200);
-    checkpoint_overhead(episodes);
+    checkpoint_overhead(
+        "soccer",
+        episodes,
+        [
+            ("never", u64::MAX),
+            ("every 1 s (default)", 1_000),
+            ("every step", 0),
+        ],
+        soccer,
+    );
+    checkpoint_overhead(
+        "soccer recorded, durable",
+        episodes,
+        [
+            ("never", u64::MAX),
+            ("every 1 s (default)", 1_000),
+            ("every 100 ms", 100),
+        ],
+        recorded_soccer,
+    );
     let timeout =
         Duration::from_millis(mosaic_adapters::external::defaults::heartbeat_timeout_ms());
     for (target, name) in [

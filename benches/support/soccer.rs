@@ -7,20 +7,28 @@ use std::time::{Duration, Instant};
 /// Step limit of every benchmark episode.
 pub const MAX_STEPS: u32 = 200;
 
-/// Plays `episodes` episodes through the runner under `supervision`; answers the wall time
-/// and the number of decisions made.
-pub fn unrecorded(
+/// The workload: `episodes` episodes under `supervision`.
+pub fn experiment(
     episodes: u32,
     supervision: mosaic_core::experiment::SupervisionSpec,
-) -> (Duration, u64) {
-    let experiment = Experiment::builder("overhead")
+) -> Experiment {
+    Experiment::builder("overhead")
         .episodes(episodes)
         .seeds(SeedPlan::Procedural { base: 1000 })
         .max_steps(MAX_STEPS)
         .supervision(supervision)
         .operator(Operator::new("pitch", "soccer-2v2").everyone("random"))
         .build()
-        .expect("valid experiment");
+        .expect("valid experiment")
+}
+
+/// Plays `episodes` episodes through the runner under `supervision`; answers the wall time
+/// and the number of decisions made.
+pub fn unrecorded(
+    episodes: u32,
+    supervision: mosaic_core::experiment::SupervisionSpec,
+) -> (Duration, u64) {
+    let experiment = experiment(episodes, supervision);
     let runner = mosaic::actors::runner::Runner::new(
         experiment.spec().clone(),
         "bench".into(),
