@@ -3,7 +3,7 @@
 //! - checkpoint overhead on the soccer benchmark (4 random agents, no recording): sessions
 //!   that never checkpoint, that checkpoint every second (the default), and every step;
 //! - the same recorded into a run directory, where checkpoints are also made durable (the
-//!   steps before them flushed, the store synced): never, every second, every 100 ms;
+//!   steps before them flushed, the store synced): never, every second, every 10 ms;
 //! - time from a worker's death to the retried step completing, with real Python workers
 //!   (MiniGrid DoorKey env worker and policy worker) killed with SIGKILL, and frozen with
 //!   SIGSTOP (declared dead by their heartbeat).
@@ -155,13 +155,14 @@ fn main() {
         ],
         soccer,
     );
+    // Long enough runs (several seconds) for the default interval to checkpoint.
     checkpoint_overhead(
         "soccer recorded, durable",
-        episodes,
+        episodes * 10,
         [
             ("never", u64::MAX),
             ("every 1 s (default)", 1_000),
-            ("every 100 ms", 100),
+            ("every 10 ms", 10),
         ],
         recorded_soccer,
     );

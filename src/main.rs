@@ -26,7 +26,8 @@ struct Cli {
 enum Command {
     /// Run an experiment file headless into a run directory.
     Run(RunArgs),
-    /// Finish a run whose process died: keep its complete episodes, run the rest.
+    /// Finish a run whose process died: keep its complete episodes, continue the unfinished
+    /// ones from their last checkpoints, run the rest.
     Resume(ResumeArgs),
     /// Watch an experiment's operators side by side in the browser (Step All, Reset All,
     /// human players) and browse recorded runs.
@@ -63,6 +64,12 @@ struct RunArgs {
     /// Episodes running at once (overrides the file).
     #[arg(long)]
     parallelism: Option<usize>,
+    #[command(flatten)]
+    llm_cache: LlmCacheArgs,
+}
+
+#[derive(clap::Args)]
+struct LlmCacheArgs {
     /// LLM response cache: record (keep every answer in the run store), replay (answer
     /// only from the run given by --llm-cache-from; call no model) or off.
     #[arg(long, value_enum, default_value = "record")]
@@ -72,6 +79,15 @@ struct RunArgs {
     llm_cache_from: Option<PathBuf>,
 }
 
+impl LlmCacheArgs {
+    fn cache(self) -> mosaic::llm_cache::LlmCache {
+        mosaic::llm_cache::LlmCache {
+            mode: self.llm_cache,
+            from: self.llm_cache_from,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 struct ResumeArgs {
     /// The run directory (as printed by `mosaic run` and listed by `mosaic runs`).
@@ -79,6 +95,8 @@ struct ResumeArgs {
     /// Episodes running at once (overrides the run's experiment; never changes results).
     #[arg(long)]
     parallelism: Option<usize>,
+    #[command(flatten)]
+    llm_cache: LlmCacheArgs,
 }
 
 #[derive(clap::Args)]
@@ -171,10 +189,7 @@ fn run(args: RunArgs) -> ExitCode {
         out: args.out,
         run_id: args.run_id,
         progress: std::io::stderr().is_terminal(),
-        llm_cache: mosaic::llm_cache::LlmCache {
-            mode: args.llm_cache,
-            from: args.llm_cache_from,
-        },
+        llm_cache: args.llm_cache.cache(),
         ..RunOptions::default()
     };
     match experiment.run(&options) {
@@ -196,6 +211,7 @@ fn resume(args: ResumeArgs) -> ExitCode {
     }
     let options = RunOptions {
         progress: std::io::stderr().is_terminal(),
+        llm_cache: args.llm_cache.cache(),
         ..RunOptions::default()
     };
     summarise(experiment.resume(&args.run, &options))

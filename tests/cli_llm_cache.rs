@@ -1,5 +1,7 @@
 //! `mosaic run --llm-cache`: a run with an LLM agent on the real local model is recorded,
-//! then replayed with no model available at all, and the records are equal.
+//! then replayed with no model available at all, and the records are equal. A replay killed
+//! in the middle of its episodes resumes from its checkpoints to the same records: the LLM
+//! agent's restored history asks exactly the recorded questions.
 
 use mosaic_core::record::strip_volatile;
 use std::path::{Path, PathBuf};
@@ -55,11 +57,13 @@ fn mosaic<S: AsRef<std::ffi::OsStr>>(args: &[S], offline: bool) -> Output {
     command.output().expect("the mosaic binary runs")
 }
 
-/// One LLM agent (with a scripted teammate) against random, short episodes.
-fn experiment(dir: &Path, history: u32) -> PathBuf {
-    let path = dir.join(format!("llm-history-{history}.toml"));
+/// One LLM agent (with a scripted teammate) against random, short episodes; `extra` adds
+/// top-level settings.
+fn experiment_with(dir: &Path, history: u32, extra: &str) -> PathBuf {
+    let path = dir.join(format!("llm-history-{history}-{}.toml", extra.len()));
     let text = format!(
         r#"name = "llm-cache"
+{extra}
 episodes = 2
 max_steps = 5
 parallelism = 2
@@ -77,6 +81,10 @@ green_1 = {{ kind = "scripted" }}
     );
     std::fs::write(&path, text).unwrap();
     path
+}
+
+fn experiment(dir: &Path, history: u32) -> PathBuf {
+    experiment_with(dir, history, "")
 }
 
 /// A run's records with volatile fields removed, sorted (lanes interleave).
@@ -189,6 +197,8 @@ fn a_recorded_run_replays_without_a_model() {
     let again = mosaic(&again_args, true);
     assert!(again.status.success(), "{}", stderr(&again));
 
+    killed_replay_resumes_from_checkpoints(dir.path(), &recorded);
+
     // A changed prompt (longer history) is not in the cache: the run fails naming the
     // agent and the request.
     let changed = experiment(dir.path(), 3);
@@ -248,4 +258,66 @@ fn cache_options_that_cannot_work_are_refused() {
         .filter(|e| e.path().is_dir())
         .collect();
     assert!(written.is_empty(), "{written:?}");
+}
+
+/// Replays `recorded` slowly with a checkpoint at every step, kills the replay once some
+/// steps are durable, and resumes it with the same cache and no model: every request after
+/// the resume must be one the recorded run made, and the records end equal.
+fn killed_replay_resumes_from_checkpoints(dir: &Path, recorded: &Path) {
+    let slow = experiment_with(
+        dir,
+        2,
+        "pace_ms = 250\nsupervision = { checkpoint_interval_ms = 0 }",
+    );
+    let out = dir.join("killed");
+    let run = out.join("r");
+    let cache = ["--llm-cache", "replay", "--llm-cache-from"];
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mosaic"));
+    command
+        .arg("run")
+        .arg(&slow)
+        .arg("--out")
+        .arg(&out)
+        .args(["--run-id", "r"])
+        .args(cache)
+        .arg(recorded)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    for (name, _) in local_model() {
+        command.env_remove(name);
+    }
+    let mut child = command.spawn().unwrap();
+    let started = std::time::Instant::now();
+    // Step lines reach the file when a checkpoint makes them durable: once step 1's are
+    // there, the checkpoint before step 1 is stored (the sink handles events in order).
+    let second_step = |text: String| text.contains("\"step_index\":1,");
+    while !std::fs::read_to_string(run.join("steps.jsonl")).is_ok_and(second_step) {
+        let running = child.try_wait().unwrap().is_none();
+        assert!(running, "the replay ended early");
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let mut args = vec!["resume".to_owned(), run.to_string_lossy().into_owned()];
+    args.extend(cache.map(str::to_owned));
+    args.push(recorded.to_string_lossy().into_owned());
+    let resumed = mosaic(&args, true);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    for file in ["steps.jsonl", "episodes.jsonl"] {
+        let (clean, resumed) = (
+            stable_lines(&recorded.join(file)),
+            stable_lines(&run.join(file)),
+        );
+        assert_eq!(clean.len(), resumed.len(), "{file}: lines lost or doubled");
+        if let Some((clean, resumed)) = clean.iter().zip(&resumed).find(|(a, b)| a != b) {
+            panic!("{file} differs after the resume:\n{resumed}\n{clean}");
+        }
+    }
+    let episodes = std::fs::read_to_string(run.join("episodes.jsonl")).unwrap();
+    assert!(
+        episodes.contains("resumed from the checkpoint at step"),
+        "no episode continued from a checkpoint: {episodes}"
+    );
 }
