@@ -89,66 +89,8 @@ def guard_stdout() -> Any:
     return _protocol_out
 
 
-class FdReader:
-    """Lines read straight from a file descriptor, for a ``Channel``'s ``rfile``.
-
-    A buffered file's ``readline`` goes through its raw file object for every chunk, which
-    costs a third of a small message's round trip; here the usual line, arriving alone, is
-    one ``os.read``. Use it only on a descriptor nothing has been read from yet.
-    """
-
-    CHUNK = 1 << 16
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        # Bytes read past the last line returned: `_buffer[_pos:]`.
-        self._buffer = b""
-        self._pos = 0
-
-    def readline(self, limit: int) -> bytes:
-        """Like ``BufferedReader.readline(limit)``: the bytes up to and including the next
-        newline, at most ``limit`` of them; ``b""`` at the end of input."""
-        buffer, pos = self._buffer, self._pos
-        if pos == len(buffer):
-            data = os.read(self._fd, self.CHUNK)
-            # The usual case: exactly one whole line arrived.
-            if data[-1:] == b"\n" and data.find(b"\n") == len(data) - 1 and len(data) <= limit:
-                return data
-            if not data:
-                return data
-            buffer, pos = self._buffer, self._pos = data, 0
-        end = buffer.find(b"\n", pos, pos + limit)
-        if end >= 0:
-            self._pos = end + 1
-            return buffer[pos:end + 1]
-        if len(buffer) - pos >= limit:
-            self._pos = pos + limit
-            return buffer[pos:pos + limit]
-        return self._read_more(limit)
-
-    def _read_more(self, limit: int) -> bytes:
-        """The rest of a line that did not arrive in one read."""
-        line = bytearray(memoryview(self._buffer)[self._pos:])
-        self._buffer, self._pos = b"", 0
-        while True:
-            data = os.read(self._fd, self.CHUNK)
-            if not data:
-                return bytes(line)
-            searched = len(line)
-            line += data
-            end = line.find(b"\n", searched, limit)
-            if end >= 0:
-                cut = end + 1
-            elif len(line) >= limit:
-                cut = limit
-            else:
-                continue
-            self._buffer = bytes(memoryview(line)[cut:])
-            return bytes(memoryview(line)[:cut])
-
-
 class Channel:
-    """Line-framed JSON over a pair of binary files (``rfile`` needs only ``readline``)."""
+    """Line-framed JSON over a pair of binary files."""
 
     def __init__(self, rfile: Any, wfile: Any, max_frame: int = MAX_FRAME) -> None:
         self._readline = rfile.readline
@@ -245,7 +187,7 @@ class Channel:
 def stdio_channel(max_frame: int = MAX_FRAME) -> Channel:
     """The channel on stdin/stdout (stdout guarded, see ``guard_stdout``)."""
     out = guard_stdout()
-    return Channel(FdReader(sys.stdin.buffer.fileno()), out, max_frame)
+    return Channel(sys.stdin.buffer, out, max_frame)
 
 
 def listen_channel(address: str, max_frame: int = MAX_FRAME) -> Channel:
@@ -269,7 +211,7 @@ def listen_channel(address: str, max_frame: int = MAX_FRAME) -> Channel:
     server.close()
     if conn.family == socket.AF_INET:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    channel = Channel(FdReader(conn.fileno()), conn.makefile("wb"), max_frame)
+    channel = Channel(conn.makefile("rb"), conn.makefile("wb"), max_frame)
     channel._closers.append(conn.close)
     return channel
 

@@ -27,6 +27,18 @@ def test_reads_objects_and_classifies_bad_lines():
     assert ch.read() is None
 
 
+def test_blanks_around_an_object_are_allowed_and_anything_else_is_not():
+    ch, _ = channel(b'{"type":"ping","id":1}\r\n  {"id":2} \n{"id":3} x\n{"id":4}{}\n"\xff"\n{"id":5}')
+    assert ch.read() == {"type": "ping", "id": 1}
+    assert ch.read() == {"id": 2}
+    for _ in range(3):
+        with pytest.raises(WorkerError) as err:
+            ch.read()
+        assert "not JSON" in str(err.value)
+    assert ch.read() == {"id": 5}
+    assert ch.read() is None
+
+
 def test_writes_one_compact_line_and_refuses_nan():
     ch, out = channel(b"")
     ch.write({"type": "pong", "id": 3})
@@ -115,79 +127,3 @@ def test_heartbeats_while_a_request_runs_long():
     kinds = [json.loads(line)["type"] for line in out.getvalue().splitlines()]
     assert kinds[0] == "hello" and kinds[-2:] == ["done", "stopped"]
     assert 1 <= kinds.count("heartbeat") <= 4
-
-
-def _fd_lines(chunks, limit):
-    """What FdReader.readline(limit) returns, until the end, for input written in `chunks`."""
-    import os
-    import threading
-
-    from mosaic_worker.protocol import FdReader
-
-    read_end, write_end = os.pipe()
-
-    def feed():
-        for chunk in chunks:
-            os.write(write_end, chunk)
-        os.close(write_end)
-
-    writer = threading.Thread(target=feed)
-    writer.start()
-    reader, lines = FdReader(read_end), []
-    try:
-        while True:
-            line = reader.readline(limit)
-            if not line:
-                break
-            lines.append(line)
-    finally:
-        writer.join()
-        os.close(read_end)
-    return lines
-
-
-def test_fd_reader_splits_lines_as_a_buffered_reader_does():
-    import random
-
-    rng = random.Random(7)
-    data = b"".join(b"x" * rng.randrange(0, 300) + b"\n" for _ in range(200)) + b"tail without newline"
-    for limit in (1, 7, 64, 100_000):
-        expected = []
-        buffered = io.BufferedReader(io.BytesIO(data))
-        while True:
-            line = buffered.readline(limit)
-            if not line:
-                break
-            expected.append(line)
-        cuts = sorted(rng.sample(range(1, len(data)), 60))
-        chunkings = [[data], [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]]
-        if limit == 64:
-            chunkings.append([data[i:i + 1] for i in range(len(data))])
-        for chunks in chunkings:
-            assert _fd_lines(chunks, limit) == expected
-
-
-def test_fd_reader_reads_lines_longer_than_a_chunk():
-    from mosaic_worker.protocol import FdReader
-
-    long = b"y" * (3 * FdReader.CHUNK + 5) + b"\n"
-    assert _fd_lines([long, b"{}\n"], 1 << 20) == [long, b"{}\n"]
-    assert _fd_lines([long], FdReader.CHUNK) == [long[i:i + FdReader.CHUNK] for i in range(0, len(long), FdReader.CHUNK)]
-
-
-def test_channels_on_descriptors_skip_overlong_lines():
-    import os
-
-    from mosaic_worker.protocol import FdReader
-
-    read_end, write_end = os.pipe()
-    os.write(write_end, b'{"type":"ping","id":1}\n' + b"z" * 5000 + b'\n{"type":"ping","id":2}\n')
-    os.close(write_end)
-    ch = Channel(FdReader(read_end), io.BytesIO(), max_frame=100)
-    assert ch.read() == {"type": "ping", "id": 1}
-    with pytest.raises(WorkerError) as err:
-        ch.read()
-    assert "longer than the limit of 100 bytes" in str(err.value)
-    assert ch.read() == {"type": "ping", "id": 2}
-    assert ch.read() is None
-    os.close(read_end)
