@@ -428,7 +428,8 @@ impl Conn {
                 biased;
                 line = self.reader.next_line() => Event::Line(line),
                 () = &mut self.timer => Event::Expired,
-                // A dropped sender means the process is gone as well.
+                // Only a send ends this wait: the sender is dropped unsent only with the
+                // process handle, which this connection holds.
                 _ = &mut self.exit, if self.exited.is_none() => Event::Exited,
             };
             match event {
