@@ -34,8 +34,9 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 
 /// Settings of the `worker` operator kind, one line each for `mosaic operators`.
@@ -152,12 +153,15 @@ struct Conn {
     timeout: Duration,
     frames: FrameEncoding,
     next_id: u64,
+    /// The request being sent, encoded (one buffer for every request).
+    out: Vec<u8>,
     abandoned: Abandoned,
     process: WorkerProcess,
     /// Told when the process exits, so a pending request fails at once even when a
-    /// process the worker started keeps its output open.
-    exit: Arc<tokio::sync::Notify>,
-    /// When the exit was noticed.
+    /// process the worker started keeps its output open. A oneshot rather than a
+    /// `Notify`: waiting on it again costs no waiter registration per wait.
+    exit: tokio::sync::oneshot::Receiver<()>,
+    /// When the exit was noticed (`exit` is not polled after that).
     exited: Option<Instant>,
     /// Whether the worker announced the `checkpoint` capability.
     checkpoints: bool,
@@ -218,10 +222,9 @@ impl WorkerPolicy {
             command: command.display(),
             error: format!("cannot attach the worker's pipes: {e}"),
         };
-        let exit = Arc::new(tokio::sync::Notify::new());
-        process.on_exit({
-            let exit = exit.clone();
-            move |_| exit.notify_one()
+        let (exited, exit) = tokio::sync::oneshot::channel();
+        process.on_exit(move |_| {
+            let _ = exited.send(());
         });
         let mut conn = Conn {
             name: name.to_owned(),
@@ -240,6 +243,7 @@ impl WorkerPolicy {
             timeout: Duration::from_millis(settings.timeout_ms),
             frames,
             next_id: 1,
+            out: Vec::with_capacity(256),
             abandoned: Abandoned::default(),
             process,
             exit,
@@ -376,8 +380,13 @@ impl Conn {
     /// The exit status, waiting briefly for it: the output can end a moment before the
     /// process is reaped.
     async fn exit_status(&mut self) -> Option<String> {
-        if self.process.try_exit().is_none() && self.exited.is_none() {
-            let _ = tokio::time::timeout(Duration::from_millis(500), self.exit.notified()).await;
+        if self.process.try_exit().is_none()
+            && self.exited.is_none()
+            && tokio::time::timeout(Duration::from_millis(500), &mut self.exit)
+                .await
+                .is_ok()
+        {
+            self.exited = Some(Instant::now());
         }
         self.process.describe_exit()
     }
@@ -402,8 +411,8 @@ impl Conn {
         }
         // Silence counts from the start of this wait: early timer wake-ups must not move it.
         let waiting_since = Instant::now();
+        let mut now = waiting_since;
         loop {
-            let now = Instant::now();
             let silence = self
                 .silence
                 .map(|limit| (waiting_since + limit).saturating_duration_since(now));
@@ -419,7 +428,9 @@ impl Conn {
                 biased;
                 line = self.reader.next_line() => Event::Line(line),
                 () = &mut self.timer => Event::Expired,
-                () = self.exit.notified(), if self.exited.is_none() => Event::Exited,
+                // Only a send ends this wait: the sender is dropped unsent only with the
+                // process handle, which this connection holds.
+                _ = &mut self.exit, if self.exited.is_none() => Event::Exited,
             };
             match event {
                 Event::Line(line) => {
@@ -446,16 +457,33 @@ impl Conn {
                 }
                 Event::Exited => self.exited = Some(Instant::now()),
             }
+            now = Instant::now();
         }
     }
 
-    async fn write(&mut self, line: &[u8], deadline: Instant) -> Result<(), WorkerError> {
+    /// Writes `self.out`, within `deadline`.
+    async fn write_out(&mut self, deadline: Instant) -> Result<(), WorkerError> {
+        // The usual case: the pipe has room and the line leaves in one system call, with no
+        // timer to set up.
+        let line = &self.out;
+        let stdin = &mut self.stdin;
+        let written = std::future::poll_fn(|cx| {
+            Poll::Ready(match Pin::new(&mut *stdin).poll_write(cx, line) {
+                Poll::Ready(result) => result,
+                Poll::Pending => Ok(0),
+            })
+        })
+        .await
+        .map_err(|e| WorkerError::Write(e.to_string()))?;
+        if written == line.len() {
+            return Ok(());
+        }
         let left = deadline.saturating_duration_since(Instant::now());
-        let write = async {
-            self.stdin.write_all(line).await?;
-            self.stdin.flush().await
+        let rest = async {
+            stdin.write_all(&line[written..]).await?;
+            stdin.flush().await
         };
-        match tokio::time::timeout(left, write).await {
+        match tokio::time::timeout(left, rest).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(WorkerError::Write(e.to_string())),
             Err(_) => Err(WorkerError::Timeout {
@@ -465,22 +493,42 @@ impl Conn {
         }
     }
 
-    fn deadline(&self, session_deadline: Option<Instant>) -> (Instant, Duration) {
-        let own = Instant::now() + self.timeout;
-        let deadline = session_deadline.map_or(own, |d| d.min(own));
-        (deadline, deadline.saturating_duration_since(Instant::now()))
+    /// Encodes `message` into `self.out` and writes it, within `deadline`.
+    async fn write(&mut self, message: &Message, deadline: Instant) -> Result<(), WorkerError> {
+        self.out.clear();
+        message.encode_into(&mut self.out);
+        self.write_out(deadline).await
     }
 
-    async fn request(
-        &mut self,
-        build: impl FnOnce(u64) -> Message,
-        session_deadline: Option<Instant>,
-    ) -> Result<Message, WorkerError> {
+    /// The deadline of a request starting now (its own timeout, or the session's deadline
+    /// if that comes first), and the time until then.
+    fn deadline(&self, session_deadline: Option<Instant>) -> (Instant, Duration) {
+        let now = Instant::now();
+        let own = now + self.timeout;
+        let deadline = session_deadline.map_or(own, |d| d.min(own));
+        (deadline, deadline.saturating_duration_since(now))
+    }
+
+    /// Encodes the request `build` makes with the next id into `self.out`; returns its id
+    /// and type for [`Conn::request`]. Apart from the exchange, so that the request is
+    /// dropped before the first wait and the future of every exchange stays small.
+    fn prepare(&mut self, build: impl FnOnce(u64) -> Message) -> (u64, &'static str) {
         let id = self.next_id;
         self.next_id += 1;
         let request = build(id);
+        self.out.clear();
+        request.encode_into(&mut self.out);
+        (id, request.kind())
+    }
+
+    /// Sends the request [`Conn::prepare`]d and awaits its reply.
+    async fn request(
+        &mut self,
+        (id, kind): (u64, &'static str),
+        session_deadline: Option<Instant>,
+    ) -> Result<Message, WorkerError> {
         let (deadline, timeout) = self.deadline(session_deadline);
-        let result = self.exchange(&request, id, deadline, timeout).await;
+        let result = self.exchange(id, kind, deadline, timeout).await;
         if result.is_err() {
             self.abandoned.push(id);
         }
@@ -489,14 +537,14 @@ impl Conn {
 
     async fn exchange(
         &mut self,
-        request: &Message,
         id: u64,
+        kind: &'static str,
         deadline: Instant,
         timeout: Duration,
     ) -> Result<Message, WorkerError> {
-        self.write(&request.encode(), deadline).await?;
+        self.write_out(deadline).await?;
         loop {
-            let line = self.recv(request.kind(), deadline, timeout).await?;
+            let line = self.recv(kind, deadline, timeout).await?;
             match judge(&line, id, self.abandoned.ids()) {
                 Verdict::Reply(reply) => return Ok(reply),
                 Verdict::Skip(None) => {}
@@ -505,7 +553,7 @@ impl Conn {
                 }
                 Verdict::Answer(answer) => {
                     tracing::warn!(target: "mosaic::worker", worker = %self.name, "worker sent an unknown message type (answered with error)");
-                    self.write(&answer.encode(), deadline).await?;
+                    self.write(&answer, deadline).await?;
                 }
                 Verdict::Fail(e) => return Err(e),
             }
@@ -519,7 +567,8 @@ impl Conn {
         session_deadline: Option<Instant>,
     ) -> Result<mosaic::Reply, WorkerError> {
         let (deadline, timeout) = self.deadline(session_deadline);
-        self.write(&command.encode(), deadline).await?;
+        self.out = command.encode();
+        self.write_out(deadline).await?;
         loop {
             let line = self.recv(expected, deadline, timeout).await?;
             if let Some(reply) = judge_mosaic(&line)? {
@@ -532,21 +581,17 @@ impl Conn {
         self.agent_id = msg.ctx.agent_id.clone();
         match self.mode {
             Mode::Native { .. } => {
-                let reply = self
-                    .request(
-                        |id| {
-                            Message::InitAgent(InitAgent {
-                                id,
-                                agent_id: msg.ctx.agent_id.clone(),
-                                agent: msg.ctx.agent,
-                                seed: msg.ctx.seed,
-                                episode_seed: msg.ctx.episode_seed,
-                                env: mosaic_core::EnvSpec::clone(&msg.spec),
-                            })
-                        },
-                        None,
-                    )
-                    .await?;
+                let request = self.prepare(|id| {
+                    Message::InitAgent(InitAgent {
+                        id,
+                        agent_id: msg.ctx.agent_id.clone(),
+                        agent: msg.ctx.agent,
+                        seed: msg.ctx.seed,
+                        episode_seed: msg.ctx.episode_seed,
+                        env: mosaic_core::EnvSpec::clone(&msg.spec),
+                    })
+                });
+                let reply = self.request(request, None).await?;
                 match reply {
                     Message::AgentReady(_) => Ok(()),
                     other => Err(WorkerError::Unexpected {
@@ -575,10 +620,8 @@ impl Conn {
         if !self.checkpoints {
             return Ok(None);
         }
-        match self
-            .request(|id| Message::Checkpoint(Ack { id }), None)
-            .await
-        {
+        let request = self.prepare(|id| Message::Checkpoint(Ack { id }));
+        match self.request(request, None).await {
             Ok(Message::State(state)) => Ok(Some(serde_json::Value::String(state.data))),
             Ok(other) => Err(WorkerError::Unexpected {
                 expected: "state".into(),
@@ -593,10 +636,8 @@ impl Conn {
     }
 
     async fn load_state(&mut self, data: String) -> Result<(), WorkerError> {
-        match self
-            .request(|id| Message::Restore(State { id, data }), None)
-            .await?
-        {
+        let request = self.prepare(|id| Message::Restore(State { id, data }));
+        match self.request(request, None).await? {
             Message::Restored(_) => Ok(()),
             other => Err(WorkerError::Unexpected {
                 expected: "restored".into(),
@@ -615,20 +656,16 @@ impl Conn {
                 let deadline_ms = msg
                     .deadline
                     .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64);
-                let reply = self
-                    .request(
-                        |id| {
-                            Message::Decide(mosaic_protocols::message::Decide {
-                                id,
-                                step: msg.step,
-                                observation,
-                                legal,
-                                deadline_ms,
-                            })
-                        },
-                        msg.deadline,
-                    )
-                    .await?;
+                let request = self.prepare(|id| {
+                    Message::Decide(mosaic_protocols::message::Decide {
+                        id,
+                        step: msg.step,
+                        observation,
+                        legal,
+                        deadline_ms,
+                    })
+                });
+                let reply = self.request(request, msg.deadline).await?;
                 let Message::Decision(reply) = reply else {
                     return Err(WorkerError::Unexpected {
                         expected: "decision".into(),

@@ -93,7 +93,7 @@ class Channel:
     """Line-framed JSON over a pair of binary files."""
 
     def __init__(self, rfile: Any, wfile: Any, max_frame: int = MAX_FRAME) -> None:
-        self._rfile = rfile
+        self._readline = rfile.readline
         self._wfile = wfile
         # Writing to the descriptor directly: one system call per message instead of a
         # buffered write and a flush. In-memory files (tests) have no descriptor.
@@ -113,12 +113,26 @@ class Channel:
         Raises ``WorkerError(bad_frame)`` for a line that is too long, not JSON, or not an
         object; the rest of an over-long line is skipped without holding it in memory.
         """
-        line = self._rfile.readline(self._max + 1)
+        line = self._readline(self._max + 1)
+        # The usual line: an object right at the start, then only the newline.
+        if line[-1:] == b"\n":
+            try:
+                text = line.decode()
+                message, end = _scan_once(text, 0)
+                if end == len(text) - 1 and message.__class__ is dict:
+                    return message
+            except (StopIteration, ValueError):  # UnicodeDecodeError is a ValueError
+                pass
+        return self._read_slowly(line)
+
+    def _read_slowly(self, line: bytes) -> Optional[Dict[str, Any]]:
+        """Classifies a line the fast path did not take: end of stream, too long, not
+        UTF-8, blanks around the object, not JSON, or not an object."""
         if not line:
             return None
         if len(line) > self._max and not line.endswith(b"\n"):
             while True:
-                rest = self._rfile.readline(1 << 16)
+                rest = self._readline(1 << 16)
                 if not rest or rest.endswith(b"\n"):
                     break
             raise WorkerError(BAD_FRAME, f"frame longer than the limit of {self._max} bytes")
@@ -126,15 +140,7 @@ class Channel:
             text = line.decode("utf-8")
         except ValueError as exc:
             raise WorkerError(BAD_FRAME, f"not JSON: {exc}") from None
-        try:
-            # The usual line: an object right at the start, then only the newline.
-            message, end = _scan_once(text, 0)
-            if end != len(text) and not text[end:].isspace():
-                message = None
-        except (StopIteration, ValueError):
-            message = None
-        if message is None:
-            message = self._decode_slowly(text)
+        message = self._decode_slowly(text)
         if not isinstance(message, dict):
             raise WorkerError(BAD_FRAME, f"a JSON {type(message).__name__} where an object was expected")
         return message
@@ -155,7 +161,9 @@ class Channel:
     def write(self, message: Any) -> None:
         """Sends one message, or one complete line given as ``bytes`` (thread-safe)."""
         data = message if message.__class__ is bytes else (_encode(message) + "\n").encode()
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if self._fd is None:
                 self._wfile.write(data)
                 self._wfile.flush()
@@ -165,6 +173,8 @@ class Channel:
                 view = memoryview(data)[written:]
                 while view:
                     view = view[os.write(self._fd, view):]
+        finally:
+            lock.release()
 
     def close(self) -> None:
         for close in self._closers:
@@ -270,23 +280,32 @@ class _Heartbeat:
     def __init__(self, channel: Channel, interval_ms: int) -> None:
         self._channel = channel
         self._interval = max(interval_ms, 10) / 1000.0
-        # When the request being handled started (None while idle); set by the serve loop.
-        self.busy_since: Optional[float] = None
+        # The number of the request being handled (0 while idle); set by the serve loop.
+        # A number rather than a start time: reading the clock per request would cost the
+        # loop more than this thread's own clock reads, four per interval.
+        self.request = 0
         thread = threading.Thread(target=self._run, name="mosaic-heartbeat", daemon=True)
         thread.start()
 
     def _run(self) -> None:
-        last = 0.0
+        # The request seen busy and when it was first seen: at most a quarter interval
+        # after it started.
+        seen, since, last = 0, 0.0, 0.0
         while True:
             time.sleep(self._interval / 4)
-            since = self.busy_since
+            request = self.request
             now = time.monotonic()
-            if since is not None and now - max(since, last) >= self._interval:
+            if request != seen:
+                seen, since = request, now
+            if request and now - max(since, last) >= self._interval:
                 try:
-                    self._channel.write({"type": "heartbeat"})
+                    self._channel.write(_HEARTBEAT)
                 except (OSError, ValueError):
                     return
                 last = now
+
+
+_HEARTBEAT = b'{"type":"heartbeat"}\n'
 
 
 def serve(handler: Handler, listen: Optional[str] = None, channel: Optional[Channel] = None) -> int:
@@ -310,8 +329,10 @@ def serve(handler: Handler, listen: Optional[str] = None, channel: Optional[Chan
             return 1
         handler.welcome(welcome)
         heartbeat = _Heartbeat(channel, int(welcome.get("heartbeat_ms", 1000)))
-        table = handler.handlers()
-        read, write, monotonic = channel.read, channel.write, time.monotonic
+        # `stop` and `ping` are the loop's own, whatever the handler lists.
+        table = {kind: method for kind, method in handler.handlers().items() if kind not in ("stop", "ping")}
+        read, write = channel.read, channel.write
+        requests = 0
         while True:
             try:
                 message = read()
@@ -322,18 +343,10 @@ def serve(handler: Handler, listen: Optional[str] = None, channel: Optional[Chan
                 return 0
             kind = message.get("type")
             rid = message.get("id")
-            if kind == "stop":
-                handler.close()
-                channel.write({"type": "stopped", "id": rid})
-                return 0
-            if kind == "ping":
-                channel.write({"type": "pong", "id": rid})
-                continue
-            method = table.get(kind) if isinstance(kind, str) else None
-            if method is None:
-                reply = {"type": "error", "code": UNKNOWN_TYPE, "message": f"unknown message type {kind!r}"}
-            else:
-                heartbeat.busy_since = monotonic()
+            method = table.get(kind) if kind.__class__ is str else None
+            if method is not None:
+                requests += 1
+                heartbeat.request = requests
                 try:
                     reply = method(message)
                 except WorkerError as exc:
@@ -341,8 +354,17 @@ def serve(handler: Handler, listen: Optional[str] = None, channel: Optional[Chan
                 except Exception as exc:  # the wrapped library failed: report, keep serving
                     log(traceback.format_exc())
                     reply = {"type": "error", "code": INTERNAL, "message": f"{type(exc).__name__}: {exc}"}
-                heartbeat.busy_since = None
-            if rid is not None and reply.__class__ is dict:
+                heartbeat.request = 0
+            elif kind == "stop":
+                handler.close()
+                write({"type": "stopped", "id": rid})
+                return 0
+            elif kind == "ping":
+                write({"type": "pong", "id": rid})
+                continue
+            else:
+                reply = {"type": "error", "code": UNKNOWN_TYPE, "message": f"unknown message type {kind!r}"}
+            if reply.__class__ is dict and rid is not None:
                 reply["id"] = rid
             write(reply)
     except (BrokenPipeError, ConnectionResetError):

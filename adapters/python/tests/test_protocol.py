@@ -27,6 +27,18 @@ def test_reads_objects_and_classifies_bad_lines():
     assert ch.read() is None
 
 
+def test_blanks_around_an_object_are_allowed_and_anything_else_is_not():
+    ch, _ = channel(b'{"type":"ping","id":1}\r\n  {"id":2} \n{"id":3} x\n{"id":4}{}\n"\xff"\n{"id":5}')
+    assert ch.read() == {"type": "ping", "id": 1}
+    assert ch.read() == {"id": 2}
+    for _ in range(3):
+        with pytest.raises(WorkerError) as err:
+            ch.read()
+        assert "not JSON" in str(err.value)
+    assert ch.read() == {"id": 5}
+    assert ch.read() is None
+
+
 def test_writes_one_compact_line_and_refuses_nan():
     ch, out = channel(b"")
     ch.write({"type": "pong", "id": 3})
