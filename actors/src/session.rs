@@ -3,10 +3,12 @@
 //!
 //! One step: the environment's observations go to every acting agent's operator at once
 //! (`Decide`), the session joins the decisions (a late or failed one becomes the
-//! environment's default action, recorded as such), steps the environment, and emits one
-//! [`StepEvent`] to its subscribers. At the end of an episode it emits an [`EpisodeEvent`]
-//! and waits until every subscriber has handled it (durable sinks answer only once the
-//! episode's records are on disk). See `docs/semantics.md` for the guarantees.
+//! environment's default action, recorded as such), steps the environment, and hands the
+//! step's records to its publisher (`crate::publish`), which sends them to the subscribers in batches
+//! ([`StepEvent`]s). At the end of an episode it sends the last steps, then an
+//! [`EpisodeEvent`]; the episode is done once every subscriber has handled it (durable sinks
+//! answer only once the episode's records are on disk). See `docs/semantics.md` for the
+//! guarantees.
 //!
 //! A session supervises its children, the environment and the operators of its agents. A
 //! child whose actor died (a panic), whose process exited or fell silent, is restarted as
@@ -19,6 +21,7 @@ use crate::env_actor::{
     EnvActor, EnvView, Observe, Reset, RestoreSnapshot, Step, Summarise, TakeSnapshot,
 };
 use crate::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
+use crate::publish::{Publisher, Recorded};
 use crate::supervisor::{Intensity, RestartWindow};
 use crate::{
     BeginEpisode, Decide, EpisodeEvent, LoadState, OperatorError, SaveState, SessionError,
@@ -60,15 +63,18 @@ pub struct SessionConfig {
     pub record_observations: bool,
     /// Delay after each step of a free-running episode (for watching).
     pub pace: Duration,
-    /// Step events a subscriber may have queued per session before the session waits for
-    /// it (backpressure with pipelining).
-    pub step_window: u32,
+    /// Steps sent to step subscribers in one [`StepEvent`] at most. A session sends a batch
+    /// once the subscribers have handled the previous one (backpressure with pipelining).
+    pub step_batch: u32,
+    /// Longest a step's records wait in a batch before they are sent anyway.
+    pub step_delay: Duration,
     /// Restarts of failed children and checkpoints.
     pub supervision: SupervisionSpec,
 }
 
 impl SessionConfig {
-    /// Defaults for `operator_id` in `run_id`: no limits, a window of 64 steps.
+    /// Defaults for `operator_id` in `run_id`: no limits, batches of up to 64 steps sent
+    /// at most 2 ms after their first step.
     pub fn new(run_id: RunId, operator_id: OperatorId) -> Self {
         Self {
             run_id,
@@ -77,7 +83,8 @@ impl SessionConfig {
             decision_timeout: None,
             record_observations: false,
             pace: Duration::ZERO,
-            step_window: 64,
+            step_batch: 64,
+            step_delay: Duration::from_millis(2),
             supervision: SupervisionSpec::default(),
         }
     }
@@ -90,17 +97,6 @@ pub struct Subscribers {
     pub steps: Vec<Recipient<StepEvent>>,
     /// Receive every [`EpisodeEvent`]; the session waits for each to be handled.
     pub episodes: Vec<Recipient<EpisodeEvent>>,
-}
-
-impl Subscribers {
-    /// Sends an episode's roll-up to every episode subscriber and waits until all have
-    /// handled it (durable sinks answer once it is on disk).
-    pub async fn publish_episode(&self, record: &Arc<EpisodeRecord>) {
-        let event = EpisodeEvent {
-            record: record.clone(),
-        };
-        join_all(self.episodes.iter().map(|s| s.send(event.clone()))).await;
-    }
 }
 
 impl std::fmt::Debug for Subscribers {
@@ -123,7 +119,8 @@ struct Handles {
     agents: Vec<(String, Paradigm)>,
     channel: Addr<Channel>,
     wants: Arc<Vec<ObsRequest>>,
-    subscribers: Subscribers,
+    /// Sends step records (batched) and roll-ups to the subscribers.
+    publisher: Rc<Publisher>,
     /// Restarts per child (index 0: the environment; 1 + i: agent i).
     windows: RefCell<Vec<RestartWindow>>,
     /// Whether the environment answered its last snapshot request with a snapshot.
@@ -240,7 +237,6 @@ struct Episode {
     terminated: bool,
     truncated: bool,
     done: bool,
-    steps_since_sync: u32,
     recovery: Recovery,
     restarts: Vec<RestartRecord>,
 }
@@ -344,7 +340,6 @@ impl Handles {
             terminated: false,
             truncated: false,
             done: false,
-            steps_since_sync: 0,
             recovery: Recovery {
                 states: vec![None; agents],
                 asked: (0..agents).map(|_| Vec::new()).collect(),
@@ -870,7 +865,7 @@ impl Handles {
         episode.terminated |= transition.terminated.iter().any(|t| *t);
         episode.truncated |= truncate || transition.truncated.iter().any(|t| *t);
         episode.done = over || truncate || !episode.alive.iter().any(|a| *a);
-        self.emit_step(episode, records).await;
+        self.emit_step(records).await;
         Ok(())
     }
 
@@ -970,27 +965,23 @@ impl Handles {
         records
     }
 
-    async fn emit_step(&self, episode: &mut Episode, records: Vec<StepRecord>) {
-        if self.subscribers.steps.is_empty() {
-            return;
-        }
-        let event = StepEvent {
-            records: Arc::new(records),
-        };
-        episode.steps_since_sync += 1;
-        if episode.steps_since_sync < self.config.step_window {
-            // `do_send` keeps the order of events; the periodic `send` below bounds how many
-            // a subscriber can have queued (it is handled after all earlier ones).
-            for subscriber in &self.subscribers.steps {
-                subscriber.do_send(event.clone());
-            }
-        } else {
-            episode.steps_since_sync = 0;
-            join_all(self.subscribers.steps.iter().map(|s| s.send(event.clone()))).await;
+    /// Hands a step's records to the publisher (sent in batches). Anything else sent to the
+    /// subscribers that must follow the steps goes after `self.publisher.flush_steps()`.
+    async fn emit_step(&self, records: Vec<StepRecord>) {
+        self.publisher.push_step(records).await;
+    }
+
+    /// Ends the episode and waits until its subscribers have confirmed it (durable sinks:
+    /// on disk). A subscriber that stopped instead is left to report its own failure.
+    async fn finish(&self, episode: &Episode, error: Option<String>) {
+        if let Err(e) = self.record_end(episode, error).await.durable().await {
+            tracing::warn!(target: "mosaic::session", "{e}");
         }
     }
 
-    async fn finish(&self, episode: &Episode, error: Option<String>) -> Arc<EpisodeRecord> {
+    /// Ends the episode: its roll-up goes to the subscribers after its last steps; the
+    /// answer's [`Recorded::durable`] waits for their confirmation.
+    async fn record_end(&self, episode: &Episode, error: Option<String>) -> Recorded {
         let summary = self.env().send(Summarise).await.ok();
         let (outcome, metrics) = summary.map(|s| (s.outcome, s.metrics)).unwrap_or_default();
         let duration = episode.started.elapsed();
@@ -1030,8 +1021,8 @@ impl Handles {
             steps_per_s: f64::from(episode.view.steps) / duration.as_secs_f64().max(1e-9),
             timestamp: mosaic_core::record::now_ms(),
         });
-        self.subscribers.publish_episode(&record).await;
-        record
+        let durable = self.publisher.announce_episode(&record).await;
+        Recorded::new(record, durable)
     }
 
     /// Ends an unfinished manual episode, recorded with `reason` as its error. One that took
@@ -1048,23 +1039,23 @@ impl Handles {
     }
 
     /// Runs a whole episode. Every failure, including one to start it, is recorded in its
-    /// roll-up.
-    async fn run_episode(&self, index: u32, seed: u64) -> Result<Arc<EpisodeRecord>, SessionError> {
+    /// roll-up. Answers once the roll-up is sent, before the subscribers confirm it.
+    async fn run_episode(&self, index: u32, seed: u64) -> Result<Recorded, SessionError> {
         let mut episode = self.new_episode(index, seed);
         if let Err(error) = self.start(&mut episode).await {
             episode.done = true;
-            return Ok(self.finish(&episode, Some(error.to_string())).await);
+            return Ok(self.record_end(&episode, Some(error.to_string())).await);
         }
         while !episode.done {
             if let Err(error) = self.step(&mut episode).await {
                 episode.done = true;
-                return Ok(self.finish(&episode, Some(error.to_string())).await);
+                return Ok(self.record_end(&episode, Some(error.to_string())).await);
             }
             if !self.config.pace.is_zero() && !episode.done {
                 tokio::time::sleep(self.config.pace).await;
             }
         }
-        Ok(self.finish(&episode, None).await)
+        Ok(self.record_end(&episode, None).await)
     }
 }
 
@@ -1139,6 +1130,11 @@ impl Session {
             .collect();
         let operator_states = operators.iter().map(|o| o.state.is_some()).collect();
         let env = EnvActor::new(env).start();
+        let publisher = Rc::new(Publisher::new(
+            subscribers,
+            config.step_batch,
+            config.step_delay,
+        ));
         Ok(Self {
             handles: Rc::new(Handles {
                 config,
@@ -1151,7 +1147,7 @@ impl Session {
                 agents,
                 channel,
                 wants: Arc::new(wants),
-                subscribers,
+                publisher,
                 windows: RefCell::new(windows),
                 env_snapshots: Cell::new(true),
                 operator_states: RefCell::new(operator_states),
@@ -1202,10 +1198,12 @@ impl Actor for Session {
     type Context = Context<Self>;
 }
 
-/// Runs one whole episode (script mode) and answers with its roll-up. An environment
+/// Runs one whole episode (script mode) and answers with its roll-up as soon as it is sent
+/// to the subscribers, so the session can take the next episode while durable sinks make
+/// this one durable: the episode is done only after [`Recorded::durable`]. An environment
 /// failure ends the episode with its error recorded in the roll-up.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<Arc<EpisodeRecord>, SessionError>")]
+#[rtype(result = "Result<Recorded, SessionError>")]
 pub struct RunEpisode {
     /// Episode index within the operator.
     pub index: u32,
@@ -1247,7 +1245,7 @@ pub struct EndManual {
 pub struct GetStatus;
 
 impl Handler<RunEpisode> for Session {
-    type Result = AtomicResponse<Self, Result<Arc<EpisodeRecord>, SessionError>>;
+    type Result = AtomicResponse<Self, Result<Recorded, SessionError>>;
 
     fn handle(&mut self, msg: RunEpisode, _: &mut Context<Self>) -> Self::Result {
         let handles = self.handles.clone();

@@ -4,16 +4,16 @@
 //! stepping. It feeds both destinations of a run, `steps.jsonl`/`episodes.jsonl` and the
 //! store, from one serialisation of each record (a [`RunWriter`]).
 //!
-//! - [`StepEvent`]: the records are serialised and buffered (bounded: the JSON-lines buffer,
-//!   store chunks of at most 64 steps per running episode). Sessions send these with a
-//!   bounded window; the sink's mailbox is bounded too, so a slow disk slows the run.
+//! - [`StepEvent`]: a batch of steps; the records are serialised and buffered (bounded: the
+//!   JSON-lines buffer, store chunks of at most 64 steps per running episode). Sessions send
+//!   a batch only once the previous one has been handled, so a slow disk slows the run.
 //! - [`EpisodeEvent`]: answered only once every record of the episode is durable (group
 //!   commit: one sync covers every episode that ended meanwhile, and the sync runs on a
 //!   blocking thread while the sink keeps taking steps), and after the unit has been marked
 //!   complete in the store's index. An `EpisodeEvent` may overtake the last `StepEvent`s of
-//!   its episode in the mailboxes: the sink waits until it has seen `record.steps` step
-//!   events of the episode (one per environment step), so sessions must send exactly that
-//!   many.
+//!   its episode in the mailboxes: the sink waits until it has seen the records of
+//!   `record.steps` steps of the episode (in any number of step events), so sessions must
+//!   send exactly that many.
 //! - A write failure stops the sink: nothing is acknowledged any more, every pending and
 //!   later request fails with a closed mailbox, and [`Sinks::failure`] tells why.
 //!
@@ -51,11 +51,11 @@ use crate::error::SinkError;
 use crate::{EpisodeEvent, StepEvent};
 use actix::prelude::*;
 use futures::channel::oneshot;
-use mosaic_core::record::EpisodeRecord;
+use mosaic_core::record::{EpisodeRecord, StepRecord};
 use mosaic_recorder::{Durability, RecorderError, RunDir, RunStore, RunWriter};
 use std::sync::{Arc, Mutex};
 
-/// Step events the sink's mailbox holds before senders wait.
+/// Events (step batches, roll-ups) the sink's mailbox holds before senders wait.
 const MAILBOX: usize = 256;
 
 /// Why a sink stopped, shared between the actor and [`Sinks`].
@@ -74,7 +74,7 @@ impl Failure {
     }
 }
 
-/// An episode whose step events are still being counted.
+/// An episode whose steps are still being counted.
 struct OpenEpisode {
     operator_id: String,
     episode_index: u32,
@@ -163,15 +163,14 @@ impl RecordSink {
         record: Arc<EpisodeRecord>,
         done: oneshot::Sender<()>,
         ctx: &mut Context<Self>,
-    ) {
-        if let Err(e) = self.writer.write_episode(&record) {
-            return self.fail(ctx, e);
-        }
+    ) -> Result<(), RecorderError> {
+        self.writer.write_episode(&record)?;
         self.queued.push((record, done));
         if !self.committing {
             // Episodes that end while a commit syncs are queued and share the next one.
             ctx.notify(Commit);
         }
+        Ok(())
     }
 }
 
@@ -179,21 +178,41 @@ impl Handler<StepEvent> for RecordSink {
     type Result = ();
 
     fn handle(&mut self, event: StepEvent, ctx: &mut Context<Self>) {
-        let Some(first) = event.records.first() else {
-            return;
-        };
-        if let Err(e) = self.writer.write_step(&event.records) {
-            return self.fail(ctx, e);
+        // A session's batch holds steps of one episode; other senders may mix episodes.
+        let episodes = event
+            .records
+            .chunk_by(|a, b| a.episode_index == b.episode_index && a.operator_id == b.operator_id);
+        for records in episodes {
+            if let Err(e) = self.write_steps(records, ctx) {
+                return self.fail(ctx, e);
+            }
         }
+    }
+}
+
+impl RecordSink {
+    /// Writes consecutive steps of one episode and counts them; ends the episode when its
+    /// roll-up is waiting for exactly these.
+    fn write_steps(
+        &mut self,
+        records: &[StepRecord],
+        ctx: &mut Context<Self>,
+    ) -> Result<(), RecorderError> {
+        let Some(first) = records.first() else {
+            return Ok(());
+        };
+        self.writer.write_step(records)?;
+        let steps = records
+            .chunk_by(|a, b| a.step_index == b.step_index)
+            .count() as u32;
         let (at, open) = self.open.entry(&first.operator_id, first.episode_index);
-        open.steps_seen += 1;
+        open.steps_seen += steps;
         if let Some((record, _)) = &open.ended {
             if open.steps_seen > record.steps {
-                let message = format!(
-                    "{}: more step events than the {} steps its episode record counts",
+                return Err(foreign(format!(
+                    "{}: more steps than the {} its episode record counts",
                     record.episode_id, record.steps
-                );
-                return self.fail(ctx, foreign(message));
+                )));
             }
             if open.steps_seen == record.steps
                 && let OpenEpisode {
@@ -201,9 +220,10 @@ impl Handler<StepEvent> for RecordSink {
                     ..
                 } = self.open.remove(at)
             {
-                self.end_episode(record, done, ctx);
+                self.end_episode(record, done, ctx)?;
             }
         }
+        Ok(())
     }
 }
 
@@ -225,7 +245,7 @@ impl Handler<EpisodeEvent> for RecordSink {
         let seen = at.map_or(0, |at| self.open.0[at].steps_seen);
         if seen > event.record.steps {
             let message = format!(
-                "{}: {seen} step events for an episode record of {} steps",
+                "{}: {seen} steps recorded for an episode record of {} steps",
                 event.record.episode_id, event.record.steps
             );
             self.fail(ctx, foreign(message));
@@ -233,7 +253,9 @@ impl Handler<EpisodeEvent> for RecordSink {
             if let Some(at) = at {
                 self.open.remove(at);
             }
-            self.end_episode(event.record, done, ctx);
+            if let Err(e) = self.end_episode(event.record, done, ctx) {
+                self.fail(ctx, e);
+            }
         } else {
             let (_, open) = self
                 .open

@@ -110,6 +110,9 @@ async fn an_episode_records_every_agent_every_step() {
         .send(RunEpisode { index: 3, seed: 99 })
         .await
         .unwrap()
+        .unwrap()
+        .durable()
+        .await
         .unwrap();
     let steps = collected.steps.lock().unwrap().clone();
     assert_eq!(record.episode_id, "r-a-ep000003");
@@ -150,6 +153,9 @@ async fn sequential_games_record_who_moved() {
         .send(RunEpisode { index: 0, seed: 1 })
         .await
         .unwrap()
+        .unwrap()
+        .durable()
+        .await
         .unwrap();
     let steps = collected.steps.lock().unwrap().clone();
     for step in 0..record.steps {
@@ -185,6 +191,9 @@ async fn late_and_illegal_decisions_become_the_default_action() {
         .send(RunEpisode { index: 0, seed: 5 })
         .await
         .unwrap()
+        .unwrap()
+        .durable()
+        .await
         .unwrap();
     assert!(record.truncated);
     assert_eq!(record.steps, 3);
