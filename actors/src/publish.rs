@@ -4,13 +4,15 @@
 //! sends them to every step subscriber as one [`StepEvent`] per batch: when the batch holds
 //! `batch_steps` steps, when its oldest step has waited `max_delay` (so slow episodes,
 //! paced and watched runs still show every step promptly), and before anything that must
-//! follow the steps ([`Publisher::flush_steps`]: the end of an episode, a checkpoint).
+//! follow the steps (`Publisher::flush_steps`: the end of an episode, a checkpoint, the
+//! answer to a manual step).
 //! One message per batch instead of one per step is what keeps the recording cost per
 //! decision low: a subscriber's thread is woken once per batch.
 //!
 //! Backpressure: each batch is sent only once every step subscriber has handled the batch
-//! before it, so per subscriber at most one batch is queued and one is being filled.
-//! Nothing is dropped, and a slow subscriber slows the session down.
+//! before it, so per subscriber at most one batch is queued and one is being filled; an
+//! episode's last batch is awaited with its roll-up ([`Durable`]). Nothing is dropped, and
+//! a slow subscriber slows the session down.
 //!
 //! An episode's roll-up goes out with [`Subscribers::announce_episode`], after the episode's
 //! last steps; the [`Durable`] it answers resolves once every episode subscriber has handled

@@ -1300,6 +1300,10 @@ impl Handler<StepManual> for Session {
                         handles.finish(&episode, Some(error.to_string())).await;
                     } else if episode.done {
                         handles.finish(&episode, None).await;
+                    } else {
+                        // Someone watches each manual step: its records go out before the
+                        // answer, ahead of anything asked of the session after it.
+                        handles.publisher.flush_steps().await;
                     }
                 }
                 Ok(episode)
