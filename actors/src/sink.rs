@@ -516,6 +516,45 @@ mod tests {
     }
 
     #[test]
+    fn batches_of_steps_are_counted_per_episode_even_across_episodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("run", &["a"], 2, 3);
+        let episodes = synthetic::run_episodes(&manifest, 6, 2);
+        let (run, store) = RunDir::create(&dir.path().join("run"), &manifest).unwrap();
+        let check_store = store.clone();
+        let sent = episodes.clone();
+        actix::System::new().block_on(async move {
+            let sinks = Sinks::start(&run, &store, Durability::Flush).unwrap();
+            // Episode 0 whole and the start of episode 1 in one event, the rest in another.
+            let (first, second) = (&sent[0].steps, &sent[1].steps);
+            let mut mixed = first.concat();
+            mixed.extend(second[..2].concat());
+            for records in [mixed, second[2..].concat()] {
+                sinks.steps[0]
+                    .send(StepEvent {
+                        records: Arc::new(records),
+                    })
+                    .await
+                    .unwrap();
+            }
+            for episode in &sent {
+                sinks.episodes[0]
+                    .send(EpisodeEvent {
+                        record: Arc::new(episode.record.clone()),
+                    })
+                    .await
+                    .unwrap();
+            }
+            sinks.close().await.unwrap();
+        });
+        for episode in episodes {
+            let unit = Unit::new("a", episode.record.episode_index);
+            assert!(check_store.is_complete(&unit).unwrap(), "{unit}");
+            assert_eq!(check_store.steps_of(&unit).unwrap(), episode.steps.concat());
+        }
+    }
+
+    #[test]
     fn an_episode_event_overtaking_its_steps_waits_for_them() {
         let dir = tempfile::tempdir().unwrap();
         let manifest = synthetic::manifest("run", &["a"], 1, 3);
