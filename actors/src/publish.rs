@@ -1,7 +1,7 @@
 //! What a session tells its subscribers: step records in batches, then episode roll-ups.
 //!
-//! A session hands the records of each step to its [`Publisher`], which buffers them and
-//! sends them to every step subscriber as one [`StepEvent`] per batch: when the batch holds
+//! A session hands the records of each step to its publisher (`Publisher`), which buffers
+//! them and sends them to every step subscriber as one [`StepEvent`] per batch: when it holds
 //! `batch_steps` steps, when its oldest step has waited `max_delay` (so slow episodes,
 //! paced and watched runs still show every step promptly), and before anything that must
 //! follow the steps (`Publisher::flush_steps`: the end of an episode, a checkpoint, the

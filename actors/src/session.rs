@@ -4,8 +4,8 @@
 //! One step: the environment's observations go to every acting agent's operator at once
 //! (`Decide`), the session joins the decisions (a late or failed one becomes the
 //! environment's default action, recorded as such), steps the environment, and hands the
-//! step's records to its publisher (`crate::publish`), which sends them to the subscribers in batches
-//! ([`StepEvent`]s). At the end of an episode it sends the last steps, then an
+//! step's records to its publisher (`crate::publish`), which sends them to the subscribers
+//! in batches ([`StepEvent`]s). At the end of an episode it sends the last steps, then an
 //! [`EpisodeEvent`]; the episode is done once every subscriber has handled it (durable sinks
 //! answer only once the episode's records are on disk). See `docs/semantics.md` for the
 //! guarantees.
