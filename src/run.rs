@@ -326,8 +326,9 @@ impl Experiment {
         bar.finish_and_clear();
         self.llm().shutdown().await;
         let closed = sinks.close().await;
-        let episodes = episodes.map_err(RunFailure::Run)?;
+        // A failed sink is the cause of any episode it could not confirm.
         closed.map_err(RunFailure::Sink)?;
+        let episodes = episodes.map_err(RunFailure::Run)?;
         options.llm_cache.check(self.llm())?;
         Ok(episodes)
     }

@@ -50,6 +50,15 @@ pub enum SessionError {
     /// A child failed more often than the restart limit allows; the session gave up on it.
     #[error("escalated: {0}")]
     Escalated(String),
+    /// An episode subscriber (e.g. the telemetry sink after a write failure) stopped before
+    /// it confirmed the episode, so the episode is not known to be recorded.
+    #[error("episode {episode} not confirmed: an episode subscriber stopped ({reason})")]
+    Unconfirmed {
+        /// The episode id.
+        episode: String,
+        /// Why the confirmation failed.
+        reason: String,
+    },
 }
 
 /// The telemetry sink could not record (the run must stop: records would be lost).

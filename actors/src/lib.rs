@@ -8,6 +8,7 @@
 //! - [`worker`]: external policy workers (any language) behind the worker protocol.
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
 //! - [`human`]: the `human` operator kind, whose decisions wait for a person.
+//! - [`publish`]: how sessions send step records (in batches) and roll-ups to subscribers.
 //! - [`sink::Sinks`]: the telemetry sink writing a run's records into its run directory.
 //! - [`channel::Channel`] carries messages between the agents of a session.
 //! - `llm` (cargo feature `llm`, on by default): the LLM and VLM operators, their
@@ -24,6 +25,7 @@ pub mod human;
 pub mod llm;
 pub mod messages;
 pub mod operator;
+pub mod publish;
 pub mod runner;
 pub mod session;
 pub mod sink;

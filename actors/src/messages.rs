@@ -29,12 +29,39 @@ pub struct Decide {
     pub deadline: Option<Instant>,
 }
 
-/// One environment step has been taken: the records of every agent alive at its start.
+/// Environment steps have been taken: the records of one or more consecutive steps of one
+/// episode, in step order. Each step has one record per agent alive at its start, in agent
+/// order. Sessions send steps in batches (see `docs/semantics.md`); [`StepEvent::steps`]
+/// splits a batch into its steps.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
 pub struct StepEvent {
-    /// One record per agent.
+    /// The records, step after step.
     pub records: Arc<Vec<StepRecord>>,
+}
+
+impl StepEvent {
+    /// The records of each step, in order (consecutive records of one episode and step
+    /// index form a step).
+    ///
+    /// ```
+    /// use mosaic_actors::StepEvent;
+    /// use mosaic_recorder::synthetic;
+    /// use std::sync::Arc;
+    ///
+    /// // An episode of 3 steps by 2 agents, sent as one batch.
+    /// let episode = synthetic::episode(&synthetic::unit("r1", "a", 0, 7), 3, 2);
+    /// let event = StepEvent { records: Arc::new(episode.steps.concat()) };
+    /// let steps: Vec<Vec<_>> = event.steps().map(<[_]>::to_vec).collect();
+    /// assert_eq!(steps, episode.steps);
+    /// ```
+    pub fn steps(&self) -> impl Iterator<Item = &[StepRecord]> {
+        self.records.chunk_by(|a, b| {
+            a.step_index == b.step_index
+                && a.episode_index == b.episode_index
+                && a.operator_id == b.operator_id
+        })
+    }
 }
 
 /// An episode has finished (or failed).

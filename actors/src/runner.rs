@@ -8,6 +8,7 @@
 
 use crate::SessionError;
 use crate::operator::OperatorRegistry;
+use crate::publish::Recorded;
 use crate::session::{ResumeEpisode, ResumePoint, RunEpisode, Session, SessionConfig, Subscribers};
 use actix::prelude::*;
 use mosaic_adapters::EnvRegistry;
@@ -205,6 +206,10 @@ impl Runner {
 
 type UnitResult = (Unit, Result<Arc<EpisodeRecord>, RunError>);
 
+/// Episodes a lane may have run whose confirmation (durable sinks: their sync) is still
+/// pending. Syncs then overlap the next episodes, and one sync covers several short ones.
+pub const UNCONFIRMED_PER_LANE: usize = 8;
+
 struct Lane {
     runner: Runner,
     queue: Arc<Mutex<VecDeque<Unit>>>,
@@ -217,14 +222,44 @@ impl Lane {
         self.queue.lock().ok()?.pop_front()
     }
 
+    /// Runs units one after another. An episode is reported done once its subscribers have
+    /// confirmed it (durable sinks: on disk); meanwhile the lane runs the next ones, with at
+    /// most [`UNCONFIRMED_PER_LANE`] episodes waiting for their confirmation.
     async fn run(self) {
         let mut sessions: HashMap<usize, Result<Addr<Session>, SpecError>> = HashMap::new();
+        let mut confirming = VecDeque::with_capacity(UNCONFIRMED_PER_LANE);
         while let Some(unit) = self.next() {
             let outcome = self.run_unit(unit, &mut sessions).await;
-            let failed = outcome.is_err();
-            if self.done.send((unit, outcome)).is_err() || failed {
+            if confirming.len() == UNCONFIRMED_PER_LANE
+                && let Some(oldest) = confirming.pop_front()
+            {
+                let _ = oldest.await;
+            }
+            match outcome {
+                Ok(recorded) => {
+                    let done = self.done.clone();
+                    let operator = self.runner.spec.operators[unit.operator].id.clone();
+                    confirming.push_back(actix_rt::spawn(async move {
+                        let confirmed =
+                            recorded.durable().await.map_err(|error| RunError::Session {
+                                operator,
+                                episode: unit.episode,
+                                error,
+                            });
+                        let _ = done.send((unit, confirmed));
+                    }));
+                }
+                Err(error) => {
+                    let _ = self.done.send((unit, Err(error)));
+                    break;
+                }
+            }
+            if self.done.is_closed() {
                 break;
             }
+        }
+        for unconfirmed in confirming {
+            let _ = unconfirmed.await;
         }
     }
 
@@ -232,7 +267,7 @@ impl Lane {
         &self,
         unit: Unit,
         sessions: &mut HashMap<usize, Result<Addr<Session>, SpecError>>,
-    ) -> Result<Arc<EpisodeRecord>, RunError> {
+    ) -> Result<Recorded, RunError> {
         let spec = &self.runner.spec;
         let operator_id = spec.operators[unit.operator].id.clone();
         let fail = |error: SessionError| RunError::Session {
@@ -276,23 +311,26 @@ impl Lane {
             }
             // Children that never started: the episode is recorded as failed (it is not
             // retried, so nothing runs twice).
-            Err(e) if e.start_failure => self.unstarted(unit, seed, e.to_string()).await,
+            Err(e) if e.start_failure => self.unstarted(unit, seed, e.to_string()),
             Err(e) => return Err(e.clone().into()),
         };
-        let escalated = record.restarts.iter().any(|r| !r.recovered)
+        let escalated = record.record().restarts.iter().any(|r| !r.recovered)
             || matches!(session, Err(e) if e.start_failure);
         if escalated && spec.supervision.on_escalation == OnEscalation::Stop {
+            let error = record.record().error.clone().unwrap_or_default();
+            // The failed episode is recorded before the run stops.
+            record.durable().await.map_err(fail)?;
             return Err(RunError::Escalated {
                 operator: operator_id,
                 episode: unit.episode,
-                error: record.error.clone().unwrap_or_default(),
+                error,
             });
         }
         Ok(record)
     }
 
     /// Records episode `unit` as failed because its session could not start.
-    async fn unstarted(&self, unit: Unit, seed: u64, error: String) -> Arc<EpisodeRecord> {
+    fn unstarted(&self, unit: Unit, seed: u64, error: String) -> Recorded {
         let spec = &self.runner.spec;
         let operator = &spec.operators[unit.operator];
         let record = Arc::new(EpisodeRecord {
@@ -319,7 +357,7 @@ impl Lane {
             steps_per_s: 0.0,
             timestamp: mosaic_core::record::now_ms(),
         });
-        self.subscribers.publish_episode(&record).await;
-        record
+        let durable = self.subscribers.announce_episode(&record);
+        Recorded::new(record, durable)
     }
 }

@@ -3,10 +3,12 @@
 //!
 //! One step: the environment's observations go to every acting agent's operator at once
 //! (`Decide`), the session joins the decisions (a late or failed one becomes the
-//! environment's default action, recorded as such), steps the environment, and emits one
-//! [`StepEvent`] to its subscribers. At the end of an episode it emits an [`EpisodeEvent`]
-//! and waits until every subscriber has handled it (durable sinks answer only once the
-//! episode's records are on disk). See `docs/semantics.md` for the guarantees.
+//! environment's default action, recorded as such), steps the environment, and hands the
+//! step's records to its publisher (`crate::publish`), which sends them to the subscribers
+//! in batches ([`StepEvent`]s). At the end of an episode it sends the last steps, then an
+//! [`EpisodeEvent`]; the episode is done once every subscriber has handled it (durable sinks
+//! answer only once the episode's records are on disk). See `docs/semantics.md` for the
+//! guarantees.
 //!
 //! A session supervises its children, the environment and the operators of its agents. A
 //! child whose actor died (a panic), whose process exited or fell silent, is restarted as
@@ -19,6 +21,7 @@ use crate::env_actor::{
     EnvActor, EnvView, Observe, Reset, RestoreSnapshot, Step, Summarise, TakeSnapshot,
 };
 use crate::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
+use crate::publish::{Publisher, Recorded};
 use crate::supervisor::{Intensity, RestartWindow};
 use crate::{
     BeginEpisode, CheckpointEvent, Decide, EpisodeEvent, LoadState, OperatorError, SaveState,
@@ -61,15 +64,18 @@ pub struct SessionConfig {
     pub record_observations: bool,
     /// Delay after each step of a free-running episode (for watching).
     pub pace: Duration,
-    /// Step events a subscriber may have queued per session before the session waits for
-    /// it (backpressure with pipelining).
-    pub step_window: u32,
+    /// Steps sent to step subscribers in one [`StepEvent`] at most. A session sends a batch
+    /// once the subscribers have handled the previous one (backpressure with pipelining).
+    pub step_batch: u32,
+    /// Longest a step's records wait in a batch before they are sent anyway.
+    pub step_delay: Duration,
     /// Restarts of failed children and checkpoints.
     pub supervision: SupervisionSpec,
 }
 
 impl SessionConfig {
-    /// Defaults for `operator_id` in `run_id`: no limits, a window of 64 steps.
+    /// Defaults for `operator_id` in `run_id`: no limits, batches of up to 64 steps sent
+    /// at most 2 ms after their first step.
     pub fn new(run_id: RunId, operator_id: OperatorId) -> Self {
         Self {
             run_id,
@@ -78,7 +84,8 @@ impl SessionConfig {
             decision_timeout: None,
             record_observations: false,
             pace: Duration::ZERO,
-            step_window: 64,
+            step_batch: 64,
+            step_delay: Duration::from_millis(2),
             supervision: SupervisionSpec::default(),
         }
     }
@@ -94,17 +101,6 @@ pub struct Subscribers {
     /// Receive the checkpoints of unfinished episodes ([`CheckpointEvent`]), each after
     /// the step events before it.
     pub checkpoints: Vec<Recipient<CheckpointEvent>>,
-}
-
-impl Subscribers {
-    /// Sends an episode's roll-up to every episode subscriber and waits until all have
-    /// handled it (durable sinks answer once it is on disk).
-    pub async fn publish_episode(&self, record: &Arc<EpisodeRecord>) {
-        let event = EpisodeEvent {
-            record: record.clone(),
-        };
-        join_all(self.episodes.iter().map(|s| s.send(event.clone()))).await;
-    }
 }
 
 impl std::fmt::Debug for Subscribers {
@@ -128,7 +124,8 @@ struct Handles {
     agents: Vec<(String, Paradigm)>,
     channel: Addr<Channel>,
     wants: Arc<Vec<ObsRequest>>,
-    subscribers: Subscribers,
+    /// Sends step records (batched) and roll-ups to the subscribers.
+    publisher: Rc<Publisher>,
     /// Restarts per child (index 0: the environment; 1 + i: agent i).
     windows: RefCell<Vec<RestartWindow>>,
     /// Whether the environment answered its last snapshot request with a snapshot.
@@ -245,7 +242,6 @@ struct Episode {
     terminated: bool,
     truncated: bool,
     done: bool,
-    steps_since_sync: u32,
     recovery: Recovery,
     restarts: Vec<RestartRecord>,
 }
@@ -349,7 +345,6 @@ impl Handles {
             terminated: false,
             truncated: false,
             done: false,
-            steps_since_sync: 0,
             recovery: Recovery {
                 states: vec![None; agents],
                 asked: (0..agents).map(|_| Vec::new()).collect(),
@@ -616,7 +611,7 @@ impl Handles {
         let recovery = &episode.recovery;
         let complete =
             recovery.asked.iter().all(Vec::is_empty) && recovery.states.iter().all(Option::is_some);
-        if self.subscribers.checkpoints.is_empty() || !complete {
+        if !self.publisher.wants_checkpoints() || !complete {
             return;
         }
         let Ok(channel) = self.channel.send(SaveChannel).await else {
@@ -627,26 +622,19 @@ impl Handles {
             Some((step, snapshot)) if *step == step_index => Some(snapshot.clone()),
             _ => None,
         };
-        self.publish_checkpoint(Arc::new(EpisodeCheckpoint {
-            schema: CHECKPOINT_SCHEMA.to_owned(),
-            run_id: self.config.run_id.to_string(),
-            operator_id: self.config.operator_id.to_string(),
-            episode_index: episode.index,
-            step_index,
-            env,
-            operators: recovery.states.iter().flatten().cloned().collect(),
-            channel,
-            restarts: episode.restarts.clone(),
-        }));
-    }
-
-    fn publish_checkpoint(&self, checkpoint: Arc<EpisodeCheckpoint>) {
-        // `do_send` keeps it behind the step events already sent.
-        for subscriber in &self.subscribers.checkpoints {
-            subscriber.do_send(CheckpointEvent {
-                checkpoint: checkpoint.clone(),
-            });
-        }
+        self.publisher
+            .publish_checkpoint(Arc::new(EpisodeCheckpoint {
+                schema: CHECKPOINT_SCHEMA.to_owned(),
+                run_id: self.config.run_id.to_string(),
+                operator_id: self.config.operator_id.to_string(),
+                episode_index: episode.index,
+                step_index,
+                env,
+                operators: recovery.states.iter().flatten().cloned().collect(),
+                channel,
+                restarts: episode.restarts.clone(),
+            }))
+            .await;
     }
 
     /// Restarts `failed` (and its siblings as the strategy says), rebuilds their state and
@@ -931,7 +919,7 @@ impl Handles {
         episode.terminated |= transition.terminated.iter().any(|t| *t);
         episode.truncated |= truncate || transition.truncated.iter().any(|t| *t);
         episode.done = over || truncate || !episode.alive.iter().any(|a| *a);
-        self.emit_step(episode, records).await;
+        self.emit_step(records).await;
         Ok(())
     }
 
@@ -1031,27 +1019,23 @@ impl Handles {
         records
     }
 
-    async fn emit_step(&self, episode: &mut Episode, records: Vec<StepRecord>) {
-        if self.subscribers.steps.is_empty() {
-            return;
-        }
-        let event = StepEvent {
-            records: Arc::new(records),
-        };
-        episode.steps_since_sync += 1;
-        if episode.steps_since_sync < self.config.step_window {
-            // `do_send` keeps the order of events; the periodic `send` below bounds how many
-            // a subscriber can have queued (it is handled after all earlier ones).
-            for subscriber in &self.subscribers.steps {
-                subscriber.do_send(event.clone());
-            }
-        } else {
-            episode.steps_since_sync = 0;
-            join_all(self.subscribers.steps.iter().map(|s| s.send(event.clone()))).await;
+    /// Hands a step's records to the publisher (sent in batches). Anything else sent to the
+    /// subscribers that must follow the steps goes after `self.publisher.flush_steps()`.
+    async fn emit_step(&self, records: Vec<StepRecord>) {
+        self.publisher.push_step(records).await;
+    }
+
+    /// Ends the episode and waits until its subscribers have confirmed it (durable sinks:
+    /// on disk). A subscriber that stopped instead is left to report its own failure.
+    async fn finish(&self, episode: &Episode, error: Option<String>) {
+        if let Err(e) = self.record_end(episode, error).await.durable().await {
+            tracing::warn!(target: "mosaic::session", "{e}");
         }
     }
 
-    async fn finish(&self, episode: &Episode, error: Option<String>) -> Arc<EpisodeRecord> {
+    /// Ends the episode: its roll-up goes to the subscribers after its last steps; the
+    /// answer's [`Recorded::durable`] waits for their confirmation.
+    async fn record_end(&self, episode: &Episode, error: Option<String>) -> Recorded {
         let summary = self.env().send(Summarise).await.ok();
         let (outcome, metrics) = summary.map(|s| (s.outcome, s.metrics)).unwrap_or_default();
         let duration = episode.started.elapsed();
@@ -1091,8 +1075,8 @@ impl Handles {
             steps_per_s: f64::from(episode.view.steps) / duration.as_secs_f64().max(1e-9),
             timestamp: mosaic_core::record::now_ms(),
         });
-        self.subscribers.publish_episode(&record).await;
-        record
+        let durable = self.publisher.announce_episode(&record).await;
+        Recorded::new(record, durable)
     }
 
     /// Ends an unfinished manual episode, recorded with `reason` as its error. One that took
@@ -1109,13 +1093,14 @@ impl Handles {
     }
 
     /// Runs a whole episode, from its start or, when `from` is given, from a checkpoint.
-    /// Every failure, including one to start it, is recorded in its roll-up.
+    /// Every failure, including one to start it, is recorded in its roll-up. Answers once
+    /// the roll-up is sent, before the subscribers confirm it.
     async fn run_episode(
         &self,
         index: u32,
         seed: u64,
         from: Option<&ResumePoint>,
-    ) -> Result<Arc<EpisodeRecord>, SessionError> {
+    ) -> Result<Recorded, SessionError> {
         let mut episode = self.new_episode(index, seed);
         let started = match from {
             Some(from) => self.resume(&mut episode, from).await,
@@ -1123,18 +1108,18 @@ impl Handles {
         };
         if let Err(error) = started {
             episode.done = true;
-            return Ok(self.finish(&episode, Some(error.to_string())).await);
+            return Ok(self.record_end(&episode, Some(error.to_string())).await);
         }
         while !episode.done {
             if let Err(error) = self.step(&mut episode).await {
                 episode.done = true;
-                return Ok(self.finish(&episode, Some(error.to_string())).await);
+                return Ok(self.record_end(&episode, Some(error.to_string())).await);
             }
             if !self.config.pace.is_zero() && !episode.done {
                 tokio::time::sleep(self.config.pace).await;
             }
         }
-        Ok(self.finish(&episode, None).await)
+        Ok(self.record_end(&episode, None).await)
     }
 
     /// Continues `episode` from a checkpoint written before the run's process stopped: the
@@ -1149,7 +1134,9 @@ impl Handles {
         episode.view.steps = step_index;
         episode.restarts = checkpoint.restarts.clone();
         // Tells the sinks that the steps before it are written already.
-        self.publish_checkpoint(Arc::new(checkpoint.clone()));
+        self.publisher
+            .publish_checkpoint(Arc::new(checkpoint.clone()))
+            .await;
         let index = episode.index;
         let unfit = |what: String| {
             SessionError::Control(format!(
@@ -1333,6 +1320,11 @@ impl Session {
             .collect();
         let operator_states = operators.iter().map(|o| o.state.is_some()).collect();
         let env = EnvActor::new(env).start();
+        let publisher = Rc::new(Publisher::new(
+            subscribers,
+            config.step_batch,
+            config.step_delay,
+        ));
         Ok(Self {
             handles: Rc::new(Handles {
                 config,
@@ -1345,7 +1337,7 @@ impl Session {
                 agents,
                 channel,
                 wants: Arc::new(wants),
-                subscribers,
+                publisher,
                 windows: RefCell::new(windows),
                 env_snapshots: Cell::new(true),
                 operator_states: RefCell::new(operator_states),
@@ -1396,10 +1388,12 @@ impl Actor for Session {
     type Context = Context<Self>;
 }
 
-/// Runs one whole episode (script mode) and answers with its roll-up. An environment
+/// Runs one whole episode (script mode) and answers with its roll-up as soon as it is sent
+/// to the subscribers, so the session can take the next episode while durable sinks make
+/// this one durable: the episode is done only after [`Recorded::durable`]. An environment
 /// failure ends the episode with its error recorded in the roll-up.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<Arc<EpisodeRecord>, SessionError>")]
+#[rtype(result = "Result<Recorded, SessionError>")]
 pub struct RunEpisode {
     /// Episode index within the operator.
     pub index: u32,
@@ -1441,7 +1435,7 @@ pub struct EndManual {
 pub struct GetStatus;
 
 impl Handler<RunEpisode> for Session {
-    type Result = AtomicResponse<Self, Result<Arc<EpisodeRecord>, SessionError>>;
+    type Result = AtomicResponse<Self, Result<Recorded, SessionError>>;
 
     fn handle(&mut self, msg: RunEpisode, _: &mut Context<Self>) -> Self::Result {
         let handles = self.handles.clone();
@@ -1464,7 +1458,7 @@ pub struct ResumePoint {
 /// Runs the rest of an episode whose run stopped, from `from`, to its end (script mode).
 /// Answers its roll-up, like [`RunEpisode`].
 #[derive(Debug, Message)]
-#[rtype(result = "Result<Arc<EpisodeRecord>, SessionError>")]
+#[rtype(result = "Result<Recorded, SessionError>")]
 pub struct ResumeEpisode {
     /// Episode index within the operator.
     pub index: u32,
@@ -1475,7 +1469,7 @@ pub struct ResumeEpisode {
 }
 
 impl Handler<ResumeEpisode> for Session {
-    type Result = AtomicResponse<Self, Result<Arc<EpisodeRecord>, SessionError>>;
+    type Result = AtomicResponse<Self, Result<Recorded, SessionError>>;
 
     fn handle(&mut self, msg: ResumeEpisode, _: &mut Context<Self>) -> Self::Result {
         let handles = self.handles.clone();
@@ -1535,6 +1529,10 @@ impl Handler<StepManual> for Session {
                         handles.finish(&episode, Some(error.to_string())).await;
                     } else if episode.done {
                         handles.finish(&episode, None).await;
+                    } else {
+                        // Someone watches each manual step: its records go out before the
+                        // answer, ahead of anything asked of the session after it.
+                        handles.publisher.flush_steps().await;
                     }
                 }
                 Ok(episode)

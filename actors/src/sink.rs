@@ -4,16 +4,15 @@
 //! stepping. It feeds both destinations of a run, `steps.jsonl`/`episodes.jsonl` and the
 //! store, from one serialisation of each record (a [`RunWriter`]).
 //!
-//! - [`StepEvent`]: the records are serialised and buffered (bounded: the JSON-lines buffer,
-//!   store chunks of at most 64 steps per running episode). Sessions send these with a
-//!   bounded window; the sink's mailbox is bounded too, so a slow disk slows the run.
+//! - [`StepEvent`]: a batch of steps; the records are serialised and buffered (bounded: the
+//!   JSON-lines buffer, store chunks of at most 64 steps per running episode). Sessions send
+//!   a batch only once the previous one has been handled, so a slow disk slows the run.
 //! - [`EpisodeEvent`]: answered only once every record of the episode is durable (group
 //!   commit: one sync covers every episode that ended meanwhile, and the sync runs on a
 //!   blocking thread while the sink keeps taking steps), and after the unit has been marked
 //!   complete in the store's index. An `EpisodeEvent` may overtake the last `StepEvent`s of
-//!   its episode in the mailboxes: the sink waits until it has seen the step event of the
-//!   episode's last step (one per environment step, in step order), so sessions must send
-//!   exactly one per step.
+//!   its episode in the mailboxes: the sink waits until it has seen the records of the
+//!   episode's last step (each step once, in step order, in any number of step events).
 //! - [`CheckpointEvent`]: saved once the step records before it are durable
 //!   ([`RunWriter::write_checkpoint`]). A resumed episode starts with the checkpoint it
 //!   continues from, which tells the sink that its earlier steps are already written.
@@ -54,11 +53,11 @@ use crate::error::SinkError;
 use crate::{CheckpointEvent, EpisodeEvent, StepEvent};
 use actix::prelude::*;
 use futures::channel::oneshot;
-use mosaic_core::record::EpisodeRecord;
+use mosaic_core::record::{EpisodeRecord, StepRecord};
 use mosaic_recorder::{Durability, RecorderError, RunDir, RunStore, RunWriter};
 use std::sync::{Arc, Mutex};
 
-/// Step events the sink's mailbox holds before senders wait.
+/// Events (step batches, roll-ups) the sink's mailbox holds before senders wait.
 const MAILBOX: usize = 256;
 
 /// Why a sink stopped, shared between the actor and [`Sinks`].
@@ -77,7 +76,7 @@ impl Failure {
     }
 }
 
-/// An episode whose step events are still being counted.
+/// An episode whose steps are still being counted.
 struct OpenEpisode {
     operator_id: String,
     episode_index: u32,
@@ -167,15 +166,14 @@ impl RecordSink {
         record: Arc<EpisodeRecord>,
         done: oneshot::Sender<()>,
         ctx: &mut Context<Self>,
-    ) {
-        if let Err(e) = self.writer.write_episode(&record) {
-            return self.fail(ctx, e);
-        }
+    ) -> Result<(), RecorderError> {
+        self.writer.write_episode(&record)?;
         self.queued.push((record, done));
         if !self.committing {
             // Episodes that end while a commit syncs are queued and share the next one.
             ctx.notify(Commit);
         }
+        Ok(())
     }
 }
 
@@ -183,21 +181,39 @@ impl Handler<StepEvent> for RecordSink {
     type Result = ();
 
     fn handle(&mut self, event: StepEvent, ctx: &mut Context<Self>) {
-        let Some(first) = event.records.first() else {
-            return;
-        };
-        if let Err(e) = self.writer.write_step(&event.records) {
-            return self.fail(ctx, e);
+        // A session's batch holds steps of one episode; other senders may mix episodes.
+        let episodes = event
+            .records
+            .chunk_by(|a, b| a.episode_index == b.episode_index && a.operator_id == b.operator_id);
+        for records in episodes {
+            if let Err(e) = self.write_steps(records, ctx) {
+                return self.fail(ctx, e);
+            }
         }
+    }
+}
+
+impl RecordSink {
+    /// Writes consecutive steps of one episode and counts them; ends the episode when its
+    /// roll-up is waiting for exactly these.
+    fn write_steps(
+        &mut self,
+        records: &[StepRecord],
+        ctx: &mut Context<Self>,
+    ) -> Result<(), RecorderError> {
+        let Some(first) = records.first() else {
+            return Ok(());
+        };
+        self.writer.write_step(records)?;
+        let last = records.last().map_or(first.step_index, |r| r.step_index);
         let (at, open) = self.open.entry(&first.operator_id, first.episode_index);
-        open.next_step = first.step_index + 1;
+        open.next_step = last + 1;
         if let Some((record, _)) = &open.ended {
             if open.next_step > record.steps {
-                let message = format!(
-                    "{}: more step events than the {} steps its episode record counts",
+                return Err(foreign(format!(
+                    "{}: steps beyond the {} its episode record counts",
                     record.episode_id, record.steps
-                );
-                return self.fail(ctx, foreign(message));
+                )));
             }
             if open.next_step == record.steps
                 && let OpenEpisode {
@@ -205,9 +221,10 @@ impl Handler<StepEvent> for RecordSink {
                     ..
                 } = self.open.remove(at)
             {
-                self.end_episode(record, done, ctx);
+                self.end_episode(record, done, ctx)?;
             }
         }
+        Ok(())
     }
 }
 
@@ -229,7 +246,7 @@ impl Handler<EpisodeEvent> for RecordSink {
         let seen = at.map_or(0, |at| self.open.0[at].next_step);
         if seen > event.record.steps {
             let message = format!(
-                "{}: step events up to step {seen} for an episode record of {} steps",
+                "{}: steps recorded up to step {seen} for an episode record of {} steps",
                 event.record.episode_id, event.record.steps
             );
             self.fail(ctx, foreign(message));
@@ -237,7 +254,9 @@ impl Handler<EpisodeEvent> for RecordSink {
             if let Some(at) = at {
                 self.open.remove(at);
             }
-            self.end_episode(event.record, done, ctx);
+            if let Err(e) = self.end_episode(event.record, done, ctx) {
+                self.fail(ctx, e);
+            }
         } else {
             let (_, open) = self
                 .open
@@ -512,6 +531,45 @@ mod tests {
             );
             assert_eq!(store.steps_of(&unit).unwrap(), episode.steps.concat());
             assert_eq!(store.episode(&unit).unwrap(), Some(episode.record));
+        }
+    }
+
+    #[test]
+    fn batches_of_steps_are_counted_per_episode_even_across_episodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("run", &["a"], 2, 3);
+        let episodes = synthetic::run_episodes(&manifest, 6, 2);
+        let (run, store) = RunDir::create(&dir.path().join("run"), &manifest).unwrap();
+        let check_store = store.clone();
+        let sent = episodes.clone();
+        actix::System::new().block_on(async move {
+            let sinks = Sinks::start(&run, &store, Durability::Flush).unwrap();
+            // Episode 0 whole and the start of episode 1 in one event, the rest in another.
+            let (first, second) = (&sent[0].steps, &sent[1].steps);
+            let mut mixed = first.concat();
+            mixed.extend(second[..2].concat());
+            for records in [mixed, second[2..].concat()] {
+                sinks.steps[0]
+                    .send(StepEvent {
+                        records: Arc::new(records),
+                    })
+                    .await
+                    .unwrap();
+            }
+            for episode in &sent {
+                sinks.episodes[0]
+                    .send(EpisodeEvent {
+                        record: Arc::new(episode.record.clone()),
+                    })
+                    .await
+                    .unwrap();
+            }
+            sinks.close().await.unwrap();
+        });
+        for episode in episodes {
+            let unit = Unit::new("a", episode.record.episode_index);
+            assert!(check_store.is_complete(&unit).unwrap(), "{unit}");
+            assert_eq!(check_store.steps_of(&unit).unwrap(), episode.steps.concat());
         }
     }
 

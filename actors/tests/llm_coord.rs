@@ -6,10 +6,10 @@
 mod support;
 
 use actix::prelude::*;
-use mosaic_actors::StepEvent;
 use mosaic_actors::llm::{LlmResources, register};
 use mosaic_actors::operator::OperatorRegistry;
 use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
+use mosaic_actors::{EpisodeEvent, StepEvent};
 use mosaic_adapters::EnvRegistry;
 use mosaic_core::record::StepRecord;
 use mosaic_core::{OperatorSpec, RunId};
@@ -22,7 +22,8 @@ const MAX_TOKENS: u64 = 80;
 /// Tokens per request on the local server (8192 over 4 slots).
 const SLOT_TOKENS: u64 = 2048;
 
-/// Gathers the step records of a session.
+/// Gathers the step records of a session; once it has handled the episode's roll-up it has
+/// every step record (sessions send the roll-up after the steps).
 struct Collector(Arc<Mutex<Vec<StepRecord>>>);
 
 impl Actor for Collector {
@@ -34,6 +35,11 @@ impl Handler<StepEvent> for Collector {
     fn handle(&mut self, msg: StepEvent, _: &mut Context<Self>) {
         self.0.lock().unwrap().extend(msg.records.iter().cloned());
     }
+}
+
+impl Handler<EpisodeEvent> for Collector {
+    type Result = ();
+    fn handle(&mut self, _: EpisodeEvent, _: &mut Context<Self>) {}
 }
 
 /// The text of the last (current-turn) user message of a recorded prompt.
@@ -77,7 +83,8 @@ fn messages_and_scratchpads_work_on_the_coordination_world() {
             &EnvRegistry::native(),
             &kinds,
             Subscribers {
-                steps: vec![collector.recipient()],
+                steps: vec![collector.clone().recipient()],
+                episodes: vec![collector.recipient()],
                 ..Subscribers::default()
             },
         )
@@ -87,7 +94,10 @@ fn messages_and_scratchpads_work_on_the_coordination_world() {
             .send(RunEpisode { index: 0, seed: 7 })
             .await
             .unwrap()
-            .expect("the episode runs");
+            .expect("the episode runs")
+            .durable()
+            .await
+            .expect("the episode is confirmed");
         resources.shutdown().await;
         assert_eq!(episode.steps, STEPS, "{:?}", episode.error);
 

@@ -110,6 +110,9 @@ async fn an_episode_records_every_agent_every_step() {
         .send(RunEpisode { index: 3, seed: 99 })
         .await
         .unwrap()
+        .unwrap()
+        .durable()
+        .await
         .unwrap();
     let steps = collected.steps.lock().unwrap().clone();
     assert_eq!(record.episode_id, "r-a-ep000003");
@@ -150,6 +153,9 @@ async fn sequential_games_record_who_moved() {
         .send(RunEpisode { index: 0, seed: 1 })
         .await
         .unwrap()
+        .unwrap()
+        .durable()
+        .await
         .unwrap();
     let steps = collected.steps.lock().unwrap().clone();
     for step in 0..record.steps {
@@ -185,6 +191,9 @@ async fn late_and_illegal_decisions_become_the_default_action() {
         .send(RunEpisode { index: 0, seed: 5 })
         .await
         .unwrap()
+        .unwrap()
+        .durable()
+        .await
         .unwrap();
     assert!(record.truncated);
     assert_eq!(record.steps, 3);
@@ -272,6 +281,102 @@ async fn parallelism_never_changes_the_records() {
     let four = run(4).await;
     assert!(!one.0.is_empty());
     assert_eq!(one, four);
+}
+
+/// Confirms each episode only after a while (like a sink syncing), on its own thread; notes
+/// when each episode's steps were taken.
+struct SlowConfirmations {
+    confirmed: Arc<std::sync::Mutex<Vec<(String, std::time::Instant, u64)>>>,
+    first_steps: Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>,
+}
+
+impl Actor for SlowConfirmations {
+    type Context = Context<Self>;
+}
+
+impl Handler<mosaic_actors::StepEvent> for SlowConfirmations {
+    type Result = ();
+    fn handle(&mut self, event: mosaic_actors::StepEvent, _: &mut Context<Self>) {
+        let mut first_steps = self.first_steps.lock().unwrap();
+        for record in event.records.iter() {
+            let first = first_steps
+                .entry(record.episode_id.clone())
+                .or_insert(record.timestamp);
+            *first = (*first).min(record.timestamp);
+        }
+    }
+}
+
+impl Handler<mosaic_actors::EpisodeEvent> for SlowConfirmations {
+    type Result = ();
+    fn handle(&mut self, event: mosaic_actors::EpisodeEvent, _: &mut Context<Self>) {
+        std::thread::sleep(Duration::from_millis(20));
+        self.confirmed.lock().unwrap().push((
+            event.record.episode_id.clone(),
+            std::time::Instant::now(),
+            mosaic_core::record::now_ms(),
+        ));
+    }
+}
+
+#[actix::test]
+async fn episodes_are_reported_only_once_confirmed_while_the_next_ones_run() {
+    let spec = experiment(
+        serde_json::json!({"*": {"kind": "random"}}),
+        serde_json::json!({}),
+    );
+    let confirmed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let first_steps = Arc::new(std::sync::Mutex::new(Default::default()));
+    let arbiter = Arbiter::new();
+    let confirmer = {
+        let (confirmed, first_steps) = (confirmed.clone(), first_steps.clone());
+        SlowConfirmations::start_in_arbiter(&arbiter.handle(), move |_| SlowConfirmations {
+            confirmed,
+            first_steps,
+        })
+    };
+    let subscribers = Subscribers {
+        steps: vec![confirmer.clone().recipient()],
+        episodes: vec![confirmer.recipient()],
+        checkpoints: Vec::new(),
+    };
+    let runner = Runner::new(
+        spec,
+        RunId::from("r"),
+        Arc::new(common::registry()),
+        Arc::new(kinds()),
+    );
+    let mut reported = Vec::new();
+    let records = runner
+        .run(None, subscribers, |record| {
+            reported.push((record.episode_id.clone(), std::time::Instant::now()));
+        })
+        .await
+        .unwrap();
+    let confirmed = confirmed.lock().unwrap().clone();
+    // Every episode is confirmed before the run returns, and reported after its confirmation.
+    assert_eq!(records.len(), 12);
+    assert_eq!(confirmed.len(), 12);
+    assert_eq!(reported.len(), 12);
+    for (episode, at) in &reported {
+        let (_, confirmed_at, _) = confirmed.iter().find(|(id, ..)| id == episode).unwrap();
+        assert!(
+            confirmed_at <= at,
+            "{episode} reported before it was confirmed"
+        );
+    }
+    // The next episodes ran while earlier ones were being confirmed (the lane does not wait
+    // for each confirmation before going on).
+    let first_steps = first_steps.lock().unwrap().clone();
+    let overlapped = confirmed
+        .windows(2)
+        .filter(|pair| first_steps[&pair[1].0] < pair[0].2)
+        .count();
+    assert!(
+        overlapped >= 6,
+        "only {overlapped} episodes overlapped a confirmation"
+    );
+    arbiter.stop();
 }
 
 #[actix::test]

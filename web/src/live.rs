@@ -2,8 +2,8 @@
 //! the page shows.
 //!
 //! Controls go to the group (Reset All, Step All, Run / Pause). A small relay actor hears
-//! every session's step and episode events; after each step the viewport of that session
-//! is refreshed (status from the session, full-view frame from its environment, PNG
+//! every session's step and episode events; after each step event (a session's steps come
+//! in batches, each within milliseconds) the viewport of that session is refreshed (status from the session, full-view frame from its environment, PNG
 //! encoded once and served to every viewer). Refreshes of one viewport never wait for
 //! another's, so a person pondering a move in one game does not freeze the others.
 //!

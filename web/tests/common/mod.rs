@@ -417,8 +417,7 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
 /// Collects the step events and roll-ups of a run.
 #[derive(Clone, Default)]
 struct Collected {
-    steps:
-        std::sync::Arc<std::sync::Mutex<Vec<std::sync::Arc<Vec<mosaic_core::record::StepRecord>>>>>,
+    steps: std::sync::Arc<std::sync::Mutex<Vec<mosaic_actors::StepEvent>>>,
 }
 
 struct Collector(Collected);
@@ -430,7 +429,7 @@ impl actix::Actor for Collector {
 impl actix::Handler<mosaic_actors::StepEvent> for Collector {
     type Result = ();
     fn handle(&mut self, msg: mosaic_actors::StepEvent, _: &mut actix::Context<Self>) {
-        self.0.steps.lock().unwrap().push(msg.records);
+        self.0.steps.lock().unwrap().push(msg);
     }
 }
 
@@ -524,7 +523,7 @@ fn run_with(
         .lock()
         .unwrap()
         .iter()
-        .map(|s| s.as_ref().clone())
+        .flat_map(|batch| batch.steps().map(<[_]>::to_vec))
         .collect();
     steps.sort_by_key(|s| {
         (
