@@ -13,8 +13,8 @@ use crate::session::{ResumeEpisode, ResumePoint, RunEpisode, Session, SessionCon
 use actix::prelude::*;
 use mosaic_adapters::EnvRegistry;
 use mosaic_core::experiment::OnEscalation;
-use mosaic_core::record::{EPISODE_SCHEMA, EpisodeRecord};
-use mosaic_core::{EpisodeId, ExperimentSpec, OperatorId, RunId, SpecError};
+use mosaic_core::record::EpisodeRecord;
+use mosaic_core::{ExperimentSpec, OperatorId, RunId, SpecError};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -334,28 +334,14 @@ impl Lane {
         let spec = &self.runner.spec;
         let operator = &spec.operators[unit.operator];
         let record = Arc::new(EpisodeRecord {
-            schema: EPISODE_SCHEMA.to_owned(),
-            run_id: self.runner.run_id.to_string(),
-            operator_id: operator.id.clone(),
-            episode_id: EpisodeId::new(
+            error: Some(format!("escalated: could not start: {error}")),
+            ..EpisodeRecord::new(
                 &self.runner.run_id,
                 &OperatorId(operator.id.clone()),
                 unit.episode,
+                seed,
+                operator.env.clone(),
             )
-            .0,
-            episode_index: unit.episode,
-            seed,
-            env: operator.env.clone(),
-            steps: 0,
-            terminated: false,
-            truncated: false,
-            agents: Vec::new(),
-            metrics: Default::default(),
-            error: Some(format!("escalated: could not start: {error}")),
-            restarts: Vec::new(),
-            duration_ms: 0,
-            steps_per_s: 0.0,
-            timestamp: mosaic_core::record::now_ms(),
         });
         let durable = self.subscribers.announce_episode(&record);
         Recorded::new(record, durable)

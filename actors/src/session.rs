@@ -33,8 +33,8 @@ use mosaic_adapters::EnvRegistry;
 use mosaic_adapters::registry::ScriptedConstructor;
 use mosaic_core::experiment::{RestartStrategy, SpecError, SupervisionSpec};
 use mosaic_core::record::{
-    AgentResult, CHECKPOINT_SCHEMA, EPISODE_SCHEMA, EpisodeCheckpoint, EpisodeRecord,
-    RestartRecord, STEP_SCHEMA, StepRecord,
+    AgentResult, CHECKPOINT_SCHEMA, EpisodeCheckpoint, EpisodeRecord, RestartRecord, STEP_SCHEMA,
+    StepRecord,
 };
 use mosaic_core::{
     Action, AgentContext, Decision, DecisionSource, EnvError, EnvSpec, Environment, EpisodeId,
@@ -1057,13 +1057,6 @@ impl Handles {
             })
             .collect();
         let record = Arc::new(EpisodeRecord {
-            schema: EPISODE_SCHEMA.to_owned(),
-            run_id: self.config.run_id.to_string(),
-            operator_id: self.config.operator_id.to_string(),
-            episode_id: episode.id.clone(),
-            episode_index: episode.index,
-            seed: episode.seed,
-            env: self.spec.name.clone(),
             steps: episode.view.steps,
             terminated: episode.terminated,
             truncated: episode.truncated,
@@ -1073,7 +1066,13 @@ impl Handles {
             restarts: episode.restarts.clone(),
             duration_ms: duration.as_millis() as u64,
             steps_per_s: f64::from(episode.view.steps) / duration.as_secs_f64().max(1e-9),
-            timestamp: mosaic_core::record::now_ms(),
+            ..EpisodeRecord::new(
+                &self.config.run_id,
+                &self.config.operator_id,
+                episode.index,
+                episode.seed,
+                self.spec.name.clone(),
+            )
         });
         let durable = self.publisher.announce_episode(&record).await;
         Recorded::new(record, durable)

@@ -161,6 +161,47 @@ pub struct EpisodeRecord {
     pub timestamp: u64,
 }
 
+impl EpisodeRecord {
+    /// The roll-up of episode `episode_index` of `operator` in `run` (on `env`, from `seed`)
+    /// before anything happened: no steps, no agents, ended now. Fill in the rest with
+    /// struct update syntax.
+    ///
+    /// ```
+    /// use mosaic_core::record::EpisodeRecord;
+    /// use mosaic_core::{OperatorId, RunId};
+    /// let record = EpisodeRecord::new(&RunId::from("r"), &OperatorId::from("op"), 3, 7, "soccer-2v2");
+    /// assert_eq!(record.episode_id, "r-op-ep000003");
+    /// assert_eq!((record.steps, record.error), (0, None));
+    /// ```
+    pub fn new(
+        run: &crate::RunId,
+        operator: &crate::OperatorId,
+        episode_index: u32,
+        seed: u64,
+        env: impl Into<String>,
+    ) -> Self {
+        Self {
+            schema: EPISODE_SCHEMA.to_owned(),
+            run_id: run.to_string(),
+            operator_id: operator.to_string(),
+            episode_id: crate::EpisodeId::new(run, operator, episode_index).0,
+            episode_index,
+            seed,
+            env: env.into(),
+            steps: 0,
+            terminated: false,
+            truncated: false,
+            agents: Vec::new(),
+            metrics: serde_json::Map::new(),
+            error: None,
+            restarts: Vec::new(),
+            duration_ms: 0,
+            steps_per_s: 0.0,
+            timestamp: now_ms(),
+        }
+    }
+}
+
 /// One failure of an environment or operator and how it was recovered.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RestartRecord {
