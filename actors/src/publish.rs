@@ -351,6 +351,18 @@ mod tests {
         _arbiter: Arbiter,
     }
 
+    impl Setup {
+        /// Announces the episode's roll-up and waits until the listener confirmed it.
+        async fn end_episode(&self) {
+            let record = Arc::new(self.episode.record.clone());
+            self.publisher
+                .announce_episode(&record)
+                .await
+                .await
+                .unwrap();
+        }
+    }
+
     /// A publisher to one listener on its own thread, and an episode of `steps` steps.
     fn setup(batch_steps: u32, max_delay: Duration, work: Duration, steps: u32) -> Setup {
         let heard = Arc::new(SyncMutex::new(Vec::new()));
@@ -388,13 +400,7 @@ mod tests {
         for step in setup.episode.steps.clone() {
             setup.publisher.push_step(step).await;
         }
-        let record = Arc::new(setup.episode.record.clone());
-        setup
-            .publisher
-            .announce_episode(&record)
-            .await
-            .await
-            .unwrap();
+        setup.end_episode().await;
         assert_eq!(
             heard(&setup),
             [
@@ -443,13 +449,7 @@ mod tests {
             assert!(pending <= 2 * batch, "{pending} steps not handled yet");
         }
         setup.publisher.flush_steps().await;
-        let record = Arc::new(setup.episode.record.clone());
-        setup
-            .publisher
-            .announce_episode(&record)
-            .await
-            .await
-            .unwrap();
+        setup.end_episode().await;
         assert_eq!(setup.handled_steps.load(Ordering::SeqCst), 40);
     }
 
