@@ -166,14 +166,7 @@ fn bad_input_exits_2_with_a_clear_message() {
 
     // A store written by a newer mosaic.
     drop(complete_run(dir.path(), "newer", &["a"], 1));
-    {
-        let db = sled::open(dir.path().join("newer/store")).unwrap();
-        db.open_tree("meta")
-            .unwrap()
-            .insert("format", &99u32.to_be_bytes())
-            .unwrap();
-        db.flush().unwrap();
-    }
+    synthetic::set_store_format(&dir.path().join("newer/store"), 99).unwrap();
     assert_bad_input(
         &mosaic(&["report", path(&dir.path().join("newer"))]),
         "newer mosaic",

@@ -1111,14 +1111,7 @@ mod tests {
         let path = dir.path().join("r5");
         drop(RunDir::create(&path, &manifest).unwrap());
         // A store written by a newer mosaic.
-        {
-            let db = sled::open(path.join(STORE_DIR)).unwrap();
-            db.open_tree("meta")
-                .unwrap()
-                .insert("format", &(STORE_FORMAT_NEXT).to_be_bytes())
-                .unwrap();
-            db.flush().unwrap();
-        }
+        synthetic::set_store_format(&path.join(STORE_DIR), STORE_FORMAT_NEXT).unwrap();
         let err = RunDir::open(&path).unwrap().store().unwrap_err();
         assert!(
             matches!(

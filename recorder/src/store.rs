@@ -584,7 +584,7 @@ impl RunStore {
     }
 }
 
-fn store_error(path: &Path, source: sled::Error) -> RecorderError {
+pub(crate) fn store_error(path: &Path, source: sled::Error) -> RecorderError {
     RecorderError::Store {
         path: path.to_owned(),
         source,
@@ -592,7 +592,7 @@ fn store_error(path: &Path, source: sled::Error) -> RecorderError {
 }
 
 /// Whether another process holds the lock sled takes on its database file.
-fn is_locked(db_file: &Path) -> Result<bool> {
+pub(crate) fn is_locked(db_file: &Path) -> Result<bool> {
     // Fully qualified: newer std has inherent locking methods of the same names.
     let file = std::fs::File::open(db_file).map_err(|e| RecorderError::io(db_file, e))?;
     match fs2::FileExt::try_lock_shared(&file) {
