@@ -5,7 +5,7 @@
 //!   the whole group.
 //! - [`link`]: the blocking request/reply connection with deadlines, the handshake, and the
 //!   pure reply classification shared with the async policy actor.
-//! - [`env`]: [`ExternalEnv`], an [`mosaic_core::Environment`] served by a worker.
+//! - [`env`](mod@env): [`ExternalEnv`], an [`mosaic_core::Environment`] served by a worker.
 //! - [`embedded`]: the `mosaic_worker` Python package built into the binary.
 //!
 //! Experiment files name external environments as `gymnasium:<id>`, `pettingzoo:<module
