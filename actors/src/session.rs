@@ -725,8 +725,10 @@ impl Handles {
             })
             .await
             .map_err(|e| e.to_string())?;
+        // While an episode resumes there is no view yet to compare with but the step.
+        let resuming = episode.view.observations.is_empty();
         let diverged = (view.steps != episode.view.steps
-            || view.acting != episode.view.acting
+            || (!resuming && view.acting != episode.view.acting)
             || view
                 .observations
                 .iter()
@@ -1168,15 +1170,23 @@ impl Handles {
             .await
             .map_err(channel_gone)?
             .map_err(|e| unfit(e.to_string()))?;
-        let env = self.env();
-        let env_how = self.restore_env(&env, episode).await.map_err(unfit)?;
-        let operators = self.operators();
-        for (agent, operator) in operators.iter().enumerate() {
-            self.restore_operator(operator, episode, agent)
-                .await
-                .map_err(|e| unfit(format!("{}: {e}", self.spec.agents[agent].id)))?;
+        // A child failing to come back is restarted (and the restart recorded) as when it
+        // fails in a step, within the same limits.
+        let env_how = match self.restore_env(&self.env(), episode).await {
+            Ok(how) => how,
+            Err(failure) => {
+                self.restart(episode, Child::Env, failure).await?;
+                "rebuilt by its restart".to_owned()
+            }
+        };
+        for agent in 0..agents {
+            let operator = self.operators()[agent].clone();
+            if let Err(failure) = self.restore_operator(&operator, episode, agent).await {
+                self.restart(episode, Child::Agent(agent), failure).await?;
+            }
         }
-        let view = env
+        let view = self
+            .env()
             .send(Observe {
                 wants: self.wants.clone(),
             })

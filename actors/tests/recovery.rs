@@ -102,10 +102,12 @@ impl Environment for FlakyEnv {
     }
 }
 
-/// The random baseline, except that the first `panics` instances panic at step `at`.
+/// The random baseline, except that the first `panics` instances panic at step `at`, or
+/// when loading a state (`on_load`).
 struct FlakyPolicy {
     random: Random,
     panic_at: Option<u32>,
+    panic_on_load: bool,
 }
 
 impl Policy for FlakyPolicy {
@@ -125,6 +127,9 @@ impl Policy for FlakyPolicy {
         self.random.save_state()
     }
     fn load_state(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        if self.panic_on_load {
+            panic!("injected operator panic while loading a state");
+        }
         self.random.load_state(state)
     }
 }
@@ -138,6 +143,9 @@ struct FlakyPolicySettings {
     /// Never start: every start fails.
     #[serde(default)]
     never_starts: bool,
+    /// Panic when loading a state rather than at step `at`.
+    #[serde(default)]
+    on_load: bool,
 }
 
 fn registries() -> (Arc<EnvRegistry>, Arc<OperatorRegistry>) {
@@ -164,7 +172,9 @@ fn registries() -> (Arc<EnvRegistry>, Arc<OperatorRegistry>) {
                 "flaky",
                 Box::new(FlakyPolicy {
                     random: Random::default(),
-                    panic_at: (instance <= settings.panics).then_some(settings.at),
+                    panic_at: (instance <= settings.panics && !settings.on_load)
+                        .then_some(settings.at),
+                    panic_on_load: instance <= settings.panics && settings.on_load,
                 }),
             ))
         }),
@@ -415,6 +425,87 @@ async fn an_episode_resumed_from_any_checkpoint_ends_as_the_uninterrupted_run() 
             assert!(restart.recovery.contains(&how), "{}", restart.recovery);
         }
     }
+}
+
+/// Children that crash while an episode resumes (the environment during its replay, an
+/// operator while loading its state) are restarted as in a step; the episode still ends
+/// with the uninterrupted run's records.
+#[actix::test]
+async fn children_crashing_while_an_episode_resumes_are_restarted() {
+    let spec = |key: &str, panics: u32| {
+        experiment(
+            serde_json::json!({"env": "flaky-soccer", "env_settings": {"key": key, "at": 10, "panics": panics, "snapshots": false}}),
+            serde_json::json!({"kind": "flaky", "key": key, "at": 0, "panics": panics, "on_load": true}),
+            serde_json::json!({"checkpoint_interval_ms": 0}),
+        )
+    };
+    let (envs, kinds) = registries();
+    let clean = Runner::new(
+        spec("resume-crash-clean", 0),
+        RunId::from("r"),
+        envs.clone(),
+        kinds.clone(),
+    );
+    let (collected, subscribers) = collector();
+    clean.run(None, subscribers, |_| {}).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let steps = collected.steps.lock().unwrap().clone();
+    let episodes = collected.episodes.lock().unwrap().clone();
+    let checkpoint = collected
+        .checkpoints
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|c| c.episode_index == 1 && c.step_index == 30)
+        .cloned()
+        .expect("a checkpoint at step 30");
+    let unit = Unit {
+        operator: 0,
+        episode: 1,
+    };
+    let point = ResumePoint {
+        checkpoint,
+        records: steps
+            .iter()
+            .filter(|r| r.episode_index == 1 && r.step_index < 30)
+            .cloned()
+            .collect(),
+    };
+    // The first environment panics replaying step 10; the first `flaky` operator panics
+    // loading its state.
+    let resumed = Runner::new(spec("resume-crash", 1), RunId::from("r"), envs, kinds)
+        .resuming(HashMap::from([(unit, point)]));
+    let (after, subscribers) = collector();
+    let records = resumed
+        .run(Some(vec![unit]), subscribers, |_| {})
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+
+    let restarts: Vec<_> = records[0]
+        .restarts
+        .iter()
+        .map(|r| (r.child.as_str(), r.step_index, r.recovered))
+        .collect();
+    assert_eq!(
+        restarts,
+        [("env", 30, true), ("green_0", 30, true), ("run", 30, true)],
+        "{:#?}",
+        records[0].restarts
+    );
+    assert!(records[0].error.is_none(), "{:?}", records[0].error);
+    assert!(records[0].restarts.iter().all(|r| r.diverged.is_none()));
+    let expected: Vec<_> = steps
+        .iter()
+        .filter(|r| r.episode_index == 1 && r.step_index >= 30)
+        .cloned()
+        .collect();
+    assert_eq!(stripped(&after.steps.lock().unwrap()), stripped(&expected));
+    let clean_episode = episodes.iter().find(|e| e.episode_index == 1).unwrap();
+    assert_eq!(
+        stripped(&[(*records[0]).clone()]),
+        stripped(std::slice::from_ref(clean_episode))
+    );
 }
 
 #[actix::test]
