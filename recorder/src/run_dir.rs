@@ -366,23 +366,17 @@ impl RunDir {
                 }
             }
         }
+        // Every checkpointed unit keeps its steps before the checkpoint, if the log has them
+        // all: one pass keeps and re-imports them and counts the steps it saw; a unit found
+        // short starts again from its seed, which takes a second pass (rare: only after a
+        // power loss with `durability = "flush"`).
         let mut keep = Keep::complete(store)?;
-        if !resumable.is_empty() {
-            let counts = self.distinct_steps_before(&resumable)?;
-            for checkpoint in std::mem::take(&mut resumable) {
-                let unit = Unit::new(checkpoint.operator_id.clone(), checkpoint.episode_index);
-                discarded.store_step_records += if counts.get(&unit) == Some(&checkpoint.step_index)
-                {
-                    let removed = store.discard_steps(&unit)?;
-                    keep.prefix(&unit, checkpoint.step_index);
-                    resumable.push(checkpoint);
-                    removed
-                } else {
-                    discarded.units.push(unit.clone());
-                    store.discard(&unit)?
-                };
-            }
+        for checkpoint in &resumable {
+            let unit = Unit::new(checkpoint.operator_id.clone(), checkpoint.episode_index);
+            discarded.store_step_records += store.discard_steps(&unit)?;
+            keep.prefix(&unit, checkpoint.step_index);
         }
+        let mut seen: HashMap<Unit, BTreeSet<u32>> = HashMap::new();
         let mut writer = store.writer();
         discarded.step_lines = rewrite_keeping(&self.steps_path(), &keep, true, |probe, line| {
             // The store gets the kept steps back, as the sink will count them.
@@ -390,43 +384,32 @@ impl RunDir {
                 let key =
                     writer.unit_key(&probe.run_id, &probe.operator_id, probe.episode_index)?;
                 writer.append_line(key, probe.step_index, line)?;
+                seen.entry(Unit::new(probe.operator_id.clone(), probe.episode_index))
+                    .or_default()
+                    .insert(probe.step_index);
             }
             Ok(())
         })?;
         writer.sync()?;
+        let (whole, short): (Vec<_>, Vec<_>) = resumable.into_iter().partition(|checkpoint| {
+            let unit = Unit::new(checkpoint.operator_id.clone(), checkpoint.episode_index);
+            seen.get(&unit).map_or(0, BTreeSet::len) == checkpoint.step_index as usize
+        });
+        if !short.is_empty() {
+            for checkpoint in short {
+                let unit = Unit::new(checkpoint.operator_id, checkpoint.episode_index);
+                keep.forget(&unit);
+                // Its records in the store are the steps just re-imported.
+                store.discard(&unit)?;
+                discarded.units.push(unit);
+            }
+            discarded.step_lines +=
+                rewrite_keeping(&self.steps_path(), &keep, true, |_, _| Ok(()))?;
+        }
         discarded.episode_lines =
             rewrite_keeping(&self.episodes_path(), &keep, false, |_, _| Ok(()))?;
-        discarded.resumable = resumable;
+        discarded.resumable = whole;
         Ok(discarded)
-    }
-
-    /// Per unit of `checkpoints`: how many distinct steps before the checkpoint's step the
-    /// log holds.
-    fn distinct_steps_before(
-        &self,
-        checkpoints: &[EpisodeCheckpoint],
-    ) -> Result<HashMap<Unit, u32>> {
-        let mut before: HashMap<Unit, (u32, BTreeSet<u32>)> = checkpoints
-            .iter()
-            .map(|c| {
-                let unit = Unit::new(c.operator_id.clone(), c.episode_index);
-                (unit, (c.step_index, BTreeSet::new()))
-            })
-            .collect();
-        for_each_line(&self.steps_path(), |number, line| {
-            let probe = StepProbe::parse(&self.steps_path(), number, line)?;
-            let unit = Unit::new(probe.operator_id, probe.episode_index);
-            if let Some((limit, seen)) = before.get_mut(&unit)
-                && probe.step_index < *limit
-            {
-                seen.insert(probe.step_index);
-            }
-            Ok(())
-        })?;
-        Ok(before
-            .into_iter()
-            .map(|(unit, (_, seen))| (unit, seen.len() as u32))
-            .collect())
     }
 
     /// Checks that the store and the JSON-lines files agree on every complete unit: the
@@ -521,6 +504,10 @@ impl Keep {
 
     fn insert(&mut self, operator_id: &str, episode_index: u32) {
         self.set(operator_id, episode_index, Kept::Complete);
+    }
+
+    fn forget(&mut self, unit: &Unit) {
+        self.set(&unit.operator_id, unit.episode_index, Kept::Nothing);
     }
 
     fn prefix(&mut self, unit: &Unit, step_index: u32) {
@@ -1052,6 +1039,7 @@ mod tests {
             episodes[1].steps[..4].concat()
         );
         assert_eq!(store.checkpoint(&Unit::new("a", 3)).unwrap(), None);
+        assert!(store.steps_of(&Unit::new("a", 3)).unwrap().is_empty());
         assert_eq!(store.remaining_units().unwrap().len(), 3);
 
         // The episode continues from step 4: its records end up exactly once, everywhere.
