@@ -326,6 +326,10 @@ impl OperatorRegistry {
                 ),
             )
         })?;
-        (kind.spawn)(cx)
+        SpecError::guard(
+            "",
+            || format!("operator kind `{}`", kind.name),
+            || (kind.spawn)(cx),
+        )
     }
 }

@@ -152,6 +152,20 @@ impl Runner {
     ) -> Result<Vec<Arc<EpisodeRecord>>, RunError> {
         self.spec.validate()?;
         let units = units.unwrap_or_else(|| self.all_units());
+        let (operators, episodes) = (self.spec.operators.len(), self.spec.episodes);
+        if let Some(unit) = units
+            .iter()
+            .find(|u| u.operator >= operators || u.episode >= episodes)
+        {
+            return Err(SpecError::new(
+                "units",
+                format!(
+                    "operator {} episode {} is not part of the experiment ({operators} operators, {episodes} episodes)",
+                    unit.operator, unit.episode
+                ),
+            )
+            .into());
+        }
         let order: HashMap<Unit, usize> = units.iter().enumerate().map(|(i, u)| (*u, i)).collect();
         let queue = Arc::new(Mutex::new(VecDeque::from(units)));
         let lanes = self.spec.parallelism.max(1).min(order.len().max(1));

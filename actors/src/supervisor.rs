@@ -547,9 +547,9 @@ impl ExitReport {
     fn finish(mut self, result: Result<(), tokio::task::JoinError>) {
         let exit = match result {
             Ok(()) => self.link.take_failure().map_or(Exit::Normal, Exit::Failed),
-            Err(error) if error.is_panic() => {
-                Exit::Failed(Failure::Panicked(panic_message(error.into_panic())))
-            }
+            Err(error) if error.is_panic() => Exit::Failed(Failure::Panicked(
+                mosaic_core::experiment::panic_message(&*error.into_panic()),
+            )),
             Err(_) => Exit::Failed(Failure::Vanished),
         };
         self.send(exit);
@@ -569,16 +569,6 @@ impl ExitReport {
 impl Drop for ExitReport {
     fn drop(&mut self) {
         self.send(Exit::Failed(Failure::Vanished));
-    }
-}
-
-fn panic_message(payload: Box<dyn Any + Send>) -> String {
-    match payload.downcast::<String>() {
-        Ok(message) => *message,
-        Err(payload) => match payload.downcast::<&'static str>() {
-            Ok(message) => (*message).to_owned(),
-            Err(_) => "a panic without a message".to_owned(),
-        },
     }
 }
 

@@ -46,6 +46,9 @@ struct FlakySettings {
     panics: u32,
     #[serde(default = "yes")]
     snapshots: bool,
+    /// Instances (counted from 1) whose constructor panics.
+    #[serde(default)]
+    panicking_constructors: Vec<u32>,
 }
 
 fn yes() -> bool {
@@ -55,6 +58,9 @@ fn yes() -> bool {
 fn make_flaky(settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
     let flaky: FlakySettings = parse_settings(settings)?;
     let instance = count_start(&format!("env:{}", flaky.key));
+    if flaky.panicking_constructors.contains(&instance) {
+        panic!("injected panic constructing environment instance {instance}");
+    }
     Ok(Box::new(FlakyEnv {
         inner: EnvRegistry::native().make("soccer-2v2", &Settings::new())?,
         panic_at: (instance <= flaky.panics).then_some(flaky.at),
@@ -146,6 +152,9 @@ struct FlakyPolicySettings {
     /// Panic when loading a state rather than at step `at`.
     #[serde(default)]
     on_load: bool,
+    /// Instances (counted from 1) whose constructor panics.
+    #[serde(default)]
+    panicking_constructors: Vec<u32>,
 }
 
 fn registries() -> (Arc<EnvRegistry>, Arc<OperatorRegistry>) {
@@ -168,6 +177,9 @@ fn registries() -> (Arc<EnvRegistry>, Arc<OperatorRegistry>) {
                 return Err(SpecError::start_failure("", "injected start failure"));
             }
             let instance = count_start(&format!("op:{}", settings.key));
+            if settings.panicking_constructors.contains(&instance) {
+                panic!("injected panic constructing operator instance {instance}");
+            }
             Ok(OperatorHandle::start_policy(
                 "flaky",
                 Box::new(FlakyPolicy {
@@ -338,6 +350,51 @@ async fn a_panicking_environment_is_rebuilt_from_a_snapshot_or_by_replay() {
         };
         assert!(how.contains(expected), "{key}: {how}");
         assert!(restarts[0].diverged.is_none());
+    }
+}
+
+/// A constructor registered by a user that panics is a failure to start, not the end of
+/// the session or its lane: tried again within the restart limits, when the session starts
+/// its children and when it restarts one.
+#[actix::test]
+async fn a_panicking_constructor_is_a_start_failure_and_tried_again() {
+    let clean = run(clean()).await;
+    for (case, env, green_0) in [
+        (
+            "env at the start",
+            serde_json::json!({"key": "ctor-env-start", "at": 0, "panics": 0, "panicking_constructors": [1]}),
+            serde_json::json!({"kind": "random"}),
+        ),
+        (
+            "env at a restart",
+            serde_json::json!({"key": "ctor-env-restart", "at": 23, "panics": 1, "panicking_constructors": [2]}),
+            serde_json::json!({"kind": "random"}),
+        ),
+        (
+            "operator at the start",
+            serde_json::json!({"key": "ctor-op-start", "at": 0, "panics": 0}),
+            serde_json::json!({"kind": "flaky", "key": "ctor-op-start", "at": 0, "panics": 0, "panicking_constructors": [1]}),
+        ),
+        (
+            "operator at a restart",
+            serde_json::json!({"key": "ctor-op-restart", "at": 0, "panics": 0}),
+            serde_json::json!({"kind": "flaky", "key": "ctor-op-restart", "at": 17, "panics": 2, "panicking_constructors": [2]}),
+        ),
+    ] {
+        let faulty = run(experiment(
+            serde_json::json!({"env": "flaky-soccer", "env_settings": env}),
+            green_0,
+            serde_json::json!({}),
+        ))
+        .await;
+        assert_same(&faulty, &clean);
+        assert!(
+            faulty.raw.iter().all(|e| e.error.is_none()),
+            "{case}: {:?}",
+            faulty.raw
+        );
+        let restarts: Vec<_> = faulty.raw.iter().flat_map(|e| e.restarts.clone()).collect();
+        assert!(restarts.iter().all(|r| r.recovered), "{case}: {restarts:?}");
     }
 }
 

@@ -7,7 +7,7 @@ use common::collect::{collector, stripped};
 use actix::prelude::*;
 use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
 use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
-use mosaic_actors::runner::Runner;
+use mosaic_actors::runner::{Runner, Unit};
 use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
 use mosaic_actors::{BeginEpisode, Decide, OperatorError};
 use mosaic_core::{Action, Decision, DecisionSource, ExperimentSpec, ObsRequest, Paradigm, RunId};
@@ -316,6 +316,41 @@ impl Handler<mosaic_actors::EpisodeEvent> for SlowConfirmations {
             std::time::Instant::now(),
             mosaic_core::record::now_ms(),
         ));
+    }
+}
+
+#[actix::test]
+async fn units_outside_the_experiment_are_refused() {
+    let spec = experiment(
+        serde_json::json!({"*": {"kind": "random"}}),
+        serde_json::json!({}),
+    );
+    let runner = Runner::new(
+        spec,
+        RunId::from("r"),
+        Arc::new(common::registry()),
+        Arc::new(kinds()),
+    );
+    for unit in [
+        Unit {
+            operator: 0,
+            episode: 99,
+        },
+        Unit {
+            operator: 7,
+            episode: 0,
+        },
+    ] {
+        let refused = runner
+            .run(Some(vec![unit]), Subscribers::default(), |_| {})
+            .await
+            .expect_err("not a unit of the experiment");
+        assert!(
+            refused
+                .to_string()
+                .contains("is not part of the experiment"),
+            "{refused}"
+        );
     }
 }
 

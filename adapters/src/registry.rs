@@ -109,7 +109,16 @@ impl EnvRegistry {
     }
 
     /// Builds the environment `name` with `settings`: an exact kind, else a prefix family.
+    /// A constructor that panics is a start failure (see [`SpecError::guard`]).
     pub fn make(&self, name: &str, settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
+        SpecError::guard(
+            "env",
+            || format!("environment `{name}`"),
+            || self.build(name, settings),
+        )
+    }
+
+    fn build(&self, name: &str, settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
         let built = if let Some(kind) = self.get(name) {
             (kind.make)(settings)
         } else if let Some((prefix, rest)) = self.prefix_of(name) {
@@ -132,7 +141,7 @@ impl EnvRegistry {
             } else {
                 format!("env_settings.{}", e.path)
             };
-            SpecError::new(path, e.message)
+            e.at(path)
         })
     }
 }

@@ -275,6 +275,45 @@ impl SpecError {
             ..self
         }
     }
+
+    /// Runs `build`, a constructor someone registered: a panic in it becomes a start
+    /// failure at `path` naming `what` and the panic's message, so that a faulty extension
+    /// fails (and retries) its own start instead of taking down whatever called it.
+    ///
+    /// ```
+    /// use mosaic_core::SpecError;
+    /// let built: Result<u32, SpecError> =
+    ///     SpecError::guard("env", || "`broken`".into(), || panic!("no such file"));
+    /// let error = built.unwrap_err();
+    /// assert!(error.start_failure);
+    /// assert_eq!(error.to_string(), "env: `broken` panicked while starting: no such file");
+    /// ```
+    pub fn guard<T>(
+        path: &str,
+        what: impl FnOnce() -> String,
+        build: impl FnOnce() -> Result<T, SpecError>,
+    ) -> Result<T, SpecError> {
+        // Nothing of the caller's is left half-changed: `build` only makes something new.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(build)).unwrap_or_else(|panic| {
+            Err(SpecError::start_failure(
+                path,
+                format!(
+                    "{} panicked while starting: {}",
+                    what(),
+                    panic_message(&*panic)
+                ),
+            ))
+        })
+    }
+}
+
+/// The message a panic carried (`panic!` with a literal or a format), for reports.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|m| (*m).to_owned()))
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 impl ExperimentSpec {
