@@ -608,30 +608,55 @@ async fn past_the_restart_limit_the_episode_fails_and_the_run_continues_or_stops
     );
 }
 
+/// An operator, or an environment worker, that never starts: tried again within the
+/// restart limit, then that configuration's episodes are recorded as failed while the
+/// others run (it is not a configuration error).
 #[actix::test]
-async fn an_operator_that_never_starts_fails_its_episodes_and_the_others_run() {
-    let mut spec = experiment(
-        serde_json::json!({"env": "soccer-2v2"}),
-        serde_json::json!({"kind": "flaky", "key": "never", "at": 0, "panics": 0, "never_starts": true}),
-        serde_json::json!({"max_restarts": 2}),
-    );
-    let mut healthy = spec.operators[0].clone();
-    healthy.id = "healthy".into();
-    healthy.agents.remove("green_0");
-    spec.operators.push(healthy);
-    let outcome = run(spec).await;
-    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
-    let (failed, ran): (Vec<_>, Vec<_>) = outcome.raw.iter().partition(|e| e.operator_id == "op");
-    assert_eq!(failed.len(), 3);
-    assert_eq!(ran.len(), 3);
-    for episode in failed {
-        let error = episode.error.as_deref().unwrap_or_default();
+async fn a_child_that_never_starts_fails_its_episodes_and_the_others_run() {
+    for (case, env, green_0) in [
+        (
+            "operator",
+            serde_json::json!({"env": "soccer-2v2"}),
+            serde_json::json!({"kind": "flaky", "key": "never", "at": 0, "panics": 0, "never_starts": true}),
+        ),
+        (
+            "environment worker",
+            serde_json::json!({"env": "worker", "env_settings": {"command": ["sh", "-c", "exit 3"]}}),
+            serde_json::json!({"kind": "random"}),
+        ),
+    ] {
+        let mut spec = experiment(env, green_0, serde_json::json!({"max_restarts": 2}));
+        let mut healthy = experiment(
+            serde_json::json!({"env": "soccer-2v2"}),
+            serde_json::json!({"kind": "random"}),
+            serde_json::json!({}),
+        )
+        .operators
+        .remove(0);
+        healthy.id = "healthy".into();
+        spec.operators.push(healthy);
+        let (envs, kinds) = registries();
+        let runner = Runner::new(spec.clone(), RunId::from("r"), envs, kinds);
+        runner
+            .validate()
+            .expect("a start failure is not a configuration error");
+        let outcome = run(spec).await;
+        assert!(outcome.result.is_ok(), "{case}: {:?}", outcome.result);
+        let (failed, ran): (Vec<_>, Vec<_>) =
+            outcome.raw.iter().partition(|e| e.operator_id == "op");
+        assert_eq!((failed.len(), ran.len()), (3, 3), "{case}");
+        for episode in failed {
+            let error = episode.error.as_deref().unwrap_or_default();
+            assert!(
+                error.contains("could not start") && error.contains("gave up after 3 attempts"),
+                "{case}: {error}"
+            );
+        }
         assert!(
-            error.contains("could not start") && error.contains("gave up after 3 attempts"),
-            "{error}"
+            ran.iter().all(|e| e.error.is_none() && e.steps > 0),
+            "{case}"
         );
     }
-    assert!(ran.iter().all(|e| e.error.is_none() && e.steps > 0));
 }
 
 #[test]
