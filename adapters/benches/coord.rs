@@ -113,10 +113,7 @@ fn bench(c: &mut Criterion) {
         text: true,
         ..ObsRequest::MASK_ONLY
     };
-    let symbolic = ObsRequest {
-        symbolic: true,
-        ..ObsRequest::MASK_ONLY
-    };
+    let symbolic = ObsRequest::SYMBOLIC;
     group.bench_function("text_observation", |b| {
         b.iter(|| black_box(world.observe(0, text)))
     });

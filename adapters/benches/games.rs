@@ -106,11 +106,6 @@ impl RandomPlay {
     }
 }
 
-const SYMBOLIC: ObsRequest = ObsRequest {
-    symbolic: true,
-    text: false,
-    frame: false,
-};
 const TEXT: ObsRequest = ObsRequest {
     symbolic: false,
     text: true,
@@ -126,7 +121,10 @@ fn random_play(c: &mut Criterion) {
     let mut group = c.benchmark_group("random_play");
     group.throughput(Throughput::Elements(BATCH));
     for (label, name, settings) in GAMES {
-        for (variant, want) in [("mask only", ObsRequest::MASK_ONLY), ("symbolic", SYMBOLIC)] {
+        for (variant, want) in [
+            ("mask only", ObsRequest::MASK_ONLY),
+            ("symbolic", ObsRequest::SYMBOLIC),
+        ] {
             let mut play = RandomPlay::new(name, settings, want);
             group.bench_function(format!("{label} ({variant})"), |b| {
                 b.iter(|| play.run(BATCH))
@@ -150,7 +148,7 @@ fn observation(c: &mut Criterion) {
         let (env, agent) = mid_game(name, settings);
         for (variant, want) in [
             ("mask only", ObsRequest::MASK_ONLY),
-            ("symbolic", SYMBOLIC),
+            ("symbolic", ObsRequest::SYMBOLIC),
             ("text", TEXT),
             ("frame", FRAME),
         ] {
@@ -258,7 +256,7 @@ fn summary(_: &mut Criterion) {
         });
         let mut raw = RandomPlay::new(name, settings, ObsRequest::MASK_ONLY);
         let raw_rate = 1.0 / time_per_call(budget, || raw.run(1));
-        let mut symbolic = RandomPlay::new(name, settings, SYMBOLIC);
+        let mut symbolic = RandomPlay::new(name, settings, ObsRequest::SYMBOLIC);
         let symbolic_rate = 1.0 / time_per_call(budget, || symbolic.run(1));
         println!(
             "  {label:<22} random play {raw_rate:>12.0} steps/s (mask only), {symbolic_rate:>12.0} steps/s (symbolic); \

@@ -151,13 +151,7 @@ fn criterion_benches(c: &mut Criterion) {
     group.bench_function("observe_symbolic_4_agents", |b| {
         b.iter(|| {
             for agent in 0..4 {
-                black_box(env.observe(
-                    agent,
-                    ObsRequest {
-                        symbolic: true,
-                        ..ObsRequest::MASK_ONLY
-                    },
-                ));
+                black_box(env.observe(agent, ObsRequest::SYMBOLIC));
             }
         })
     });

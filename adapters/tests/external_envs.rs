@@ -95,12 +95,6 @@ fn play(
     (records, env.outcome())
 }
 
-const SYMBOLIC: ObsRequest = ObsRequest {
-    symbolic: true,
-    text: false,
-    frame: false,
-};
-
 #[test]
 fn minigrid_doorkey_is_reproducible_and_legal() {
     let name = "gymnasium:MiniGrid-DoorKey-5x5-v0";
@@ -116,7 +110,7 @@ fn minigrid_doorkey_is_reproducible_and_legal() {
     assert_eq!(spec.symbolic_shape, Some(vec![7, 7, 3]));
     let runs: Vec<_> = [7, 8]
         .iter()
-        .map(|seed| play(first.as_mut(), *seed, SYMBOLIC, 300).0)
+        .map(|seed| play(first.as_mut(), *seed, ObsRequest::SYMBOLIC, 300).0)
         .collect();
     assert!(
         runs[0].len() > 5 && runs[0] != runs[1],
@@ -127,7 +121,7 @@ fn minigrid_doorkey_is_reproducible_and_legal() {
     let mut second = make(name, serde_json::json!({}));
     for (seed, run) in [7, 8].iter().zip(&runs) {
         assert_eq!(
-            &play(second.as_mut(), *seed, SYMBOLIC, 300).0,
+            &play(second.as_mut(), *seed, ObsRequest::SYMBOLIC, 300).0,
             run,
             "seed {seed}"
         );
@@ -184,7 +178,7 @@ fn minigrid_checkpoint_and_restore() {
             .iter()
             .map(|action| {
                 env.step(std::slice::from_ref(action), &mut out).unwrap();
-                (out.clone(), env.observe(0, SYMBOLIC).symbolic)
+                (out.clone(), env.observe(0, ObsRequest::SYMBOLIC).symbolic)
             })
             .collect::<Vec<_>>()
     };
@@ -205,7 +199,7 @@ fn connect_four_is_reproducible_legal_and_has_outcomes() {
     assert_eq!(env.spec().stepping, Stepping::Sequential);
     assert_eq!(env.spec().agents.len(), 2);
     let runs: Vec<_> = (0..3)
-        .map(|seed| play(env.as_mut(), seed, SYMBOLIC, 100))
+        .map(|seed| play(env.as_mut(), seed, ObsRequest::SYMBOLIC, 100))
         .collect();
     for (records, outcome) in &runs {
         assert!(records.iter().all(|r| r.acting.len() == 1));
@@ -220,7 +214,7 @@ fn connect_four_is_reproducible_legal_and_has_outcomes() {
     let mut again = make(name, serde_json::json!({}));
     for (seed, run) in runs.iter().enumerate() {
         assert_eq!(
-            &play(again.as_mut(), seed as u64, SYMBOLIC, 100),
+            &play(again.as_mut(), seed as u64, ObsRequest::SYMBOLIC, 100),
             run,
             "seed {seed}"
         );
@@ -233,7 +227,7 @@ fn mpe2_simple_spread_parallel_is_reproducible() {
     let mut env = make(name, serde_json::json!({ "kwargs": { "max_cycles": 20 } }));
     assert_eq!(env.spec().stepping, Stepping::Simultaneous);
     assert_eq!(env.spec().agents.len(), 3);
-    let (run, _) = play(env.as_mut(), 5, SYMBOLIC, 100);
+    let (run, _) = play(env.as_mut(), 5, ObsRequest::SYMBOLIC, 100);
     assert_eq!(run.len(), 20);
     assert!(run.iter().all(|r| r.acting == [0, 1, 2]));
     assert!(run.last().unwrap().transition.truncated.iter().all(|t| *t));
@@ -241,8 +235,8 @@ fn mpe2_simple_spread_parallel_is_reproducible() {
         name,
         serde_json::json!({ "kwargs": { "max_cycles": 20 }, "api": "parallel" }),
     );
-    assert_eq!(play(again.as_mut(), 5, SYMBOLIC, 100).0, run);
-    assert_ne!(play(again.as_mut(), 6, SYMBOLIC, 100).0, run);
+    assert_eq!(play(again.as_mut(), 5, ObsRequest::SYMBOLIC, 100).0, run);
+    assert_ne!(play(again.as_mut(), 6, ObsRequest::SYMBOLIC, 100).0, run);
 }
 
 #[test]
@@ -259,7 +253,7 @@ fn the_same_worker_over_unix_and_tcp_sockets() {
         format!("tcp://127.0.0.1:{free_port}"),
     ];
     let mut stdio = make("gymnasium:MiniGrid-DoorKey-5x5-v0", serde_json::json!({}));
-    let reference = play(stdio.as_mut(), 21, SYMBOLIC, 40).0;
+    let reference = play(stdio.as_mut(), 21, ObsRequest::SYMBOLIC, 40).0;
     for address in addresses {
         let argv =
             py.mosaic_worker(&["gymnasium", "MiniGrid-DoorKey-5x5-v0", "--listen", &address]);
@@ -278,7 +272,7 @@ fn the_same_worker_over_unix_and_tcp_sockets() {
             serde_json::json!({ "connect": address, "start_timeout_ms": 30000 }),
         );
         assert_eq!(
-            play(env.as_mut(), 21, SYMBOLIC, 40).0,
+            play(env.as_mut(), 21, ObsRequest::SYMBOLIC, 40).0,
             reference,
             "{address}"
         );

@@ -35,6 +35,11 @@ impl ObsRequest {
         text: false,
         frame: false,
     };
+    /// The symbolic tensor (and the legal-action mask), what scripted heuristics read.
+    pub const SYMBOLIC: ObsRequest = ObsRequest {
+        symbolic: true,
+        ..ObsRequest::MASK_ONLY
+    };
     /// Every modality.
     pub const ALL: ObsRequest = ObsRequest {
         symbolic: true,

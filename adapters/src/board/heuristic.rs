@@ -121,10 +121,7 @@ impl Policy for BoardHeuristic {
     }
 
     fn wants(&self) -> ObsRequest {
-        ObsRequest {
-            symbolic: true,
-            ..ObsRequest::MASK_ONLY
-        }
+        ObsRequest::SYMBOLIC
     }
 
     fn reset(&mut self, ctx: &AgentContext) {

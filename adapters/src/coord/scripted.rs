@@ -562,10 +562,7 @@ impl Policy for Scripted {
     }
 
     fn wants(&self) -> ObsRequest {
-        ObsRequest {
-            symbolic: true,
-            ..ObsRequest::MASK_ONLY
-        }
+        ObsRequest::SYMBOLIC
     }
 
     fn reset(&mut self, ctx: &AgentContext) {

@@ -328,10 +328,7 @@ impl Policy for GridPlanner {
     }
 
     fn wants(&self) -> ObsRequest {
-        ObsRequest {
-            symbolic: true,
-            ..ObsRequest::MASK_ONLY
-        }
+        ObsRequest::SYMBOLIC
     }
 
     fn reset(&mut self, _ctx: &AgentContext) {

@@ -548,16 +548,7 @@ fn observations_symbolic_info_and_mask() {
     assert_eq!(info["mission"], DOORKEY_MISSION);
 
     step(&mut env, GridAction::Pickup);
-    let symbolic = env
-        .observe(
-            0,
-            ObsRequest {
-                symbolic: true,
-                ..ObsRequest::MASK_ONLY
-            },
-        )
-        .symbolic
-        .unwrap();
+    let symbolic = env.observe(0, ObsRequest::SYMBOLIC).symbolic.unwrap();
     let agent_cell = (3 * VIEW + 6) * 3;
     assert_eq!(
         symbolic.data[agent_cell..agent_cell + 3],

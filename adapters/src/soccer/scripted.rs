@@ -228,10 +228,7 @@ impl Policy for ScriptedSoccer {
     }
 
     fn wants(&self) -> ObsRequest {
-        ObsRequest {
-            symbolic: true,
-            ..ObsRequest::MASK_ONLY
-        }
+        ObsRequest::SYMBOLIC
     }
 
     fn reset(&mut self, _ctx: &AgentContext) {}
