@@ -19,7 +19,7 @@ use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnConte
 use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_adapters::external::link::{
-    Abandoned, Expiry, LinkOptions, Mode, Verdict, greet, judge, judge_mosaic, silence_limit,
+    Abandoned, Expiry, LinkOptions, Mode, Next, greet, judge, judge_mosaic, silence_limit,
 };
 use mosaic_adapters::external::{WorkerCommand, WorkerError, WorkerProcess, defaults};
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -545,17 +545,10 @@ impl Conn {
         self.write_out(deadline).await?;
         loop {
             let line = self.recv(kind, deadline, timeout).await?;
-            match judge(&line, id, self.abandoned.ids()) {
-                Verdict::Reply(reply) => return Ok(reply),
-                Verdict::Skip(None) => {}
-                Verdict::Skip(Some(why)) => {
-                    tracing::warn!(target: "mosaic::worker", worker = %self.name, "{why}")
-                }
-                Verdict::Answer(answer) => {
-                    tracing::warn!(target: "mosaic::worker", worker = %self.name, "worker sent an unknown message type (answered with error)");
-                    self.write(&answer, deadline).await?;
-                }
-                Verdict::Fail(e) => return Err(e),
+            match judge(&line, id, self.abandoned.ids()).next(&self.name)? {
+                Next::Reply(reply) => return Ok(reply),
+                Next::ReadOn => {}
+                Next::Answer(answer) => self.write(&answer, deadline).await?,
             }
         }
     }

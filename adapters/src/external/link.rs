@@ -91,6 +91,37 @@ pub enum Verdict {
     Fail(WorkerError),
 }
 
+/// What an exchange does next, once a line is judged.
+#[derive(Debug, PartialEq)]
+pub enum Next {
+    /// Done: the reply.
+    Reply(Message),
+    /// Wait for the next line.
+    ReadOn,
+    /// Send this `error` back, then wait for the next line.
+    Answer(Message),
+}
+
+impl Verdict {
+    /// The next move of an exchange with `worker` (named in the log, where skipped lines
+    /// and unknown message types are reported); a failure ends the exchange.
+    pub fn next(self, worker: &str) -> Result<Next, WorkerError> {
+        match self {
+            Verdict::Reply(reply) => Ok(Next::Reply(reply)),
+            Verdict::Skip(None) => Ok(Next::ReadOn),
+            Verdict::Skip(Some(why)) => {
+                tracing::warn!(target: "mosaic::worker", worker, "{why}");
+                Ok(Next::ReadOn)
+            }
+            Verdict::Answer(answer) => {
+                tracing::warn!(target: "mosaic::worker", worker, "worker sent an unknown message type (answered with error)");
+                Ok(Next::Answer(answer))
+            }
+            Verdict::Fail(e) => Err(e),
+        }
+    }
+}
+
 /// Judges `line` while the reply to request `expected` is awaited; `abandoned` lists
 /// requests given up on earlier (their late replies are skipped).
 pub fn judge(line: &[u8], expected: u64, abandoned: &[u64]) -> Verdict {
@@ -472,17 +503,10 @@ impl Link {
         self.write(&request.encode())?;
         loop {
             let line = self.recv(request.kind(), deadline, timeout)?;
-            match judge(&line, id, self.abandoned.ids()) {
-                Verdict::Reply(reply) => return Ok(reply),
-                Verdict::Skip(None) => {}
-                Verdict::Skip(Some(why)) => {
-                    tracing::warn!(target: "mosaic::worker", worker = %self.name, "{why}")
-                }
-                Verdict::Answer(answer) => {
-                    tracing::warn!(target: "mosaic::worker", worker = %self.name, "worker sent an unknown message type (answered with error)");
-                    self.write(&answer.encode())?;
-                }
-                Verdict::Fail(e) => return Err(e),
+            match judge(&line, id, self.abandoned.ids()).next(&self.name)? {
+                Next::Reply(reply) => return Ok(reply),
+                Next::ReadOn => {}
+                Next::Answer(answer) => self.write(&answer.encode())?,
             }
         }
     }
