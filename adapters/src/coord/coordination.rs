@@ -129,16 +129,13 @@ pub fn mine_tagged(
                 };
                 joint_success(world, config, able, joint, events);
             } else if tag.soft {
-                if world.rng.random::<f64>() >= config.difficulty.soft_solo_fail_prob {
+                let landed = world.rng.random::<f64>() >= config.difficulty.soft_solo_fail_prob;
+                if landed {
                     mine(world, tile, able & able.wrapping_neg());
-                    world.counters.soft_solo_successes += 1;
-                } else {
-                    world.counters.sync_failures += 1;
-                    note_all(world, able, Note::SoloFailed);
                 }
+                count_solo_attempt(world, able, landed);
             } else {
-                world.counters.sync_failures += 1;
-                note_all(world, able, Note::TooFewAgents);
+                count_too_few(world, able);
             }
         }
         CoordKind::Handover => match world.pending.iter().position(|p| p.tile == tile) {
@@ -458,16 +455,26 @@ pub fn hit_mob(
                 break;
             }
         }
-        if landed {
-            world.counters.soft_solo_successes += 1;
-        } else {
-            world.counters.sync_failures += 1;
-            note_all(world, able, Note::SoloFailed);
-        }
+        count_solo_attempt(world, able, landed);
+    } else {
+        count_too_few(world, able);
+    }
+}
+
+/// Counts an attempt of `able` alone at a soft requirement; tells them when it failed.
+fn count_solo_attempt(world: &mut World, able: Members, landed: bool) {
+    if landed {
+        world.counters.soft_solo_successes += 1;
     } else {
         world.counters.sync_failures += 1;
-        note_all(world, able, Note::TooFewAgents);
+        note_all(world, able, Note::SoloFailed);
     }
+}
+
+/// Counts a synchronous requirement `able` were too few for, and tells them.
+fn count_too_few(world: &mut World, able: Members) {
+    world.counters.sync_failures += 1;
+    note_all(world, able, Note::TooFewAgents);
 }
 
 fn kill_mob(world: &mut World, index: usize, credited: Members, coordinated: bool) {
