@@ -11,6 +11,7 @@ use mosaic_actors::session::ResumePoint;
 use mosaic_adapters::{EnvKind, EnvRegistry};
 use mosaic_core::baseline::Random;
 use mosaic_core::experiment::{SpecError, parse_settings};
+use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, StepRecord};
 use mosaic_core::{
     AgentContext, Decision, EnvError, EnvSpec, Environment, ExperimentSpec, ObsRequest,
     Observation, Paradigm, Policy, RunId, Settings, Snapshot, Transition,
@@ -398,6 +399,82 @@ async fn a_panicking_constructor_is_a_start_failure_and_tried_again() {
     }
 }
 
+/// The records of a clean run of `runner`'s experiment.
+struct Clean {
+    steps: Vec<StepRecord>,
+    episodes: Vec<EpisodeRecord>,
+    checkpoints: Vec<EpisodeCheckpoint>,
+}
+
+async fn run_clean(runner: &Runner) -> Clean {
+    let (collected, subscribers) = collector();
+    runner.run(None, subscribers, |_| {}).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    Clean {
+        steps: collected.steps.lock().unwrap().clone(),
+        episodes: collected.episodes.lock().unwrap().clone(),
+        checkpoints: collected.checkpoints.lock().unwrap().clone(),
+    }
+}
+
+/// Resumes episode 1 with `runner` from `checkpoint` (and the clean run's steps before
+/// it), as `mosaic resume` would; checks that its steps from there on and its roll-up
+/// equal the clean run's (`case` names the attempt in failures). Answers the roll-up.
+async fn resume_episode_1(
+    runner: Runner,
+    checkpoint: &EpisodeCheckpoint,
+    clean: &Clean,
+    case: &str,
+) -> Arc<EpisodeRecord> {
+    let at = checkpoint.step_index;
+    let of_episode = |r: &&StepRecord| r.episode_index == 1;
+    let unit = Unit {
+        operator: 0,
+        episode: 1,
+    };
+    let point = ResumePoint {
+        checkpoint: checkpoint.clone(),
+        records: clean
+            .steps
+            .iter()
+            .filter(of_episode)
+            .filter(|r| r.step_index < at)
+            .cloned()
+            .collect(),
+    };
+    let (after, subscribers) = collector();
+    let mut records = runner
+        .resuming(HashMap::from([(unit, point)]))
+        .run(Some(vec![unit]), subscribers, |_| {})
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let expected: Vec<_> = clean
+        .steps
+        .iter()
+        .filter(of_episode)
+        .filter(|r| r.step_index >= at)
+        .cloned()
+        .collect();
+    let (now, then) = (stripped(&after.steps.lock().unwrap()), stripped(&expected));
+    assert_eq!(now.len(), then.len(), "steps from {at} ({case})");
+    if let Some((now, then)) = now.iter().zip(&then).find(|(a, b)| a != b) {
+        panic!("resumed at {at} ({case}):\n{now}\n{then}");
+    }
+    let roll_up = records.remove(0);
+    let clean_episode = clean
+        .episodes
+        .iter()
+        .find(|e| e.episode_index == 1)
+        .unwrap();
+    assert_eq!(
+        stripped(&[(*roll_up).clone()]),
+        stripped(std::slice::from_ref(clean_episode)),
+        "roll-up resumed at {at} ({case})"
+    );
+    roll_up
+}
+
 /// An episode continued from one of its checkpoints, as `mosaic resume` does after the
 /// run's process died, ends with the records of the uninterrupted run: the environment
 /// restored from its snapshot or replayed through the recorded actions, every operator's
@@ -413,13 +490,9 @@ async fn an_episode_resumed_from_any_checkpoint_ends_as_the_uninterrupted_run() 
         );
         let (envs, kinds) = registries();
         let runner = Runner::new(spec, RunId::from("r"), envs, kinds);
-        let (collected, subscribers) = collector();
-        runner.run(None, subscribers, |_| {}).await.unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        let steps = collected.steps.lock().unwrap().clone();
-        let episodes = collected.episodes.lock().unwrap().clone();
-        let checkpoints = collected.checkpoints.lock().unwrap().clone();
-        let of_episode: Vec<_> = checkpoints
+        let clean = run_clean(&runner).await;
+        let of_episode: Vec<_> = clean
+            .checkpoints
             .iter()
             .filter(|c| c.episode_index == 1)
             .collect();
@@ -432,47 +505,9 @@ async fn an_episode_resumed_from_any_checkpoint_ends_as_the_uninterrupted_run() 
 
         for checkpoint in [of_episode[0], of_episode[16], of_episode[39]] {
             let at = checkpoint.step_index;
-            let before: Vec<_> = steps
-                .iter()
-                .filter(|r| r.episode_index == 1 && r.step_index < at)
-                .cloned()
-                .collect();
-            let unit = Unit {
-                operator: 0,
-                episode: 1,
-            };
-            let point = ResumePoint {
-                checkpoint: checkpoint.clone(),
-                records: before,
-            };
-            let resumed = runner.clone().resuming(HashMap::from([(unit, point)]));
-            let (after, subscribers) = collector();
-            let records = resumed
-                .run(Some(vec![unit]), subscribers, |_| {})
-                .await
-                .unwrap();
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            let expected: Vec<_> = steps
-                .iter()
-                .filter(|r| r.episode_index == 1 && r.step_index >= at)
-                .cloned()
-                .collect();
-            let (now, then) = (stripped(&after.steps.lock().unwrap()), stripped(&expected));
-            assert_eq!(
-                now.len(),
-                then.len(),
-                "steps from {at} (snapshots: {snapshots})"
-            );
-            if let Some((now, then)) = now.iter().zip(&then).find(|(a, b)| a != b) {
-                panic!("resumed at {at} (snapshots: {snapshots}):\n{now}\n{then}");
-            }
-            let clean_episode = episodes.iter().find(|e| e.episode_index == 1).unwrap();
-            assert_eq!(
-                stripped(&[(*records[0]).clone()]),
-                stripped(std::slice::from_ref(clean_episode)),
-                "roll-up resumed at {at}"
-            );
-            let restart = records[0].restarts.last().unwrap();
+            let case = format!("snapshots: {snapshots}");
+            let resumed = resume_episode_1(runner.clone(), checkpoint, &clean, &case).await;
+            let restart = resumed.restarts.last().unwrap();
             let how = if snapshots {
                 format!("env snapshot at step {at}, replayed 0 steps")
             } else {
@@ -503,43 +538,18 @@ async fn children_crashing_while_an_episode_resumes_are_restarted() {
         envs.clone(),
         kinds.clone(),
     );
-    let (collected, subscribers) = collector();
-    clean.run(None, subscribers, |_| {}).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    let steps = collected.steps.lock().unwrap().clone();
-    let episodes = collected.episodes.lock().unwrap().clone();
-    let checkpoint = collected
+    let clean = run_clean(&clean).await;
+    let checkpoint = clean
         .checkpoints
-        .lock()
-        .unwrap()
         .iter()
         .find(|c| c.episode_index == 1 && c.step_index == 30)
-        .cloned()
         .expect("a checkpoint at step 30");
-    let unit = Unit {
-        operator: 0,
-        episode: 1,
-    };
-    let point = ResumePoint {
-        checkpoint,
-        records: steps
-            .iter()
-            .filter(|r| r.episode_index == 1 && r.step_index < 30)
-            .cloned()
-            .collect(),
-    };
     // The first environment panics replaying step 10; the first `flaky` operator panics
     // loading its state.
-    let resumed = Runner::new(spec("resume-crash", 1), RunId::from("r"), envs, kinds)
-        .resuming(HashMap::from([(unit, point)]));
-    let (after, subscribers) = collector();
-    let records = resumed
-        .run(Some(vec![unit]), subscribers, |_| {})
-        .await
-        .unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let resumed = Runner::new(spec("resume-crash", 1), RunId::from("r"), envs, kinds);
+    let record = resume_episode_1(resumed, checkpoint, &clean, "crashing children").await;
 
-    let restarts: Vec<_> = records[0]
+    let restarts: Vec<_> = record
         .restarts
         .iter()
         .map(|r| (r.child.as_str(), r.step_index, r.recovered))
@@ -548,21 +558,10 @@ async fn children_crashing_while_an_episode_resumes_are_restarted() {
         restarts,
         [("env", 30, true), ("green_0", 30, true), ("run", 30, true)],
         "{:#?}",
-        records[0].restarts
+        record.restarts
     );
-    assert!(records[0].error.is_none(), "{:?}", records[0].error);
-    assert!(records[0].restarts.iter().all(|r| r.diverged.is_none()));
-    let expected: Vec<_> = steps
-        .iter()
-        .filter(|r| r.episode_index == 1 && r.step_index >= 30)
-        .cloned()
-        .collect();
-    assert_eq!(stripped(&after.steps.lock().unwrap()), stripped(&expected));
-    let clean_episode = episodes.iter().find(|e| e.episode_index == 1).unwrap();
-    assert_eq!(
-        stripped(&[(*records[0]).clone()]),
-        stripped(std::slice::from_ref(clean_episode))
-    );
+    assert!(record.error.is_none(), "{:?}", record.error);
+    assert!(record.restarts.iter().all(|r| r.diverged.is_none()));
 }
 
 #[actix::test]
