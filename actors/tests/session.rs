@@ -68,6 +68,16 @@ fn kinds() -> OperatorRegistry {
     kinds
 }
 
+/// A runner of `spec` with the test environments and operator kinds.
+fn runner_of(spec: ExperimentSpec) -> Runner {
+    Runner::new(
+        spec,
+        RunId::from("r"),
+        Arc::new(common::registry()),
+        Arc::new(kinds()),
+    )
+}
+
 fn experiment(agents: serde_json::Value, extra: serde_json::Value) -> ExperimentSpec {
     let mut spec = serde_json::json!({
         "name": "race",
@@ -260,12 +270,7 @@ async fn parallelism_never_changes_the_records() {
             serde_json::json!({"parallelism": parallelism}),
         );
         let (collected, subscribers) = collector();
-        let runner = Runner::new(
-            spec,
-            RunId::from("r"),
-            Arc::new(common::registry()),
-            Arc::new(kinds()),
-        );
+        let runner = runner_of(spec);
         runner.validate().unwrap();
         let mut seen = 0;
         let records = runner.run(None, subscribers, |_| seen += 1).await.unwrap();
@@ -325,12 +330,7 @@ async fn units_outside_the_experiment_are_refused() {
         serde_json::json!({"*": {"kind": "random"}}),
         serde_json::json!({}),
     );
-    let runner = Runner::new(
-        spec,
-        RunId::from("r"),
-        Arc::new(common::registry()),
-        Arc::new(kinds()),
-    );
+    let runner = runner_of(spec);
     for unit in [
         Unit {
             operator: 0,
@@ -375,12 +375,7 @@ async fn episodes_are_reported_only_once_confirmed_while_the_next_ones_run() {
         episodes: vec![confirmer.recipient()],
         checkpoints: Vec::new(),
     };
-    let runner = Runner::new(
-        spec,
-        RunId::from("r"),
-        Arc::new(common::registry()),
-        Arc::new(kinds()),
-    );
+    let runner = runner_of(spec);
     let mut reported = Vec::new();
     let records = runner
         .run(None, subscribers, |record| {
@@ -420,24 +415,14 @@ async fn bad_slots_and_kinds_are_named() {
         serde_json::json!({"green_9": {"kind": "random"}}),
         serde_json::json!({}),
     );
-    let runner = Runner::new(
-        spec,
-        RunId::from("r"),
-        Arc::new(common::registry()),
-        Arc::new(kinds()),
-    );
+    let runner = runner_of(spec);
     let err = runner.validate().unwrap_err();
     assert_eq!(err.path, "operators[0].agents.green_9");
     let spec = experiment(
         serde_json::json!({"*": {"kind": "genius"}}),
         serde_json::json!({}),
     );
-    let runner = Runner::new(
-        spec,
-        RunId::from("r"),
-        Arc::new(common::registry()),
-        Arc::new(kinds()),
-    );
+    let runner = runner_of(spec);
     let err = runner.validate().unwrap_err();
     assert_eq!(err.path, "operators[0].agents.*.kind");
     assert!(err.message.contains("unknown operator kind `genius`"));
