@@ -167,6 +167,11 @@ impl Runner {
             .into());
         }
         let order: HashMap<Unit, usize> = units.iter().enumerate().map(|(i, u)| (*u, i)).collect();
+        if order.len() < units.len() {
+            return Err(
+                SpecError::new("units", "a unit is listed twice (it would run twice)").into(),
+            );
+        }
         let queue = Arc::new(Mutex::new(VecDeque::from(units)));
         let lanes = self.spec.parallelism.max(1).min(order.len().max(1));
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();

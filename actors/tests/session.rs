@@ -325,7 +325,7 @@ impl Handler<mosaic_actors::EpisodeEvent> for SlowConfirmations {
 }
 
 #[actix::test]
-async fn units_outside_the_experiment_are_refused() {
+async fn units_outside_the_experiment_or_listed_twice_are_refused() {
     let spec = experiment(
         serde_json::json!({"*": {"kind": "random"}}),
         serde_json::json!({}),
@@ -352,6 +352,15 @@ async fn units_outside_the_experiment_are_refused() {
             "{refused}"
         );
     }
+    let unit = Unit {
+        operator: 0,
+        episode: 1,
+    };
+    let refused = runner
+        .run(Some(vec![unit, unit]), Subscribers::default(), |_| {})
+        .await
+        .expect_err("a unit runs once");
+    assert!(refused.to_string().contains("listed twice"), "{refused}");
 }
 
 #[actix::test]
