@@ -14,14 +14,14 @@
 
 use mosaic_actors::llm::LlmResources;
 use mosaic_actors::operator::{OperatorKind, OperatorRegistry};
-use mosaic_adapters::{EnvKind, EnvRegistry};
 use mosaic_core::experiment::DEFAULT_SLOT;
+use mosaic_core::{EnvKind, EnvRegistry};
 use mosaic_core::{ExperimentSpec, OperatorSpec, SeedPlan, Settings, SlotSpec, SpecError};
 use std::sync::Arc;
 
 /// The environments every experiment can name: the native ones.
 pub fn default_envs() -> EnvRegistry {
-    EnvRegistry::native()
+    mosaic_adapters::native_envs()
 }
 
 /// The operator kinds every experiment can name: the baselines, external policy workers

@@ -24,9 +24,9 @@ pub use mosaic_recorder as recorder;
 pub mod prelude {
     pub use crate::experiment::{Experiment, Operator};
     pub use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
-    pub use mosaic_adapters::{EnvKind, EnvRegistry};
     pub use mosaic_core::{
         Action, AgentContext, Decision, Environment, ExperimentSpec, ObsRequest, Observation,
         Paradigm, Policy, SeedPlan, SlotSpec,
     };
+    pub use mosaic_core::{EnvKind, EnvRegistry};
 }

@@ -1,7 +1,7 @@
 //! The text of `mosaic envs` and `mosaic operators`.
 
 use mosaic_actors::operator::OperatorRegistry;
-use mosaic_adapters::EnvRegistry;
+use mosaic_core::EnvRegistry;
 use std::fmt::Write;
 
 /// Every registered environment with its settings.

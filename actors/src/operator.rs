@@ -7,8 +7,8 @@
 
 use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
 use actix::{Actor, Addr, Context, Handler, Recipient};
-use mosaic_adapters::registry::ScriptedConstructor;
 use mosaic_core::experiment::{SpecError, parse_settings};
+use mosaic_core::registry::ScriptedConstructor;
 use mosaic_core::{Decision, EnvSpec, ObsRequest, Paradigm, Policy, Settings, SlotSpec};
 use std::fmt;
 use std::sync::Arc;

@@ -11,7 +11,7 @@ use crate::operator::OperatorRegistry;
 use crate::publish::Recorded;
 use crate::session::{ResumeEpisode, ResumePoint, RunEpisode, Session, SessionConfig, Subscribers};
 use actix::prelude::*;
-use mosaic_adapters::EnvRegistry;
+use mosaic_core::EnvRegistry;
 use mosaic_core::experiment::OnEscalation;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{ExperimentSpec, OperatorId, RunId, SpecError};

@@ -29,13 +29,13 @@ use crate::{
 };
 use actix::prelude::*;
 use futures::future::join_all;
-use mosaic_adapters::EnvRegistry;
-use mosaic_adapters::registry::ScriptedConstructor;
+use mosaic_core::EnvRegistry;
 use mosaic_core::experiment::{RestartStrategy, SpecError, SupervisionSpec};
 use mosaic_core::record::{
     AgentResult, CHECKPOINT_SCHEMA, EpisodeCheckpoint, EpisodeRecord, RestartRecord, STEP_SCHEMA,
     StepRecord,
 };
+use mosaic_core::registry::ScriptedConstructor;
 use mosaic_core::{
     Action, AgentContext, Decision, DecisionSource, EnvError, EnvSpec, Environment, EpisodeId,
     ObsRequest, Observation, OperatorId, OperatorSpec, Paradigm, RunId, Snapshot, Transition,

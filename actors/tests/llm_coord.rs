@@ -10,7 +10,6 @@ use mosaic_actors::llm::{LlmResources, register};
 use mosaic_actors::operator::OperatorRegistry;
 use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
 use mosaic_actors::{EpisodeEvent, StepEvent};
-use mosaic_adapters::EnvRegistry;
 use mosaic_core::record::StepRecord;
 use mosaic_core::{OperatorSpec, RunId};
 use serde_json::{Value, json};
@@ -80,7 +79,7 @@ fn messages_and_scratchpads_work_on_the_coordination_world() {
         let session = Session::build(
             config,
             &operator,
-            &EnvRegistry::native(),
+            &mosaic_adapters::native_envs(),
             &kinds,
             Subscribers {
                 steps: vec![collector.clone().recipient()],

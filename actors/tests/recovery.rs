@@ -8,7 +8,6 @@ use common::collect::{collector, stripped};
 use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
 use mosaic_actors::runner::{RunError, Runner, Unit};
 use mosaic_actors::session::ResumePoint;
-use mosaic_adapters::{EnvKind, EnvRegistry};
 use mosaic_core::baseline::Random;
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, StepRecord};
@@ -16,6 +15,7 @@ use mosaic_core::{
     AgentContext, Decision, EnvError, EnvSpec, Environment, ExperimentSpec, ObsRequest,
     Observation, Paradigm, Policy, RunId, Settings, Snapshot, Transition,
 };
+use mosaic_core::{EnvKind, EnvRegistry};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -63,7 +63,7 @@ fn make_flaky(settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
         panic!("injected panic constructing environment instance {instance}");
     }
     Ok(Box::new(FlakyEnv {
-        inner: EnvRegistry::native().make("soccer-2v2", &Settings::new())?,
+        inner: mosaic_adapters::native_envs().make("soccer-2v2", &Settings::new())?,
         panic_at: (instance <= flaky.panics).then_some(flaky.at),
         snapshots: flaky.snapshots,
     }))
@@ -159,7 +159,7 @@ struct FlakyPolicySettings {
 }
 
 fn registries() -> (Arc<EnvRegistry>, Arc<OperatorRegistry>) {
-    let mut envs = EnvRegistry::native();
+    let mut envs = mosaic_adapters::native_envs();
     envs.register(EnvKind {
         name: "flaky-soccer",
         summary: "soccer-2v2 that panics on purpose",

@@ -11,7 +11,6 @@ mod python;
 use mosaic_actors::operator::SessionResources;
 use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SpawnContext};
 use mosaic_actors::{BeginEpisode, Decide, LoadState, OperatorError, SaveState, worker};
-use mosaic_adapters::EnvRegistry;
 use mosaic_core::baseline::Random;
 use mosaic_core::{
     Action, AgentContext, AgentSpec, EnvSpec, Environment, ObsRequest, Observation, Paradigm,
@@ -125,7 +124,7 @@ fn chess_random_vs_python_policy_worker_is_reproducible() {
     actix_rt::System::new().block_on(async move {
         let mut games = Vec::new();
         for _ in 0..2 {
-            let mut env = EnvRegistry::native()
+            let mut env = mosaic_adapters::native_envs()
                 .make("pettingzoo:classic/chess_v6", &settings)
                 .unwrap();
             let spec = Arc::new(env.spec().clone());

@@ -12,7 +12,6 @@
 //! tictactoe_v3) under the same random play.
 
 use criterion::{Criterion, Throughput, criterion_main};
-use mosaic_adapters::EnvRegistry;
 use mosaic_core::baseline::Random;
 use mosaic_core::{AgentContext, Environment, ObsRequest, Policy, Transition};
 use std::hint::black_box;
@@ -38,7 +37,7 @@ fn make(name: &str, settings: &str) -> Box<dyn Environment> {
     let settings: serde_json::Value =
         serde_json::from_str(settings).expect("bench settings are JSON");
     let settings = settings.as_object().cloned().unwrap_or_default();
-    EnvRegistry::native()
+    mosaic_adapters::native_envs()
         .make(name, &settings)
         .expect("registered environment")
 }

@@ -11,7 +11,6 @@
 mod python;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use mosaic_adapters::EnvRegistry;
 use mosaic_core::{Action, Environment, ObsRequest, Transition};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -22,7 +21,7 @@ fn make(frames: &str) -> Box<dyn Environment> {
     let serde_json::Value::Object(settings) = settings else {
         unreachable!()
     };
-    EnvRegistry::native()
+    mosaic_adapters::native_envs()
         .make("gymnasium:MiniGrid-DoorKey-5x5-v0", &settings)
         .expect("MiniGrid worker")
 }

@@ -1,14 +1,13 @@
 //! The coordination-world example experiments parse, validate, and name settings the
 //! environment and its scripted operator accept.
 
-use mosaic_adapters::EnvRegistry;
 use mosaic_core::ExperimentSpec;
 use std::path::Path;
 
 #[test]
 fn coordination_examples_are_valid() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/experiments");
-    let registry = EnvRegistry::native();
+    let registry = mosaic_adapters::native_envs();
     let mut checked = 0;
     for name in ["coord-easy", "coord-medium", "coord-hard", "coord-mixed"] {
         let path = dir.join(format!("{name}.toml"));

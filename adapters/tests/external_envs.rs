@@ -7,7 +7,6 @@
 #[path = "support/python.rs"]
 mod python;
 
-use mosaic_adapters::EnvRegistry;
 use mosaic_core::baseline::Random;
 use mosaic_core::{
     Action, AgentContext, Environment, ObsRequest, Outcome, Policy, Settings, Stepping, Transition,
@@ -27,7 +26,7 @@ fn settings(extra: serde_json::Value) -> Settings {
 }
 
 fn make(name: &str, extra: serde_json::Value) -> Box<dyn Environment> {
-    EnvRegistry::native()
+    mosaic_adapters::native_envs()
         .make(name, &settings(extra))
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }

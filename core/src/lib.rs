@@ -18,6 +18,7 @@
 //! ```
 
 pub mod baseline;
+pub mod canvas;
 mod decision;
 mod env;
 pub mod experiment;
@@ -26,6 +27,7 @@ mod ids;
 mod observation;
 mod policy;
 pub mod record;
+pub mod registry;
 pub mod rng;
 
 pub use decision::{Action, Decision, DecisionSource};
@@ -37,3 +39,4 @@ pub use frame::{Frame, FrameError};
 pub use ids::{AgentId, EpisodeId, OperatorId, Paradigm, RunId};
 pub use observation::{ObsRequest, Observation, Tensor};
 pub use policy::{AgentContext, Policy};
+pub use registry::{EnvKind, EnvPrefix, EnvRegistry};

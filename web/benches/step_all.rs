@@ -21,7 +21,6 @@ use mosaic_actors::env_actor::Render;
 use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
 use mosaic_actors::session::{Session, SessionConfig, Subscribers};
 use mosaic_actors::{OperatorRegistry, env_actor::EnvActor};
-use mosaic_adapters::EnvRegistry;
 use mosaic_core::{ExperimentSpec, RunId};
 use serde_json::{Value, json};
 use std::cell::Cell;
@@ -139,7 +138,7 @@ struct Direct {
 
 fn direct() -> Direct {
     let spec = experiment();
-    let envs = EnvRegistry::native();
+    let envs = mosaic_adapters::native_envs();
     let kinds = OperatorRegistry::baselines();
     let mut sessions = Vec::new();
     let mut env_actors = Vec::new();
@@ -206,8 +205,10 @@ fn step_all(c: &mut Criterion) {
         })
     });
 
-    let mut config =
-        mosaic_web::ServeConfig::new(EnvRegistry::native(), OperatorRegistry::baselines());
+    let mut config = mosaic_web::ServeConfig::new(
+        mosaic_adapters::native_envs(),
+        OperatorRegistry::baselines(),
+    );
     config.experiment = Some(experiment());
     config.bind = "127.0.0.1:0".parse().expect("address");
     let server = common::serve_in_background(config).expect("server");
@@ -225,8 +226,10 @@ fn step_all(c: &mut Criterion) {
     drop(server);
 
     let runs = tempfile::tempdir().expect("runs directory");
-    let mut config =
-        mosaic_web::ServeConfig::new(EnvRegistry::native(), OperatorRegistry::baselines());
+    let mut config = mosaic_web::ServeConfig::new(
+        mosaic_adapters::native_envs(),
+        OperatorRegistry::baselines(),
+    );
     config.experiment = Some(experiment());
     config.bind = "127.0.0.1:0".parse().expect("address");
     config.record = Some(mosaic_web::RecordConfig {

@@ -24,7 +24,7 @@
 //!
 //! ```no_run
 //! use mosaic_web::{ServeConfig, serve};
-//! # fn envs() -> mosaic_adapters::EnvRegistry { mosaic_adapters::EnvRegistry::native() }
+//! # fn envs() -> mosaic_core::EnvRegistry { mosaic_adapters::native_envs() }
 //! let mut config = ServeConfig::new(envs(), mosaic_actors::OperatorRegistry::baselines());
 //! config.runs_dir = Some("runs".into());
 //! actix_rt::System::new().block_on(serve(config)).unwrap();
@@ -38,7 +38,7 @@ mod runs;
 mod security;
 
 use mosaic_actors::OperatorRegistry;
-use mosaic_adapters::EnvRegistry;
+use mosaic_core::EnvRegistry;
 use mosaic_core::{ExperimentSpec, SpecError};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -84,7 +84,7 @@ impl ServeConfig {
     pub fn new(envs: EnvRegistry, kinds: OperatorRegistry) -> Self {
         Self {
             experiment: None,
-            replay_envs: EnvRegistry::in_process(),
+            replay_envs: mosaic_adapters::in_process_envs(),
             envs,
             kinds,
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),

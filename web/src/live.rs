@@ -19,7 +19,7 @@ use mosaic_actors::group::{EndAll, Pause, ResetAll, Resume, SessionGroup, StepAl
 use mosaic_actors::human::{self, ChoiceError, HumanHub};
 use mosaic_actors::session::{GetStatus, Session, SessionConfig, SessionStatus};
 use mosaic_actors::{EpisodeEvent, OperatorRegistry, StepEvent};
-use mosaic_adapters::EnvRegistry;
+use mosaic_core::EnvRegistry;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{
     Action, DecisionSource, EnvSpec, ExperimentSpec, OperatorId, Outcome, Paradigm, RunId,

@@ -12,7 +12,7 @@
 //! configured (same name and settings) in the loaded experiment.
 
 use crate::ServeConfig;
-use mosaic_adapters::EnvRegistry;
+use mosaic_core::EnvRegistry;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
 use mosaic_core::{EnvSpec, Environment, OperatorSpec, Paradigm, Settings};
 use mosaic_recorder::replay::{ReplayError, ReplayObserver, ReplayedStep};

@@ -341,7 +341,7 @@ fn runs_are_listed_tabled_and_replayed_step_by_step() {
     drop(mosaic_recorder::RunDir::create(&dir.path().join("run-ghost"), &manifest).unwrap());
 
     // The experiment's registry can start workers; replays of other runs may not.
-    let mut envs = mosaic_adapters::EnvRegistry::native();
+    let mut envs = mosaic_adapters::native_envs();
     for kind in common::registry().kinds() {
         envs.register(kind.clone());
     }
@@ -568,7 +568,7 @@ fn the_manual_mode_example_serves_real_games() {
         .join("../examples/experiments/manual-mode.toml");
     let spec: ExperimentSpec = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut config = ServeConfig::new(
-        mosaic_adapters::EnvRegistry::native(),
+        mosaic_adapters::native_envs(),
         mosaic_actors::OperatorRegistry::baselines(),
     );
     config.experiment = Some(spec);

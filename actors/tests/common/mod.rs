@@ -7,13 +7,13 @@
 
 pub mod collect;
 
-use mosaic_adapters::{EnvKind, EnvRegistry};
 use mosaic_core::experiment::parse_settings;
 use mosaic_core::rng::seeded;
 use mosaic_core::{
     Action, AgentSpec, EnvError, EnvSpec, Environment, ObsRequest, Observation, Outcome, Settings,
     SpecError, Stepping, Transition,
 };
+use mosaic_core::{EnvKind, EnvRegistry};
 use rand::Rng;
 
 pub struct Race {

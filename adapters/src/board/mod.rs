@@ -31,8 +31,9 @@ mod heuristic;
 
 pub use heuristic::BoardHeuristic;
 
-use crate::render::Canvas;
+use mosaic_core::canvas::Canvas;
 use mosaic_core::experiment::{SpecError, parse_settings};
+use mosaic_core::registry::EnvKind;
 use mosaic_core::{
     Action, AgentSpec, EnvError, EnvSpec, Environment, Event, Frame, ObsRequest, Observation,
     Outcome, Policy, Settings, Snapshot, Stepping, Tensor, Transition,
@@ -796,6 +797,24 @@ impl Environment for BoardGame {
         Ok(())
     }
 }
+
+/// The board games' kinds of the environment registry.
+pub const KINDS: [EnvKind; 2] = [
+    EnvKind {
+        name: "connect-four",
+        summary: "Connect Four, 7x6, two players taking turns (PettingZoo connect_four_v3)",
+        settings: &[],
+        make: make_connect_four,
+        scripted: Some(scripted_connect_four),
+    },
+    EnvKind {
+        name: "tic-tac-toe",
+        summary: "tic-tac-toe, 3x3, two players taking turns (PettingZoo tictactoe_v3)",
+        settings: &[],
+        make: make_tic_tac_toe,
+        scripted: Some(scripted_tic_tac_toe),
+    },
+];
 
 /// Registry constructor of `connect-four`.
 pub fn make_connect_four(settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {

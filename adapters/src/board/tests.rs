@@ -491,7 +491,7 @@ fn heuristic_clearly_beats_random_play() {
 
 #[test]
 fn registered_with_their_heuristics() {
-    let registry = crate::EnvRegistry::native();
+    let registry = crate::native_envs();
     for name in ["connect-four", "tic-tac-toe"] {
         let kind = registry.get(name).unwrap();
         let scripted = kind.scripted.unwrap();

@@ -46,8 +46,8 @@ pub use scripted::Scripted;
 pub use settings::{Config, Difficulty, Preset, SETTINGS_HELP};
 pub use types::{Achievement, Block, Dir, Item, MobKind, Resource, Role, Structure};
 
-use crate::registry::EnvKind;
 use mosaic_core::experiment::SpecError;
+use mosaic_core::registry::EnvKind;
 use mosaic_core::{
     Action, AgentSpec, EnvError, EnvSpec, Environment, Frame, ObsRequest, Observation, Policy,
     Settings, Snapshot, Stepping, Transition,

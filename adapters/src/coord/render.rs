@@ -5,8 +5,8 @@
 use super::observation::{VIEW_H, VIEW_W};
 use super::state::{CoordKind, Life, World};
 use super::types::{Block, Item, MobKind, Role};
-use crate::render::Canvas;
 use mosaic_core::Frame;
+use mosaic_core::canvas::Canvas;
 
 /// Pixels per tile in an agent's frame.
 const AGENT_TILE: u32 = 16;

@@ -2,7 +2,6 @@
 
 use super::state::{CoordKind, Life, Mob, MobTag, Tag, World};
 use super::*;
-use crate::registry::EnvRegistry;
 use mosaic_core::rng::seeded;
 use mosaic_core::{Environment, ObsRequest, Transition};
 use rand::Rng as _;
@@ -672,7 +671,7 @@ fn signals_reach_teammates() {
 
 #[test]
 fn registry_builds_the_world_and_its_scripted_operator() {
-    let registry = EnvRegistry::native();
+    let registry = crate::native_envs();
     let env = registry
         .make(NAME, &settings(&[("preset", json!("hard"))]))
         .unwrap();

@@ -9,8 +9,7 @@
 //! - [`embedded`]: the `mosaic_worker` Python package built into the binary.
 //!
 //! Experiment files name external environments as `gymnasium:<id>`, `pettingzoo:<module
-//! path>` or `worker` (with a `command` or `connect` setting); [`register`] adds them to
-//! an [`crate::EnvRegistry`].
+//! path>` or `worker` (with a `command` or `connect` setting): [`KIND`] and [`PREFIXES`].
 
 pub mod embedded;
 pub mod env;
@@ -21,6 +20,9 @@ pub use env::{ExternalEnv, ExternalEnvSettings};
 pub use link::{Link, Mode};
 pub use process::{WorkerCommand, WorkerProcess};
 
+use mosaic_core::experiment::SpecError;
+use mosaic_core::registry::{EnvKind, EnvPrefix};
+use mosaic_core::{Environment, Settings};
 use mosaic_protocols::{DecodeError, FramingError};
 
 /// Something went wrong with an external worker. Every malformed input has its own
@@ -160,30 +162,43 @@ impl WorkerError {
     }
 }
 
-/// Names that [`register`] adds to an [`crate::EnvRegistry`].
+/// Names of the external environments, for listings.
 pub const ENV_NAMES: &[&str] = &["worker", "gymnasium:<id>", "pettingzoo:<module path>"];
 
-/// Adds the external environments: `worker` (any command or socket), and the prefixes
-/// `gymnasium:` and `pettingzoo:` (served by the `mosaic_worker` Python package).
-pub fn register(registry: &mut crate::EnvRegistry) {
-    use crate::registry::{EnvKind, EnvPrefix};
-    registry.register(EnvKind {
-        name: "worker",
-        summary: "an environment in another process speaking the worker protocol",
-        settings: env::SETTINGS_HELP,
-        make: |settings| env::make_external(None, settings),
-        scripted: None,
-    });
-    registry.register_prefix(EnvPrefix {
+/// The `worker` kind: an environment in any process speaking the worker protocol.
+pub const KIND: EnvKind = EnvKind {
+    name: "worker",
+    summary: "an environment in another process speaking the worker protocol",
+    settings: env::SETTINGS_HELP,
+    make: make_worker,
+    scripted: None,
+};
+
+/// The prefix families served by the `mosaic_worker` Python package: `gymnasium:` and
+/// `pettingzoo:`.
+pub const PREFIXES: [EnvPrefix; 2] = [
+    EnvPrefix {
         prefix: "gymnasium:",
         summary: "a Gymnasium environment (discrete actions), e.g. gymnasium:MiniGrid-DoorKey-5x5-v0",
-        make: |id, settings| env::make_external(Some(env::Family::Gymnasium(id)), settings),
-    });
-    registry.register_prefix(EnvPrefix {
+        make: make_gymnasium,
+    },
+    EnvPrefix {
         prefix: "pettingzoo:",
         summary: "a PettingZoo environment (AEC or parallel), e.g. pettingzoo:classic/chess_v6",
-        make: |path, settings| env::make_external(Some(env::Family::PettingZoo(path)), settings),
-    });
+        make: make_pettingzoo,
+    },
+];
+
+fn make_worker(settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
+    env::make_external(None, settings)
+}
+
+fn make_gymnasium(id: &str, settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
+    env::make_external(Some(env::Family::Gymnasium(id)), settings)
+}
+
+fn make_pettingzoo(path: &str, settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
+    env::make_external(Some(env::Family::PettingZoo(path)), settings)
 }
 
 /// Defaults shared by every worker-process setting (external environments and external

@@ -3,8 +3,8 @@
 
 use super::State;
 use super::world::{DoorState, ItemKind, Pos, Tile, view_to_world};
-use crate::render::Canvas;
 use mosaic_core::Frame;
+use mosaic_core::canvas::Canvas;
 
 /// Pixels per grid cell (MiniGrid's `TILE_PIXELS`).
 pub(super) const TILE: u32 = 32;

@@ -49,6 +49,7 @@ pub use world::{
 };
 
 use mosaic_core::experiment::{SpecError, parse_settings};
+use mosaic_core::registry::EnvKind;
 use mosaic_core::rng::{Rng, seeded};
 use mosaic_core::{
     Action, AgentSpec, EnvError, EnvSpec, Environment, Event, Frame, ObsRequest, Observation,
@@ -751,6 +752,20 @@ impl Environment for Gridworld {
         Ok(())
     }
 }
+
+/// The `gridworld` kind of the environment registry.
+pub const KIND: EnvKind = EnvKind {
+    name: "gridworld",
+    summary: "MiniGrid DoorKey or GoToObject, single agent, egocentric 7x7 view and mission",
+    settings: &[
+        "task = \"doorkey\": \"doorkey\" (key, locked door, goal) or \"goto\" (go to the named object, then `done`)",
+        "size = 5 (doorkey) / 6 (goto): side of the grid including walls, 5..=16",
+        "max_steps = 10*size^2 (doorkey) / 5*size^2 (goto): steps before truncation",
+        "objects = 2: objects in the room, goto only, 1..=8",
+    ],
+    make: make_gridworld,
+    scripted: Some(scripted_gridworld),
+};
 
 /// Registry constructor of `gridworld`.
 pub fn make_gridworld(settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {

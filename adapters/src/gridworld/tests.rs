@@ -822,7 +822,7 @@ fn planner_without_its_view_falls_back() {
 
 #[test]
 fn registered_with_its_planner() {
-    let registry = crate::EnvRegistry::native();
+    let registry = crate::native_envs();
     let kind = registry.get("gridworld").unwrap();
     let settings = settings(serde_json::json!({ "task": "goto", "size": 7 }));
     let mut env = registry.make("gridworld", &settings).unwrap();

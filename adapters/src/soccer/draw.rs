@@ -2,8 +2,8 @@
 
 use super::encode::{self, Encoded, kind};
 use super::game::{AGENTS, Ball, GOAL_BOTTOM, GOAL_TOP, GOAL_X, Game, HEIGHT, WIDTH, team_of};
-use crate::render::Canvas;
 use mosaic_core::Frame;
+use mosaic_core::canvas::Canvas;
 
 /// Pixels per cell of the pitch picture.
 pub const PITCH_TILE: u32 = 16;

@@ -55,9 +55,9 @@ pub use game::{ACTION_LABELS, AGENT_IDS, GOAL_BOTTOM, GOAL_TOP, GOAL_X, HEIGHT, 
 pub use scripted::ScriptedSoccer;
 pub use settings::{MAX_VIEW_SIZE, SoccerSettings};
 
-use crate::registry::EnvKind;
 use game::{AGENTS, Game, TeamStats, rival, team_of};
 use mosaic_core::experiment::SpecError;
+use mosaic_core::registry::EnvKind;
 use mosaic_core::{
     Action, AgentSpec, EnvError, EnvSpec, Environment, Frame, ObsRequest, Observation, Outcome,
     Policy, Settings, Snapshot, Stepping, Tensor, Transition,

@@ -752,7 +752,7 @@ fn scripted_team_beats_random_team() {
 
 #[test]
 fn registry_builds_env_and_scripted_player() {
-    let registry = crate::EnvRegistry::native();
+    let registry = crate::native_envs();
     let kind = registry.get("soccer-2v2").unwrap();
     assert!(kind.settings.iter().any(|s| s.starts_with("view_size = 3")));
     let mut raw = Settings::new();

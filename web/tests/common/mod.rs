@@ -5,14 +5,14 @@
 
 #![allow(dead_code)]
 
-use mosaic_adapters::render::Canvas;
-use mosaic_adapters::{EnvKind, EnvRegistry};
+use mosaic_core::canvas::Canvas;
 use mosaic_core::experiment::parse_settings;
 use mosaic_core::rng::seeded;
 use mosaic_core::{
     Action, AgentSpec, EnvError, EnvSpec, Environment, Event, Frame, ObsRequest, Observation,
     Outcome, Settings, SpecError, Stepping, Transition,
 };
+use mosaic_core::{EnvKind, EnvRegistry};
 use rand::Rng;
 
 pub const TILE: u32 = 24;

@@ -1,6 +1,6 @@
 //! A small raster canvas shared by the native environments' renderers.
 
-use mosaic_core::Frame;
+use crate::Frame;
 
 /// An RGB drawing surface.
 #[derive(Clone, Debug)]

@@ -1,7 +1,11 @@
 //! Named environments, built from experiment settings.
+//!
+//! The registry type lives here, below every world, so that worlds can describe themselves
+//! ([`EnvKind`], [`EnvPrefix`]) without knowing the registry that lists them; the list of
+//! built-in worlds is assembled above them (`mosaic_adapters::native_envs`).
 
-use mosaic_core::experiment::SpecError;
-use mosaic_core::{Environment, Policy, Settings};
+use crate::experiment::SpecError;
+use crate::{Environment, Policy, Settings};
 
 /// Builds an environment from its settings.
 pub type EnvConstructor = fn(&Settings) -> Result<Box<dyn Environment>, SpecError>;
@@ -51,25 +55,6 @@ pub struct EnvRegistry {
 }
 
 impl EnvRegistry {
-    /// Every environment of this crate: the native ones and the external ones (`worker`,
-    /// `gymnasium:<id>`, `pettingzoo:<module path>`).
-    pub fn native() -> Self {
-        let mut registry = Self::in_process();
-        crate::external::register(&mut registry);
-        registry
-    }
-
-    /// The native environments only: they run inside this process and start no other
-    /// program, whatever their settings, so they can be built from settings nobody vetted
-    /// (e.g. to replay a run recorded elsewhere).
-    pub fn in_process() -> Self {
-        let mut registry = Self::default();
-        for kind in native_kinds() {
-            registry.register(kind);
-        }
-        registry
-    }
-
     /// Adds (or replaces) a prefix family; exact names take precedence over prefixes.
     pub fn register_prefix(&mut self, prefix: EnvPrefix) {
         self.prefixes.retain(|p| p.prefix != prefix.prefix);
@@ -146,39 +131,6 @@ impl EnvRegistry {
     }
 }
 
-fn native_kinds() -> Vec<EnvKind> {
-    vec![
-        crate::soccer::KIND,
-        crate::coord::kind(),
-        EnvKind {
-            name: "gridworld",
-            summary: "MiniGrid DoorKey or GoToObject, single agent, egocentric 7x7 view and mission",
-            settings: &[
-                "task = \"doorkey\": \"doorkey\" (key, locked door, goal) or \"goto\" (go to the named object, then `done`)",
-                "size = 5 (doorkey) / 6 (goto): side of the grid including walls, 5..=16",
-                "max_steps = 10*size^2 (doorkey) / 5*size^2 (goto): steps before truncation",
-                "objects = 2: objects in the room, goto only, 1..=8",
-            ],
-            make: crate::gridworld::make_gridworld,
-            scripted: Some(crate::gridworld::scripted_gridworld),
-        },
-        EnvKind {
-            name: "connect-four",
-            summary: "Connect Four, 7x6, two players taking turns (PettingZoo connect_four_v3)",
-            settings: &[],
-            make: crate::board::make_connect_four,
-            scripted: Some(crate::board::scripted_connect_four),
-        },
-        EnvKind {
-            name: "tic-tac-toe",
-            summary: "tic-tac-toe, 3x3, two players taking turns (PettingZoo tictactoe_v3)",
-            settings: &[],
-            make: crate::board::make_tic_tac_toe,
-            scripted: Some(crate::board::scripted_tic_tac_toe),
-        },
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,17 +158,5 @@ mod tests {
             panic!("unknown names are errors")
         };
         assert!(err.message.contains("fam:<name>"), "{err}");
-    }
-
-    #[test]
-    fn native_registry_names_the_external_envs() {
-        let registry = EnvRegistry::native();
-        assert!(registry.resolves("worker"));
-        assert!(registry.resolves("gymnasium:MiniGrid-DoorKey-5x5-v0"));
-        assert!(registry.resolves("pettingzoo:classic/chess_v6"));
-        let Err(err) = registry.make("worker", &Settings::new()) else {
-            panic!("a worker needs a command")
-        };
-        assert!(err.message.contains("command"), "{err}");
     }
 }
