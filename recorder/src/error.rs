@@ -21,6 +21,23 @@ pub enum RecorderError {
         /// The directory.
         path: PathBuf,
     },
+    /// The directory holds the store of a run whose creation was cut short before its
+    /// `run.json` was written (by a mosaic older than atomic run creation): nothing was
+    /// recorded in it.
+    #[error(
+        "{path} holds a run whose creation was cut short (a store but no run.json; nothing was recorded): remove the directory and run the experiment again",
+        path = path.display()
+    )]
+    UnfinishedCreation {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// A new run was to be created in a directory that exists and holds other files.
+    #[error("{path} exists and is not empty: choose another run id or output directory", path = path.display())]
+    NotEmpty {
+        /// The directory.
+        path: PathBuf,
+    },
     /// A run directory already exists where a new run was to be created.
     #[error("{path} already holds a run (run.json exists)", path = path.display())]
     AlreadyExists {

@@ -8,7 +8,7 @@ use crate::writer::RunWriter;
 use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, RunManifest, StepRecord};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -71,8 +71,15 @@ pub struct RunDir {
 }
 
 impl RunDir {
-    /// Creates the directory of a new run (parents too), writes `run.json`, empty record
-    /// files and the store. Fails if `path` already holds a run.
+    /// Creates the directory of a new run (parents too): `run.json`, empty record files and
+    /// the store. Fails if `path` already holds a run, or a run whose creation was cut
+    /// short (see [`RecorderError::UnfinishedCreation`]).
+    ///
+    /// The directory appears whole or not at all: `run.json` and the record files are
+    /// written in a hidden staging directory beside `path`, which is then renamed to
+    /// `path`. The store is created last, in place (sled keeps its files open by path, so
+    /// it cannot be renamed while open); a run cut short before its store exists has
+    /// recorded nothing, and [`RunDir::store`] creates the missing store then.
     pub fn create(path: &Path, manifest: &RunManifest) -> Result<(RunDir, RunStore)> {
         let io = |p: &Path, e| RecorderError::io(p, e);
         if path.join(MANIFEST_FILE).exists() {
@@ -80,21 +87,34 @@ impl RunDir {
                 path: path.to_owned(),
             });
         }
-        fs::create_dir_all(path).map_err(|e| io(path, e))?;
-        // The store first: a directory with run.json is a run, and a run has a store.
-        let store = RunStore::create(&path.join(STORE_DIR), manifest)?;
-        for file in [STEPS_FILE, EPISODES_FILE] {
-            let p = path.join(file);
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&p)
-                .map_err(|e| io(&p, e))?;
+        if path.join(STORE_DIR).exists() {
+            return Err(RecorderError::UnfinishedCreation {
+                path: path.to_owned(),
+            });
         }
-        write_atomically(
-            &path.join(MANIFEST_FILE),
-            &serde_json::to_vec_pretty(manifest)?,
-        )?;
+        let parent = parent_dir(path);
+        fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+        let staging = staging_dir(path);
+        if staging.exists() {
+            fs::remove_dir_all(&staging).map_err(|e| io(&staging, e))?;
+        }
+        let staged = Self::stage(&staging, manifest).and_then(|()| {
+            fs::rename(&staging, path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::DirectoryNotEmpty | std::io::ErrorKind::AlreadyExists => {
+                    RecorderError::NotEmpty {
+                        path: path.to_owned(),
+                    }
+                }
+                _ => io(path, e),
+            })
+        });
+        if let Err(e) = staged {
+            // Best effort: the staging directory is hidden and replaced by the next try.
+            let _ = fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+        sync_parent(path)?;
+        let store = RunStore::create(&path.join(STORE_DIR), manifest)?;
         Ok((
             RunDir {
                 path: path.to_owned(),
@@ -104,6 +124,21 @@ impl RunDir {
         ))
     }
 
+    /// Writes the record files and `run.json` of a new run into `staging`.
+    fn stage(staging: &Path, manifest: &RunManifest) -> Result<()> {
+        fs::create_dir(staging).map_err(|e| RecorderError::io(staging, e))?;
+        for file in [STEPS_FILE, EPISODES_FILE] {
+            let p = staging.join(file);
+            File::create(&p)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| RecorderError::io(&p, e))?;
+        }
+        write_atomically(
+            &staging.join(MANIFEST_FILE),
+            &serde_json::to_vec_pretty(manifest)?,
+        )
+    }
+
     /// Opens an existing run directory (reads and checks `run.json`; the store is opened by
     /// [`RunDir::store`]).
     pub fn open(path: &Path) -> Result<RunDir> {
@@ -111,6 +146,11 @@ impl RunDir {
         let bytes = match fs::read(&manifest_path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if path.join(STORE_DIR).is_dir() {
+                    return Err(RecorderError::UnfinishedCreation {
+                        path: path.to_owned(),
+                    });
+                }
                 if path.is_dir() {
                     return Err(RecorderError::NotARun {
                         path: path.to_owned(),
@@ -192,8 +232,18 @@ impl RunDir {
 
     /// Opens the store (exclusively), first bringing it up to date with the JSON-lines log
     /// if a crash left it behind (see [`RunDir::catch_up`]).
+    ///
+    /// A run whose creation stopped between `run.json` and its store has recorded nothing;
+    /// its store is created here. A missing store beside records is an error.
     pub fn store(&self) -> Result<RunStore> {
-        let store = RunStore::open(&self.store_path())?;
+        let store = match RunStore::open(&self.store_path()) {
+            Err(RecorderError::StoreMissing { .. })
+                if !self.store_path().exists() && self.logs_are_empty()? =>
+            {
+                RunStore::create(&self.store_path(), &self.manifest)?
+            }
+            opened => opened?,
+        };
         if store.manifest().run_id != self.manifest.run_id {
             return Err(RecorderError::CorruptStore {
                 path: self.store_path(),
@@ -275,6 +325,18 @@ impl RunDir {
             store.writer(),
             durability,
         ))
+    }
+
+    fn logs_are_empty(&self) -> Result<bool> {
+        for path in [self.steps_path(), self.episodes_path()] {
+            match fs::metadata(&path) {
+                Ok(meta) if meta.len() > 0 => return Ok(false),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(RecorderError::io(&path, e)),
+            }
+        }
+        Ok(true)
     }
 
     /// Streams `steps.jsonl`.
@@ -652,8 +714,24 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     sync_parent(path)
 }
 
+/// The directory holding `path` (`.` for a bare name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// The hidden sibling where a new run at `path` is staged before it is renamed into place.
+fn staging_dir(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "run".into(), |name| name.to_string_lossy().into_owned());
+    parent_dir(path).join(format!(".{name}.creating-{}", std::process::id()))
+}
+
 fn sync_parent(path: &Path) -> Result<()> {
-    let parent = path.parent().unwrap_or(Path::new("."));
+    let parent = parent_dir(path);
     File::open(parent)
         .and_then(|dir| dir.sync_all())
         .map_err(|e| RecorderError::io(parent, e))
@@ -755,7 +833,9 @@ pub fn list_runs(dir: &Path) -> Result<Vec<Result<RunSummary>>> {
     for entry in entries {
         let entry = entry.map_err(|e| RecorderError::io(dir, e))?;
         let path = entry.path();
-        if path.join(MANIFEST_FILE).exists() {
+        // Hidden entries are runs still being created (staging directories).
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        if !hidden && path.join(MANIFEST_FILE).exists() {
             runs.push(RunDir::open(&path).and_then(|run| run.summary()));
         }
     }
@@ -786,6 +866,80 @@ mod tests {
             }
         }
         writer.close().unwrap();
+    }
+
+    #[test]
+    fn runs_appear_whole_and_creations_cut_short_say_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("r1", &["a"], 2, 5);
+        let path = dir.path().join("r1");
+
+        // A staging directory left by a kill before the rename is neither listed nor in
+        // the way of the next creation.
+        let leftover = dir.path().join(".r1.creating-1");
+        fs::create_dir(&leftover).unwrap();
+        fs::write(leftover.join(MANIFEST_FILE), b"{}").unwrap();
+        assert!(list_runs(dir.path()).unwrap().is_empty());
+        let (run, store) = RunDir::create(&path, &manifest).unwrap();
+        drop((run, store));
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("r1"))
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(path.join(MANIFEST_FILE).is_file() && path.join(STORE_DIR).is_dir());
+        assert!(matches!(
+            RunDir::create(&path, &manifest),
+            Err(RecorderError::AlreadyExists { .. })
+        ));
+
+        // Cut short after the rename, before the store: nothing was recorded, and opening
+        // the store creates it.
+        let early = dir.path().join("early");
+        {
+            let (run, store) = RunDir::create(&early, &manifest).unwrap();
+            drop((run, store));
+            synthetic::wait_for_unlock(&early.join(STORE_DIR)).unwrap();
+        }
+        fs::remove_dir_all(early.join(STORE_DIR)).unwrap();
+        let run = RunDir::open(&early).unwrap();
+        let summary = run.summary().unwrap();
+        assert_eq!((summary.status, summary.done), (RunStatus::Interrupted, 0));
+        assert!(early.join(STORE_DIR).is_dir());
+
+        // A store without run.json (an older mosaic killed mid-creation) is named as such
+        // by every command, not "already a run" or "not a run".
+        let old = dir.path().join("old");
+        fs::create_dir_all(old.join(STORE_DIR)).unwrap();
+        for err in [
+            RunDir::create(&old, &manifest).map(|_| ()).unwrap_err(),
+            RunDir::open(&old).map(|_| ()).unwrap_err(),
+        ] {
+            assert!(
+                matches!(err, RecorderError::UnfinishedCreation { .. }),
+                "{err}"
+            );
+            assert!(err.to_string().contains("cut short"), "{err}");
+        }
+
+        // A directory with other files is not taken over.
+        let busy = dir.path().join("busy");
+        fs::create_dir(&busy).unwrap();
+        fs::write(busy.join("notes.txt"), b"mine").unwrap();
+        let err = RunDir::create(&busy, &manifest).map(|_| ()).unwrap_err();
+        assert!(matches!(err, RecorderError::NotEmpty { .. }), "{err}");
+        assert!(busy.join("notes.txt").is_file());
+        let staged = fs::read_dir(dir.path()).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".busy")
+        });
+        assert!(
+            !staged,
+            "the failed creation's staging directory is removed"
+        );
     }
 
     #[test]
@@ -1113,7 +1267,9 @@ mod tests {
         );
         assert!(err.to_string().contains("newer mosaic"), "{err}");
 
+        // A missing store beside records is not silently replaced.
         fs::remove_dir_all(path.join(STORE_DIR)).unwrap();
+        fs::write(path.join(EPISODES_FILE), b"{}\n").unwrap();
         let err = RunDir::open(&path).unwrap().summary().unwrap_err();
         assert!(matches!(err, RecorderError::StoreMissing { .. }), "{err}");
 

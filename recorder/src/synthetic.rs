@@ -281,19 +281,23 @@ pub fn write_run(
     Ok((run, store))
 }
 
-/// Marks the store at `store_dir` as written in store format `format`: a store of a newer
-/// mosaic when `format` is above [`crate::store::STORE_FORMAT`].
-///
-/// A store handle dropped a moment ago may still hold the store's lock (sled releases it
-/// from background threads), so this waits up to 5 s for it.
-pub fn set_store_format(store_dir: &std::path::Path, format: u32) -> crate::Result<()> {
-    let err = |source| crate::store::store_error(store_dir, source);
+/// Waits (up to 5 s) until no handle holds the store at `store_dir`: a handle dropped a
+/// moment ago may still hold its lock, which sled releases from background threads.
+pub fn wait_for_unlock(store_dir: &std::path::Path) -> crate::Result<()> {
     let since = std::time::Instant::now();
     while crate::store::is_locked(&store_dir.join("db"))?
         && since.elapsed() < std::time::Duration::from_secs(5)
     {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+    Ok(())
+}
+
+/// Marks the store at `store_dir` as written in store format `format`: a store of a newer
+/// mosaic when `format` is above [`crate::store::STORE_FORMAT`].
+pub fn set_store_format(store_dir: &std::path::Path, format: u32) -> crate::Result<()> {
+    let err = |source| crate::store::store_error(store_dir, source);
+    wait_for_unlock(store_dir)?;
     let db = sled::open(store_dir).map_err(err)?;
     db.open_tree("meta")
         .and_then(|meta| meta.insert("format", &format.to_be_bytes()))
