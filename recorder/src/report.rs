@@ -508,9 +508,11 @@ impl Report {
     /// The report in `format`.
     pub fn render(&self, format: Format) -> String {
         match format {
-            Format::Markdown => self.markdown(),
+            // Model and worker text reaches the report (messages, errors): control
+            // characters would drive the reader's terminal, so they are shown escaped.
+            Format::Markdown => escape_controls(&self.markdown()),
             Format::Json => serde_json::to_string_pretty(self).unwrap_or_default() + "\n",
-            Format::Csv => self.csv(),
+            Format::Csv => escape_controls(&self.csv()),
         }
     }
 
@@ -800,6 +802,33 @@ fn restarts_markdown(restarts: &[RestartStats]) -> String {
     out
 }
 
+/// `text` with every control character but line feed and tab written as a Rust escape
+/// (`ESC` becomes `\u{1b}`), so that printing it cannot clear a screen, retitle a
+/// terminal or hide lines.
+///
+/// ```
+/// use mosaic_recorder::report::escape_controls;
+/// assert_eq!(escape_controls("a\u{1b}[2J\tb\n"), "a\\u{1b}[2J\tb\n");
+/// ```
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(needs_escape) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if needs_escape(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
 /// Quotes a CSV field when it needs it.
 pub fn csv_field(value: &str) -> String {
     if value.contains([',', '"', '\n', '\r']) {
@@ -835,6 +864,35 @@ mod tests {
         let (run, store) = synthetic::write_run(&dir.path().join("rep"), &manifest, 30, 4).unwrap();
         let report = build(&run, &Records::Store(Box::new(store))).unwrap();
         (dir, report)
+    }
+
+    #[test]
+    fn control_characters_from_models_are_printed_escaped() {
+        let (_dir, mut report) = report(&["a"]);
+        let hostile = "clear\u{1b}[2J title\u{1b}]0;pwned\u{7} nul\u{0} back\r";
+        report.operators[0].operator_id = format!("op{hostile}");
+        report.errors.push(agents::ErrorGroup {
+            operator_id: "a".into(),
+            agent_id: Some("green_0".into()),
+            kind: agents::ErrorKind::Decision,
+            count: 1,
+            first_episode: 0,
+            first_step: Some(0),
+            first_message: hostile.into(),
+        });
+        for format in [Format::Markdown, Format::Csv] {
+            let text = report.render(format);
+            let raw: Vec<char> = text
+                .chars()
+                .filter(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+                .collect();
+            assert!(raw.is_empty(), "{format:?} printed {raw:?}");
+            assert!(text.contains("clear\\u{1b}[2J"), "{format:?}: {text}");
+            assert!(text.contains("nul\\u{0} back\\u{d}"), "{format:?}");
+        }
+        // JSON escapes them itself, and keeps the text exact.
+        let json: serde_json::Value = serde_json::from_str(&report.render(Format::Json)).unwrap();
+        assert_eq!(json["errors"][0]["first_message"], hostile);
     }
 
     #[test]
