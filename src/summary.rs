@@ -3,7 +3,7 @@
 //! teams) of every operator configuration.
 
 use crate::run::RunOutcome;
-use mosaic_recorder::report::{GroupKind, Report};
+use mosaic_recorder::report::{self, GroupKind, Report};
 use mosaic_recorder::{RecorderError, RunDir};
 use std::fmt::Write;
 
@@ -60,7 +60,7 @@ fn render(outcome: &RunOutcome, report: &Report) -> String {
                 rate(rates.map(|r| r.0)),
                 rate(rates.map(|r| r.1)),
                 rate(rates.map(|r| r.2)),
-                op.steps_per_s.map_or("–".to_owned(), |s| format!("{s:.0}")),
+                report::fmt_rate(op.steps_per_s),
             ]);
         }
     }

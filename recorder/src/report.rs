@@ -475,14 +475,13 @@ fn operator_report(
             .map(|(name, acc)| acc.finish(GroupKind::Agent, name)),
     );
     let steps: u64 = ok.iter().map(|e| u64::from(e.steps)).sum();
-    let wall_ms: u64 = ok.iter().map(|e| e.duration_ms).sum();
     OperatorReport {
         operator_id: operator_id.to_owned(),
         env: env.to_owned(),
         episodes: episodes.len(),
         failed: episodes.len() - ok.len(),
         mean_length: (!ok.is_empty()).then(|| steps as f64 / ok.len() as f64),
-        steps_per_s: (wall_ms > 0).then(|| steps as f64 * 1000.0 / wall_ms as f64),
+        steps_per_s: steps_per_second(ok.iter().copied().copied()),
         groups,
         metrics: metric_sums
             .into_iter()
@@ -547,7 +546,7 @@ impl Report {
                     String::new()
                 },
                 fmt_opt(op.mean_length, 1),
-                fmt_opt(op.steps_per_s, 0)
+                fmt_rate(op.steps_per_s)
             );
             out.push_str("| | who | mean return [95% CI] | win | draw | loss |\n");
             out.push_str("|---|---|---|---|---|---|\n");
@@ -607,7 +606,7 @@ impl Report {
             fmt_ci(op.groups[0].mean_return)
         });
         row("mean length", &|op| fmt_opt(op.mean_length, 1));
-        row("steps/s", &|op| fmt_opt(op.steps_per_s, 0));
+        row("steps/s", &|op| fmt_rate(op.steps_per_s));
         let mut teams: Vec<&str> = Vec::new();
         for op in &self.operators {
             for g in op.groups.iter().filter(|g| g.kind == GroupKind::Team) {
@@ -802,6 +801,47 @@ fn restarts_markdown(restarts: &[RestartStats]) -> String {
     out
 }
 
+/// Steps per second of episode time over `episodes`. Each episode's time is its steps over
+/// its own `steps_per_s`, which the session measured at full clock resolution
+/// (`duration_ms` is rounded to whole milliseconds, too coarse for short episodes).
+fn steps_per_second<'a>(episodes: impl IntoIterator<Item = &'a EpisodeRecord>) -> Option<f64> {
+    let (steps, seconds) = episodes
+        .into_iter()
+        .filter(|e| e.steps > 0 && e.steps_per_s > 0.0)
+        .fold((0.0, 0.0), |(steps, seconds), e| {
+            let n = f64::from(e.steps);
+            (steps + n, seconds + n / e.steps_per_s)
+        });
+    (seconds > 0.0).then(|| steps / seconds)
+}
+
+/// A rate with three significant digits (`24333` → `24300`, `0.6234` → `0.623`), so that
+/// slow operators (LLM agents) do not show `0`.
+///
+/// ```
+/// use mosaic_recorder::report::fmt_rate;
+/// assert_eq!(fmt_rate(Some(24_333.0)), "24300");
+/// assert_eq!(fmt_rate(Some(0.6234)), "0.623");
+/// assert_eq!(fmt_rate(Some(12.06)), "12.1");
+/// assert_eq!(fmt_rate(None), "–");
+/// ```
+pub fn fmt_rate(rate: Option<f64>) -> String {
+    match rate {
+        Some(r) if r.is_finite() && r > 0.0 => {
+            let magnitude = r.log10().floor() as i32;
+            let decimals = (2 - magnitude).max(0) as usize;
+            let scale = 10f64.powi(magnitude - 2);
+            let rounded = if magnitude > 2 {
+                (r / scale).round() * scale
+            } else {
+                r
+            };
+            format!("{rounded:.decimals$}")
+        }
+        _ => "–".into(),
+    }
+}
+
 /// `text` with every control character but line feed and tab written as a Rust escape
 /// (`ESC` becomes `\u{1b}`), so that printing it cannot clear a screen, retitle a
 /// terminal or hide lines.
@@ -864,6 +904,35 @@ mod tests {
         let (run, store) = synthetic::write_run(&dir.path().join("rep"), &manifest, 30, 4).unwrap();
         let report = build(&run, &Records::Store(Box::new(store))).unwrap();
         (dir, report)
+    }
+
+    #[test]
+    fn steps_per_second_comes_from_full_resolution_episode_times() {
+        let unit = synthetic::UnitSpec {
+            run_id: "r".into(),
+            operator_id: "a".into(),
+            episode_index: 0,
+            seed: 1,
+        };
+        let episode = |steps: u32, steps_per_s: f64| {
+            let mut record = synthetic::episode(&unit, steps, 1).record;
+            record.steps = steps;
+            record.steps_per_s = steps_per_s;
+            record.duration_ms = (f64::from(steps) * 1000.0 / steps_per_s) as u64;
+            record
+        };
+        // Episodes shorter than a millisecond: whole milliseconds would say 0 ms.
+        let fast = [episode(30, 600_000.0), episode(30, 300_000.0)];
+        let fast: Vec<&EpisodeRecord> = fast.iter().collect();
+        assert!(fast.iter().all(|e| e.duration_ms == 0));
+        let rate = steps_per_second(fast.iter().copied()).unwrap();
+        assert!((rate - 400_000.0).abs() < 1e-6, "{rate}");
+        assert_eq!(fmt_rate(Some(rate)), "400000");
+        // An LLM operator: well under one step per second, not shown as 0.
+        let slow = [episode(25, 0.62)];
+        let slow: Vec<&EpisodeRecord> = slow.iter().collect();
+        assert_eq!(fmt_rate(steps_per_second(slow.iter().copied())), "0.620");
+        assert_eq!(steps_per_second([]), None);
     }
 
     #[test]
