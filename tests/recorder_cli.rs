@@ -58,6 +58,8 @@ fn runs_lists_status_and_progress() {
     // A run being written: its store is held open by this process.
     let (_, live) = complete_run(dir.path(), "live", &["a", "b"], 1);
     std::fs::create_dir(dir.path().join("not-a-run")).unwrap();
+    let long_id = "a-run-id-far-longer-than-any-column-default-20261124T193000";
+    drop(complete_run(dir.path(), long_id, &["a"], 1));
 
     let output = mosaic(&["runs", path(dir.path())]);
     let stdout = text(&output.stdout);
@@ -74,6 +76,21 @@ fn runs_lists_status_and_progress() {
     assert_eq!(line("cut")[3..5], ["interrupted", "3/4"]);
     assert_eq!(line("live")[5..7], ["running", "8/8"]);
     assert!(stdout.contains("2023-11-14 22:13"), "{stdout}");
+    assert_eq!(line(long_id)[3..5], ["complete", "4/4"]);
+    // Columns line up whatever the length of the ids.
+    let status_column: Vec<usize> = stdout
+        .lines()
+        .map(|l| {
+            ["status", "complete", "interrupted", "running"]
+                .iter()
+                .find_map(|word| l.find(&format!("  {word}")))
+                .unwrap_or_else(|| panic!("no status in {l:?}"))
+        })
+        .collect();
+    assert!(
+        status_column.windows(2).all(|w| w[0] == w[1]),
+        "{status_column:?}\n{stdout}"
+    );
     drop(live);
 }
 

@@ -75,6 +75,54 @@ fn a_recorded_episode_replays_with_text_views_and_frames() {
 }
 
 #[test]
+fn views_choose_whose_text_is_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = soccer_run(dir.path());
+    let replay = |views: &str| {
+        let output = mosaic(&[
+            "replay",
+            path(&run),
+            "--episode",
+            "r-a7-ep000001",
+            "--views",
+            views,
+        ]);
+        (
+            output.status.code(),
+            text(&output.stdout),
+            text(&output.stderr),
+        )
+    };
+    let (code, all, _) = replay("all");
+    assert_eq!(code, Some(0));
+    let (code, none, _) = replay("none");
+    assert_eq!(code, Some(0));
+    let (code, one, _) = replay("blue_1");
+    assert_eq!(code, Some(0));
+    let steps = all.matches("== step ").count();
+    assert!(steps > 0);
+    assert_eq!(all.matches(" sees:").count(), 4 * steps);
+    assert_eq!(none.matches(" sees:").count(), 0);
+    assert_eq!(one.matches("-- blue_1 sees:").count(), steps);
+    assert_eq!(one.matches(" sees:").count(), steps);
+    // Actions and rewards are printed whatever the views.
+    for out in [&none, &one] {
+        assert_eq!(out.matches("== step ").count(), steps);
+        assert_eq!(
+            out.matches(" action ").count(),
+            all.matches(" action ").count()
+        );
+        assert!(out.contains("replay matches the records"), "{out}");
+    }
+    let (code, _, stderr) = replay("green_0,nobody");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no agent `nobody`") && stderr.contains("green_0, green_1"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn records_the_environment_contradicts_fail_loudly() {
     let dir = tempfile::tempdir().unwrap();
     let run = soccer_run(dir.path());

@@ -21,6 +21,42 @@ pub struct ReplayArgs {
     /// agents saw at step 0, the last one the final state.
     #[arg(long)]
     pub frames: Option<PathBuf>,
+    /// Whose text views to print before each step: `all`, `none`, or agent ids separated
+    /// by commas (e.g. `green_0,blue_0`). Actions and rewards are always printed.
+    #[arg(long, default_value = "all", value_parser = parse_views)]
+    pub views: Views,
+}
+
+/// Whose text views `mosaic replay` prints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Views {
+    /// Every acting agent's.
+    All,
+    /// These agents' (none when empty).
+    Agents(Vec<String>),
+}
+
+impl Views {
+    fn shows(&self, agent_id: &str) -> bool {
+        match self {
+            Views::All => true,
+            Views::Agents(ids) => ids.iter().any(|id| id == agent_id),
+        }
+    }
+}
+
+fn parse_views(value: &str) -> Result<Views, String> {
+    match value.trim() {
+        "all" => Ok(Views::All),
+        "none" | "" => Ok(Views::Agents(Vec::new())),
+        list => {
+            let ids: Vec<String> = list.split(',').map(|id| id.trim().to_owned()).collect();
+            if ids.iter().any(String::is_empty) {
+                return Err(format!("`{value}`: an empty agent id in the list"));
+            }
+            Ok(Views::Agents(ids))
+        }
+    }
 }
 
 /// Replays the episode, printing the text view of every step with the recorded actions and
@@ -50,6 +86,17 @@ pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
                 operator.id, e.path, e.message
             ))
         })?;
+    if let Views::Agents(ids) = &args.views {
+        let spec = env.spec();
+        if let Some(unknown) = ids.iter().find(|id| spec.agent_index(id).is_none()) {
+            let known: Vec<&str> = spec.agents.iter().map(|a| a.id.as_str()).collect();
+            return Err(CliError::Usage(format!(
+                "--views: no agent `{unknown}` in environment `{}` (its agents: {})",
+                operator.env,
+                known.join(", ")
+            )));
+        }
+    }
     if let Some(dir) = &args.frames {
         std::fs::create_dir_all(dir).map_err(CliError::Output)?;
         env.reset(episode.seed)
@@ -67,6 +114,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
     ))?;
     let shown = Shown {
         frames: args.frames.as_deref(),
+        views: &args.views,
     };
     match replay(env.as_mut(), &episode, &steps, experiment.max_steps, shown) {
         Ok(summary) => print(&format!(
@@ -110,9 +158,11 @@ fn complete_unit(run: &RunDir, store: &RunStore, episode_id: &str) -> Result<Uni
     Ok(unit)
 }
 
-/// Prints each step's text view and records, and writes its frame when asked.
+/// Prints each step's text views (of the agents asked for) and records, and writes its
+/// frame when asked.
 struct Shown<'a> {
     frames: Option<&'a Path>,
+    views: &'a Views,
 }
 
 impl Shown<'_> {
@@ -140,7 +190,10 @@ impl ReplayObserver for Shown<'_> {
             self.write_frame(env, 0)?;
         }
         let mut out = format!("\n== step {step_index}\n");
-        for record in records.iter().filter(|r| r.action.is_some()) {
+        let shown = records
+            .iter()
+            .filter(|r| r.action.is_some() && self.views.shows(&r.agent_id));
+        for record in shown {
             let Some(agent) = env.spec().agent_index(&record.agent_id) else {
                 continue;
             };

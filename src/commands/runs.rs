@@ -17,34 +17,50 @@ pub struct RunsArgs {
 /// Runs that cannot be read are named on standard error, and make the exit code 2.
 pub fn run(args: &RunsArgs) -> Result<(), CliError> {
     let runs = list_runs(&args.dir)?;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<28} {:<32} {:<12} {:>14}  started (UTC)",
-        "id", "experiment", "status", "episodes"
-    );
     if runs.is_empty() {
         eprintln!("mosaic: no runs in {}", args.dir.display());
     }
+    let mut rows = vec![[
+        "id".to_owned(),
+        "experiment".to_owned(),
+        "status".to_owned(),
+        "episodes".to_owned(),
+        "started (UTC)".to_owned(),
+    ]];
     let mut unreadable = None;
     for run in runs {
         match run {
-            Ok(s) => {
-                let _ = writeln!(
-                    out,
-                    "{:<28} {:<32} {:<12} {:>14}  {}",
-                    s.run_id,
-                    s.experiment,
-                    s.status.name(),
-                    format!("{}/{}", s.done, s.planned),
-                    utc_minutes(s.started)
-                );
-            }
+            Ok(s) => rows.push([
+                s.run_id,
+                s.experiment,
+                s.status.name().to_owned(),
+                format!("{}/{}", s.done, s.planned),
+                utc_minutes(s.started),
+            ]),
             Err(e) => {
                 eprintln!("mosaic: {e}");
                 unreadable = Some(e);
             }
         }
+    }
+    // Columns as wide as their widest cell, so long run ids do not shift the others.
+    let width = |column: usize| {
+        rows.iter()
+            .map(|row| row[column].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = [width(0), width(1), width(2), width(3)];
+    let mut out = String::new();
+    for [id, experiment, status, episodes, started] in &rows {
+        let _ = writeln!(
+            out,
+            "{id:<w0$}  {experiment:<w1$}  {status:<w2$}  {episodes:>w3$}  {started}",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+        );
     }
     print(&out)?;
     match unreadable {
