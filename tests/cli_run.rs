@@ -48,6 +48,22 @@ fn stable_lines(path: &Path) -> Vec<String> {
 }
 
 #[test]
+fn logs_into_a_file_carry_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_mosaic"))
+        .args(["run", &example("side-by-side.toml"), "--out"])
+        .arg(dir.path())
+        .args(["--run-id", "r"])
+        .env("MOSAIC_LOG", "debug")
+        .output()
+        .expect("the mosaic binary runs");
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("DEBUG"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+}
+
+#[test]
 fn a_run_writes_its_directory_and_summary() {
     let dir = tempfile::tempdir().unwrap();
     let out = mosaic(&[
