@@ -35,5 +35,28 @@ quiet() {
     fi
 }
 
+# with_progress WHAT LOGNAME CMD [ARGS...]: like quiet, for long steps: while CMD runs, a
+# line every $MOSAIC_PROGRESS_EVERY seconds (default 30) says how long it has taken and the
+# last progress figure in its log (cmake's "[ 42%]"), so a long build is never silent.
+with_progress() {
+    local what=$1 logf="$MOSAIC_CACHE/logs/$2.log"; shift 2
+    local every="${MOSAIC_PROGRESS_EVERY:-30}" t0=$SECONDS
+    "$@" >>"$logf" 2>&1 &
+    local pid=$! next=$((SECONDS + every))
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        if (( SECONDS >= next )); then
+            local pct
+            pct=$(grep -o '\[ *[0-9]*%\]' "$logf" 2>/dev/null | tail -n 1 | tr -d '[] ')
+            log "$what: $((SECONDS - t0)) s${pct:+, $pct done}"
+            next=$((SECONDS + every))
+        fi
+    done
+    if ! wait "$pid"; then
+        tail -n 40 "$logf" >&2
+        die "command failed: $* (full log: $logf)"
+    fi
+}
+
 # hash_file FILE: short content hash (keys cache dirs by their requirements).
 hash_file() { sha256sum "$1" | cut -c1-12; }

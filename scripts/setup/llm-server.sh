@@ -49,7 +49,8 @@ build_server() {
     quiet llama-server "$CMAKE" -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
         -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF
-    quiet llama-server "$CMAKE" --build "$work/build" --target llama-server -j"$JOBS"
+    with_progress "building llama-server" llama-server \
+        "$CMAKE" --build "$work/build" --target llama-server -j"$JOBS"
     mkdir -p "$SERVER_DIR/bin"
     install -m 755 "$work/build/bin/llama-server" "$SERVER_BIN"
     "$SERVER_BIN" --version >/dev/null 2>&1 || die "built llama-server does not run"
