@@ -397,7 +397,7 @@ pub fn default_run_id(name: &str, unix_seconds: u64) -> String {
     let clean: String = name
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
                 c
             } else {
                 '_'
@@ -441,6 +441,10 @@ mod tests {
     #[test]
     fn run_ids_are_readable_utc_stamps() {
         assert_eq!(default_run_id("a7 vs/x", 0), "a7_vs_x-19700101T000000");
+        assert_eq!(
+            default_run_id("a7-scripted-vs-random", 0),
+            "a7-scripted-vs-random-19700101T000000"
+        );
         assert_eq!(default_run_id("d", 1_795_305_950), "d-20261122T000550");
         assert_eq!(default_run_id("d", 951_782_400), "d-20000229T000000");
     }
