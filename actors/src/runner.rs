@@ -325,7 +325,7 @@ impl Lane {
                     }
                 };
                 answer
-                    .map_err(|e| fail(SessionError::Control(format!("session gone: {e}"))))?
+                    .map_err(|e| fail(SessionError::Gone(e)))?
                     .map_err(fail)?
             }
             // Children that never started: the episode is recorded as failed (it is not

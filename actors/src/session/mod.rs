@@ -15,35 +15,37 @@
 //! the experiment's [`SupervisionSpec`] says, brought back to its state before the failed
 //! step (the last checkpoint, then a replay of what happened since), and the step is
 //! retried. Each restart is recorded in the episode's roll-up.
+//!
+//! The parts: the [`Session`] actor is a thin shell around a `Driver` (stepping in
+//! `driver`, restarts and resume in `recovery`), which owns the session's `Children`
+//! (their factory, the restart set the strategy picks, the restart windows) and runs one
+//! `Episode` at a time (its records, tallies and roll-up), whose `Journal` keeps what
+//! happened since the last checkpoint. The shell lends the driver to one request at a time:
+//! every request is atomic, so the driver is always back before the next one.
 
-use crate::channel::{Channel, ChannelConfig, LoadChannel, NewEpisode, SaveChannel};
-use crate::env_actor::{
-    EnvActor, EnvView, Observe, Reset, RestoreSnapshot, Step, Summarise, TakeSnapshot,
-};
-use crate::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
+mod children;
+mod driver;
+mod episode;
+mod journal;
+mod recovery;
+
+use crate::SessionError;
+use crate::env_actor::EnvActor;
+use crate::operator::{OperatorHandle, OperatorRegistry};
 use crate::publish::{Publisher, Recorded};
-use crate::supervisor::{Intensity, RestartWindow};
-use crate::{
-    BeginEpisode, CheckpointEvent, Decide, EpisodeEvent, LoadState, OperatorError, SaveState,
-    SessionError, StepEvent,
-};
 use actix::prelude::*;
-use futures::future::join_all;
+use children::Children;
+use driver::Driver;
+use episode::{Cast, Episode};
 use mosaic_adapters::EnvRegistry;
-use mosaic_adapters::registry::ScriptedConstructor;
-use mosaic_core::experiment::{RestartStrategy, SpecError, SupervisionSpec};
-use mosaic_core::record::{
-    AgentResult, CHECKPOINT_SCHEMA, EpisodeCheckpoint, EpisodeRecord, RestartRecord, STEP_SCHEMA,
-    StepRecord,
-};
-use mosaic_core::{
-    Action, AgentContext, Decision, DecisionSource, EnvError, EnvSpec, Environment, EpisodeId,
-    ObsRequest, Observation, OperatorId, OperatorSpec, Paradigm, RunId, Snapshot, Transition,
-};
-use std::cell::{Cell, RefCell};
+use mosaic_core::experiment::{SpecError, SupervisionSpec};
+use mosaic_core::record::{EpisodeCheckpoint, StepRecord};
+use mosaic_core::{EnvSpec, ObsRequest, OperatorId, OperatorSpec, RunId};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+pub use crate::publish::Subscribers;
 
 /// The error recorded for a manual episode that a Reset All ([`BeginManual`]) abandons
 /// before it ends.
@@ -91,125 +93,6 @@ impl SessionConfig {
     }
 }
 
-/// Who hears about steps and episodes.
-#[derive(Clone, Default)]
-pub struct Subscribers {
-    /// Receive every [`StepEvent`].
-    pub steps: Vec<Recipient<StepEvent>>,
-    /// Receive every [`EpisodeEvent`]; the session waits for each to be handled.
-    pub episodes: Vec<Recipient<EpisodeEvent>>,
-    /// Receive the checkpoints of unfinished episodes ([`CheckpointEvent`]), each after
-    /// the step events before it.
-    pub checkpoints: Vec<Recipient<CheckpointEvent>>,
-}
-
-impl std::fmt::Debug for Subscribers {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Subscribers")
-            .field("steps", &self.steps.len())
-            .field("episodes", &self.episodes.len())
-            .field("checkpoints", &self.checkpoints.len())
-            .finish()
-    }
-}
-
-mod recovery;
-mod step;
-
-/// Everything a step needs, shared by the session and its in-flight futures.
-struct Handles {
-    config: SessionConfig,
-    spec: Arc<EnvSpec>,
-    factory: Factory,
-    children: RefCell<Children>,
-    /// Kind and paradigm of each agent's operator as first started (records keep them
-    /// across restarts).
-    agents: Vec<(String, Paradigm)>,
-    channel: Addr<Channel>,
-    wants: Arc<Vec<ObsRequest>>,
-    /// Sends step records (batched) and roll-ups to the subscribers.
-    publisher: Rc<Publisher>,
-    /// Restarts per child (index 0: the environment; 1 + i: agent i).
-    windows: RefCell<Vec<RestartWindow>>,
-    /// Whether the environment answered its last snapshot request with a snapshot.
-    env_snapshots: Cell<bool>,
-    /// Per agent: whether its operator answered its last checkpoint request with a state.
-    operator_states: RefCell<Vec<bool>>,
-}
-
-/// The session's running children; replaced one by one on restarts.
-struct Children {
-    env: Addr<EnvActor>,
-    /// Shared with in-flight decisions; a restart swaps in a new list.
-    operators: Rc<Vec<OperatorHandle>>,
-}
-
-/// One of a session's children.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Child {
-    Env,
-    Agent(usize),
-}
-
-impl Child {
-    fn index(self) -> usize {
-        match self {
-            Child::Env => 0,
-            Child::Agent(agent) => agent + 1,
-        }
-    }
-}
-
-/// Starts the session's children: the first time and on every restart.
-struct Factory {
-    envs: EnvRegistry,
-    kinds: OperatorRegistry,
-    operator: OperatorSpec,
-    spec: Arc<EnvSpec>,
-    scripted: Option<ScriptedConstructor>,
-    resources: SessionResources,
-}
-
-impl Factory {
-    fn env(&self) -> Result<Box<dyn Environment>, SpecError> {
-        self.envs
-            .make(&self.operator.env, &self.operator.env_settings)
-    }
-
-    /// Errors name the field relative to the operator spec (e.g. `agents.green_0.kind`).
-    fn operator(&self, agent: usize) -> Result<OperatorHandle, SpecError> {
-        let agent_id = &self.spec.agents[agent].id;
-        let key = if self.operator.agents.contains_key(agent_id) {
-            agent_id.as_str()
-        } else {
-            mosaic_core::experiment::DEFAULT_SLOT
-        };
-        let slot = self.operator.agents.get(key).ok_or_else(|| {
-            SpecError::new(
-                "agents",
-                format!("no operator for agent `{agent_id}` (name it, or add a `\"*\"` slot)"),
-            )
-        })?;
-        let cx = SpawnContext {
-            env_name: &self.operator.env,
-            env_settings: &self.operator.env_settings,
-            spec: &self.spec,
-            agent,
-            slot,
-            scripted: self.scripted,
-            session: &self.resources,
-        };
-        self.kinds.spawn(&cx).map_err(|e| {
-            let path = if e.path.is_empty() {
-                format!("agents.{key}")
-            } else {
-                format!("agents.{key}.{}", e.path)
-            };
-            e.at(path)
-        })
-    }
-}
-
 /// A session's public state, for controllers and viewers.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SessionStatus {
@@ -231,74 +114,15 @@ pub struct SessionStatus {
     pub acting: Vec<usize>,
 }
 
-/// One running episode.
-struct Episode {
-    index: u32,
-    seed: u64,
-    id: String,
-    view: EnvView,
-    started: Instant,
-    returns: Vec<f64>,
-    results: Vec<AgentTally>,
-    alive: Vec<bool>,
-    last_actions: Vec<Option<String>>,
-    terminated: bool,
-    truncated: bool,
-    done: bool,
-    recovery: Recovery,
-    restarts: Vec<RestartRecord>,
-}
-
-/// What fault recovery needs to rebuild a child's state within the episode: the last
-/// checkpoints and what happened since.
-#[derive(Default)]
-struct Recovery {
-    /// When the last checkpoint was taken.
-    checkpointed: Option<Instant>,
-    /// The environment at some step, when it can save its state.
-    env: Option<(u32, Snapshot)>,
-    /// Joint actions since `env` (since the reset without one).
-    actions: Vec<Vec<Option<Action>>>,
-    /// Per agent: its operator's state, when it can save it.
-    states: Vec<Option<serde_json::Value>>,
-    /// Per agent: what it was asked since its state (since the episode start without one).
-    asked: Vec<Vec<Asked>>,
-}
-
-/// One decision as first made, replayed into a restarted operator.
-struct Asked {
-    step: u32,
-    obs: Arc<Observation>,
-    action: Action,
-    source: DecisionSource,
-}
-
-#[derive(Clone, Copy, Default)]
-struct AgentTally {
-    decisions: u32,
-    timeouts: u32,
-    errors: u32,
-}
-
-impl Episode {
-    fn status(&self, operator_id: &OperatorId) -> SessionStatus {
-        SessionStatus {
-            operator_id: operator_id.to_string(),
-            episode_index: self.index,
-            seed: self.seed,
-            steps: self.view.steps,
-            done: self.done,
-            returns: self.returns.clone(),
-            last_actions: self.last_actions.clone(),
-            acting: self.view.acting.clone(),
-        }
-    }
-}
-
 /// Runs the episodes of one operator configuration. See the module docs.
 pub struct Session {
-    handles: Rc<Handles>,
+    /// Lent to the request being handled (requests are atomic), here between them.
+    driver: Option<Box<Driver>>,
     episode: Option<Episode>,
+    spec: Arc<EnvSpec>,
+    /// The children as of the last request, for viewers.
+    env: Addr<EnvActor>,
+    operators: Rc<Vec<OperatorHandle>>,
 }
 
 impl Session {
@@ -314,119 +138,74 @@ impl Session {
         kinds: &OperatorRegistry,
         subscribers: Subscribers,
     ) -> Result<Self, SpecError> {
-        let intensity = Intensity::new(
-            config.supervision.max_restarts,
-            Duration::from_millis(config.supervision.period_ms),
-        );
-        let mut env_window = RestartWindow::new(intensity);
-        let env = retry_start(&mut env_window, || {
-            envs.make(&operator.env, &operator.env_settings)
-        })?;
-        let spec = Arc::new(env.spec().clone());
-        for slot in operator.agents.keys() {
-            if slot != mosaic_core::experiment::DEFAULT_SLOT && spec.agent_index(slot).is_none() {
-                let known: Vec<_> = spec.agents.iter().map(|a| a.id.as_str()).collect();
-                return Err(SpecError::new(
-                    format!("agents.{slot}"),
-                    format!(
-                        "`{slot}` is not an agent of {} (agents: {})",
-                        spec.name,
-                        known.join(", ")
-                    ),
-                ));
-            }
-        }
-        let channel = Channel::start(&spec, ChannelConfig::default());
-        let factory = Factory {
-            envs: envs.clone(),
-            kinds: kinds.clone(),
-            operator: operator.clone(),
-            spec: spec.clone(),
-            scripted: envs.get(&operator.env).and_then(|k| k.scripted),
-            resources: SessionResources {
-                channel: Some(channel.clone()),
-            },
-        };
-        let mut windows = vec![env_window];
-        let mut operators = Vec::with_capacity(spec.agents.len());
-        for agent in 0..spec.agents.len() {
-            let mut window = RestartWindow::new(intensity);
-            operators.push(retry_start(&mut window, || factory.operator(agent))?);
-            windows.push(window);
-        }
+        let (children, spec, channel) = Children::start(&config, operator, envs, kinds)?;
+        let operators = children.operators.clone();
         let mut wants: Vec<ObsRequest> = operators.iter().map(|o| o.wants).collect();
         if config.record_observations {
             for want in &mut wants {
                 want.text = true;
             }
         }
-        let agents = operators
-            .iter()
-            .map(|o| (o.kind.clone(), o.paradigm))
-            .collect();
-        let operator_states = operators.iter().map(|o| o.state.is_some()).collect();
-        let env = EnvActor::new(env).start();
         let publisher = Rc::new(Publisher::new(
             subscribers,
             config.step_batch,
             config.step_delay,
         ));
+        let cast = Cast {
+            config,
+            spec: spec.clone(),
+            operators: operators
+                .iter()
+                .map(|o| (o.kind.clone(), o.paradigm))
+                .collect(),
+        };
+        let env = children.env.clone();
         Ok(Self {
-            handles: Rc::new(Handles {
-                config,
-                spec,
-                factory,
-                children: RefCell::new(Children {
-                    env,
-                    operators: Rc::new(operators),
-                }),
-                agents,
+            driver: Some(Box::new(Driver {
+                cast,
+                children,
                 channel,
                 wants: Arc::new(wants),
                 publisher,
-                windows: RefCell::new(windows),
-                env_snapshots: Cell::new(true),
-                operator_states: RefCell::new(operator_states),
-            }),
+            })),
             episode: None,
+            spec,
+            env,
+            operators,
         })
     }
 
     /// The environment's spec.
     pub fn spec(&self) -> &Arc<EnvSpec> {
-        &self.handles.spec
+        &self.spec
     }
 
     /// The paradigm and kind of each agent's operator, in agent order.
     pub fn operators(&self) -> Rc<Vec<OperatorHandle>> {
-        self.handles.operators()
+        self.operators.clone()
     }
 
     /// The environment actor (for rendering); a restart replaces it.
     pub fn env(&self) -> Addr<EnvActor> {
-        self.handles.env()
+        self.env.clone()
     }
-}
 
-/// Starts a child with `start`, trying again after start failures while `window` allows.
-fn retry_start<T>(
-    window: &mut RestartWindow,
-    mut start: impl FnMut() -> Result<T, SpecError>,
-) -> Result<T, SpecError> {
-    loop {
-        match start() {
-            Err(e) if e.start_failure && window.allow(Instant::now()) => {
-                tracing::warn!(target: "mosaic::session", "{e}; starting again");
-            }
-            Err(e) if e.start_failure => {
-                let attempts = window.count();
-                return Err(SpecError {
-                    message: format!("{} (gave up after {attempts} attempts)", e.message),
-                    ..e
-                });
-            }
-            other => return other,
-        }
+    /// Lends the driver to a request; `None` only if a request is already running (which
+    /// atomic requests rule out).
+    fn lend(&mut self) -> Result<Box<Driver>, SessionError> {
+        self.driver.take().ok_or(SessionError::Busy)
+    }
+
+    /// Takes the driver back after a request, with the children it may have replaced.
+    fn give_back(&mut self, driver: Box<Driver>) {
+        self.env = driver.children.env.clone();
+        self.operators = driver.children.operators.clone();
+        self.driver = Some(driver);
+    }
+
+    fn status(&self) -> Option<SessionStatus> {
+        let (episode, driver) = (self.episode.as_ref()?, self.driver.as_ref()?);
+        Some(episode.status(&driver.cast))
     }
 }
 
@@ -480,17 +259,6 @@ pub struct EndManual {
 #[rtype(result = "Option<SessionStatus>")]
 pub struct GetStatus;
 
-impl Handler<RunEpisode> for Session {
-    type Result = AtomicResponse<Self, Result<Recorded, SessionError>>;
-
-    fn handle(&mut self, msg: RunEpisode, _: &mut Context<Self>) -> Self::Result {
-        let handles = self.handles.clone();
-        AtomicResponse::new(Box::pin(
-            async move { handles.run_episode(msg.index, msg.seed, None).await }.into_actor(self),
-        ))
-    }
-}
-
 /// Where a resumed episode continues: its last durable checkpoint and its step records
 /// before it (as `mosaic resume` finds them in the run directory).
 #[derive(Clone, Debug)]
@@ -514,19 +282,67 @@ pub struct ResumeEpisode {
     pub from: Arc<ResumePoint>,
 }
 
+impl Handler<RunEpisode> for Session {
+    type Result = AtomicResponse<Self, Result<Recorded, SessionError>>;
+
+    fn handle(&mut self, msg: RunEpisode, _: &mut Context<Self>) -> Self::Result {
+        self.run(msg.index, msg.seed, None)
+    }
+}
+
 impl Handler<ResumeEpisode> for Session {
     type Result = AtomicResponse<Self, Result<Recorded, SessionError>>;
 
     fn handle(&mut self, msg: ResumeEpisode, _: &mut Context<Self>) -> Self::Result {
-        let handles = self.handles.clone();
+        self.run(msg.index, msg.seed, Some(msg.from))
+    }
+}
+
+impl Session {
+    /// Runs a whole episode with the driver lent to it ([`RunEpisode`], [`ResumeEpisode`]).
+    fn run(
+        &mut self,
+        index: u32,
+        seed: u64,
+        from: Option<Arc<ResumePoint>>,
+    ) -> AtomicResponse<Self, Result<Recorded, SessionError>> {
+        let mut driver = match self.lend() {
+            Ok(driver) => driver,
+            Err(busy) => return AtomicResponse::new(Box::pin(fut::ready(Err(busy)))),
+        };
         AtomicResponse::new(Box::pin(
             async move {
-                handles
-                    .run_episode(msg.index, msg.seed, Some(&msg.from))
-                    .await
+                let recorded = driver.run_episode(index, seed, from.as_deref()).await;
+                (driver, recorded)
             }
-            .into_actor(self),
+            .into_actor(self)
+            .map(|(driver, recorded), session, _| {
+                session.give_back(driver);
+                Ok(recorded)
+            }),
         ))
+    }
+
+    /// Runs `work` on the manual episode with the driver lent to it; answers the status.
+    fn manual<F>(
+        &mut self,
+        work: impl FnOnce(Box<Driver>, Option<Episode>) -> F,
+    ) -> AtomicResponse<Self, Result<SessionStatus, SessionError>>
+    where
+        F: Future<Output = (Box<Driver>, Result<Option<Episode>, SessionError>)> + 'static,
+    {
+        let driver = match self.lend() {
+            Ok(driver) => driver,
+            Err(busy) => return AtomicResponse::new(Box::pin(fut::ready(Err(busy)))),
+        };
+        let episode = self.episode.take();
+        AtomicResponse::new(Box::pin(work(driver, episode).into_actor(self).map(
+            |(driver, worked), session, _| {
+                session.give_back(driver);
+                session.episode = worked?;
+                session.status().ok_or(SessionError::NoEpisode)
+            },
+        )))
     }
 }
 
@@ -534,27 +350,18 @@ impl Handler<BeginManual> for Session {
     type Result = AtomicResponse<Self, Result<SessionStatus, SessionError>>;
 
     fn handle(&mut self, msg: BeginManual, _: &mut Context<Self>) -> Self::Result {
-        let handles = self.handles.clone();
-        let previous = self.episode.take();
-        AtomicResponse::new(Box::pin(
-            async move {
-                if let Some(previous) = previous {
-                    handles.abandon(previous, ABANDONED_BY_RESET).await;
-                }
-                let episode = handles.begin(msg.index, msg.seed).await?;
-                if episode.done {
-                    handles.finish(&episode, None).await;
-                }
-                Ok::<_, SessionError>(episode)
+        self.manual(|mut driver, previous| async move {
+            if let Some(previous) = previous {
+                driver.abandon(previous, ABANDONED_BY_RESET).await;
             }
-            .into_actor(self)
-            .map(|begun, session, _| {
-                let episode = begun?;
-                let status = episode.status(&session.handles.config.operator_id);
-                session.episode = Some(episode);
-                Ok(status)
-            }),
-        ))
+            let begun = driver.begin(msg.index, msg.seed).await;
+            if let Ok(episode) = &begun
+                && episode.done
+            {
+                driver.finish(episode, None).await;
+            }
+            (driver, begun.map(Some))
+        })
     }
 }
 
@@ -562,35 +369,24 @@ impl Handler<StepManual> for Session {
     type Result = AtomicResponse<Self, Result<SessionStatus, SessionError>>;
 
     fn handle(&mut self, _: StepManual, _: &mut Context<Self>) -> Self::Result {
-        let handles = self.handles.clone();
-        let episode = self.episode.take();
-        AtomicResponse::new(Box::pin(
-            async move {
-                let mut episode = episode.ok_or_else(|| {
-                    SessionError::Control("no episode started: reset first".into())
-                })?;
-                if !episode.done {
-                    if let Err(error) = handles.step(&mut episode).await {
-                        episode.done = true;
-                        handles.finish(&episode, Some(error.to_string())).await;
-                    } else if episode.done {
-                        handles.finish(&episode, None).await;
-                    } else {
-                        // Someone watches each manual step: its records go out before the
-                        // answer, ahead of anything asked of the session after it.
-                        handles.publisher.flush_steps().await;
-                    }
+        self.manual(|mut driver, episode| async move {
+            let Some(mut episode) = episode else {
+                return (driver, Err(SessionError::NoEpisode));
+            };
+            if !episode.done {
+                if let Err(error) = driver.step(&mut episode).await {
+                    episode.done = true;
+                    driver.finish(&episode, Some(error.to_string())).await;
+                } else if episode.done {
+                    driver.finish(&episode, None).await;
+                } else {
+                    // Someone watches each manual step: its records go out before the
+                    // answer, ahead of anything asked of the session after it.
+                    driver.publisher.flush_steps().await;
                 }
-                Ok(episode)
             }
-            .into_actor(self)
-            .map(|stepped: Result<Episode, SessionError>, session, _| {
-                let episode = stepped?;
-                let status = episode.status(&session.handles.config.operator_id);
-                session.episode = Some(episode);
-                Ok(status)
-            }),
-        ))
+            (driver, Ok(Some(episode)))
+        })
     }
 }
 
@@ -598,18 +394,24 @@ impl Handler<EndManual> for Session {
     type Result = AtomicResponse<Self, Option<SessionStatus>>;
 
     fn handle(&mut self, msg: EndManual, _: &mut Context<Self>) -> Self::Result {
-        let handles = self.handles.clone();
-        let episode = self.episode.take();
+        let Some(episode) = self.episode.take() else {
+            return AtomicResponse::new(Box::pin(fut::ready(None)));
+        };
+        let Ok(driver) = self.lend() else {
+            self.episode = Some(episode);
+            return AtomicResponse::new(Box::pin(fut::ready(None)));
+        };
         AtomicResponse::new(Box::pin(
-            async move { handles.abandon(episode?, &msg.reason).await }
-                .into_actor(self)
-                .map(|ended, session, _| {
-                    session.episode = ended;
-                    session
-                        .episode
-                        .as_ref()
-                        .map(|e| e.status(&session.handles.config.operator_id))
-                }),
+            async move {
+                let ended = driver.abandon(episode, &msg.reason).await;
+                (driver, ended)
+            }
+            .into_actor(self)
+            .map(|(driver, ended), session, _| {
+                session.give_back(driver);
+                session.episode = ended;
+                session.status()
+            }),
         ))
     }
 }
@@ -618,8 +420,6 @@ impl Handler<GetStatus> for Session {
     type Result = Option<SessionStatus>;
 
     fn handle(&mut self, _: GetStatus, _: &mut Context<Self>) -> Self::Result {
-        self.episode
-            .as_ref()
-            .map(|e| e.status(&self.handles.config.operator_id))
+        self.status()
     }
 }
