@@ -3,6 +3,7 @@
 use crate::channel::ChannelError;
 use actix::MailboxError;
 use mosaic_core::{EnvError, SpecError};
+use mosaic_recorder::RecorderError;
 
 /// Why a decision that missed its deadline took the fallback action (recorded in its
 /// `decision.error`).
@@ -169,11 +170,11 @@ pub enum ResumeError {
 }
 
 /// The telemetry sink could not record (the run must stop: records would be lost).
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum SinkError {
     /// Writing the run directory failed.
     #[error("recording failed: {0}")]
-    Recorder(String),
+    Recorder(#[from] RecorderError),
     /// The sink had already stopped after a failure.
     #[error("telemetry sink stopped: {0}")]
     Stopped(String),
