@@ -40,7 +40,7 @@ use episode::{Cast, Episode};
 use mosaic_adapters::EnvRegistry;
 use mosaic_core::experiment::{SpecError, SupervisionSpec};
 use mosaic_core::record::{EpisodeCheckpoint, StepRecord};
-use mosaic_core::{EnvSpec, ObsRequest, OperatorId, OperatorSpec, RunId};
+use mosaic_core::{EnvSpec, ExperimentSpec, ObsRequest, OperatorId, OperatorSpec, RunId};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,6 +89,36 @@ impl SessionConfig {
             step_batch: 64,
             step_delay: Duration::from_millis(2),
             supervision: SupervisionSpec::default(),
+        }
+    }
+
+    /// The configuration of the session running `operator` of `experiment` in `run_id`:
+    /// the experiment's step limit, decision deadline, observation recording, pace and
+    /// supervision. Script runs and manual sessions both start here.
+    ///
+    /// ```
+    /// use mosaic_actors::session::SessionConfig;
+    /// use mosaic_core::{ExperimentSpec, RunId};
+    ///
+    /// let experiment: ExperimentSpec = serde_json::from_value(serde_json::json!({
+    ///     "name": "duel",
+    ///     "supervision": {"max_restarts": 1},
+    ///     "operators": [{"id": "op", "env": "walk", "agents": {"*": {"kind": "random"}}}]
+    /// }))
+    /// .unwrap();
+    /// let config =
+    ///     SessionConfig::from_spec(&experiment, &experiment.operators[0], RunId::from("r"));
+    /// assert_eq!(config.operator_id.0, "op");
+    /// assert_eq!(config.supervision.max_restarts, 1);
+    /// ```
+    pub fn from_spec(experiment: &ExperimentSpec, operator: &OperatorSpec, run_id: RunId) -> Self {
+        Self {
+            max_steps: experiment.max_steps,
+            decision_timeout: experiment.decision_timeout_ms.map(Duration::from_millis),
+            record_observations: experiment.record_observations,
+            pace: Duration::from_millis(experiment.pace_ms),
+            supervision: experiment.supervision.clone(),
+            ..Self::new(run_id, OperatorId(operator.id.clone()))
         }
     }
 }
