@@ -102,6 +102,7 @@ impl SessionConfig {
     ///
     /// let experiment: ExperimentSpec = serde_json::from_value(serde_json::json!({
     ///     "name": "duel",
+    ///     "episodes": 1,
     ///     "supervision": {"max_restarts": 1},
     ///     "operators": [{"id": "op", "env": "walk", "agents": {"*": {"kind": "random"}}}]
     /// }))
