@@ -82,10 +82,10 @@ pub enum SessionError {
         /// The restart limit.
         max_restarts: u32,
         /// The period of the limit, in milliseconds.
-        period_ms: u128,
+        period_ms: u64,
         /// The last failure.
         #[source]
-        last: ChildFailure,
+        last: Box<ChildFailure>,
     },
     /// An episode could not be resumed from its checkpoint.
     #[error("cannot resume episode {episode} from its checkpoint at step {step}: {source}")]

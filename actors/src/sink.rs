@@ -50,6 +50,7 @@
 //! ```
 
 use crate::error::SinkError;
+use crate::publish::Subscribers;
 use crate::{CheckpointEvent, EpisodeEvent, StepEvent};
 use actix::prelude::*;
 use futures::channel::oneshot;
@@ -418,6 +419,15 @@ impl Sinks {
             arbiter,
             failure,
         })
+    }
+
+    /// The sink as the subscribers of a session: every step, roll-up and checkpoint.
+    pub fn subscribers(&self) -> Subscribers {
+        Subscribers {
+            steps: self.steps.clone(),
+            episodes: self.episodes.clone(),
+            checkpoints: self.checkpoints.clone(),
+        }
     }
 
     /// Why the sink stopped, if it failed.

@@ -55,8 +55,8 @@ impl Driver {
                     return Err(SessionError::Escalated {
                         child: self.child_name(child).to_owned(),
                         max_restarts: intensity.max_restarts,
-                        period_ms: intensity.period.as_millis(),
-                        last: last_failure,
+                        period_ms: intensity.period.as_millis() as u64,
+                        last: Box::new(last_failure),
                     });
                 }
                 let rebuilt = match child {
