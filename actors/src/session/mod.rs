@@ -5,8 +5,8 @@
 //! (`Decide`), the session joins the decisions (a late or failed one becomes the
 //! environment's default action, recorded as such), steps the environment, and hands the
 //! step's records to its publisher (`crate::publish`), which sends them to the subscribers
-//! in batches ([`StepEvent`]s). At the end of an episode it sends the last steps, then an
-//! [`EpisodeEvent`]; the episode is done once every subscriber has handled it (durable sinks
+//! in batches ([`StepEvent`](crate::StepEvent)s). At the end of an episode it sends the last
+//! steps, then an [`EpisodeEvent`](crate::EpisodeEvent); the episode is done once every subscriber has handled it (durable sinks
 //! answer only once the episode's records are on disk). See `docs/semantics.md` for the
 //! guarantees.
 //!
@@ -66,7 +66,7 @@ pub struct SessionConfig {
     pub record_observations: bool,
     /// Delay after each step of a free-running episode (for watching).
     pub pace: Duration,
-    /// Steps sent to step subscribers in one [`StepEvent`] at most. A session sends a batch
+    /// Steps sent to step subscribers in one [`StepEvent`](crate::StepEvent) at most. A session sends a batch
     /// once the subscribers have handled the previous one (backpressure with pipelining).
     pub step_batch: u32,
     /// Longest a step's records wait in a batch before they are sent anyway.
