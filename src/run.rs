@@ -4,7 +4,7 @@ use crate::Experiment;
 use crate::llm_cache::{LlmCache, LlmCacheError};
 use mosaic_actors::error::SinkError;
 use mosaic_actors::runner::{RunError, Runner, Unit};
-use mosaic_actors::session::{ResumePoint, Subscribers};
+use mosaic_actors::session::ResumePoint;
 use mosaic_actors::sink::Sinks;
 use mosaic_core::record::{EpisodeRecord, RUN_SCHEMA, RunManifest, now_ms};
 use mosaic_core::{RunId, SpecError};
@@ -307,11 +307,7 @@ impl Experiment {
         options: &RunOptions,
     ) -> Result<Vec<Arc<EpisodeRecord>>, RunFailure> {
         let sinks = Sinks::start(run_dir, store, options.durability).map_err(RunFailure::Sink)?;
-        let subscribers = Subscribers {
-            steps: sinks.steps.clone(),
-            episodes: sinks.episodes.clone(),
-            checkpoints: sinks.checkpoints.clone(),
-        };
+        let subscribers = sinks.subscribers();
         let total = units.as_ref().map_or(runner.all_units().len(), Vec::len);
         let bar = progress_bar(options.progress, total as u64);
         let episodes = runner

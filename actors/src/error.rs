@@ -1,5 +1,10 @@
 //! Errors of the actor layer.
 
+use crate::channel::ChannelError;
+use actix::MailboxError;
+use mosaic_core::{EnvError, SpecError};
+use mosaic_recorder::RecorderError;
+
 /// Why a decision that missed its deadline took the fallback action (recorded in its
 /// `decision.error`).
 pub const DEADLINE_MISSED: &str = "no decision before the deadline";
@@ -30,26 +35,69 @@ impl OperatorError {
     }
 }
 
-/// A session could not go on.
-#[derive(Debug, Clone, thiserror::Error)]
+/// A session could not go on. Each variant names what failed (the environment, the agent,
+/// the child, the episode and step) and carries the error underneath.
+#[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    /// The environment failed.
-    #[error("environment {env}: {message}")]
+    /// The environment failed (other than by crashing, which restarts it).
+    #[error("environment {env}: {source}")]
     Env {
         /// Environment name.
         env: String,
         /// What went wrong.
-        message: String,
+        #[source]
+        source: EnvError,
     },
-    /// A control message came at the wrong time (e.g. Step All while running freely).
-    #[error("{0}")]
-    Control(String),
-    /// The configuration could not be built.
-    #[error("{0}")]
-    Config(String),
+    /// The session's message channel stopped.
+    #[error("message channel gone: {0}")]
+    ChannelGone(#[source] MailboxError),
+    /// An operator could not begin an episode (for a reason a restart does not cure).
+    #[error("operator of {agent} could not start episode {episode}: {source}")]
+    EpisodeStart {
+        /// The agent whose operator failed.
+        agent: String,
+        /// The episode index.
+        episode: u32,
+        /// The operator's answer.
+        #[source]
+        source: OperatorError,
+    },
+    /// Step All (or End) came before any Reset All.
+    #[error("no episode started: reset first")]
+    NoEpisode,
+    /// A request came while another one was running (requests to a session are atomic,
+    /// so this does not happen through its messages).
+    #[error("the session is busy with another request")]
+    Busy,
+    /// A session no longer answers (its actor stopped).
+    #[error("session gone: {0}")]
+    Gone(#[source] MailboxError),
     /// A child failed more often than the restart limit allows; the session gave up on it.
-    #[error("escalated: {0}")]
-    Escalated(String),
+    #[error(
+        "escalated: {child} failed more than {max_restarts} times within {period_ms} ms (last: {last})"
+    )]
+    Escalated {
+        /// The child given up on (`env` or an agent id).
+        child: String,
+        /// The restart limit.
+        max_restarts: u32,
+        /// The period of the limit, in milliseconds.
+        period_ms: u64,
+        /// The last failure.
+        #[source]
+        last: Box<ChildFailure>,
+    },
+    /// An episode could not be resumed from its checkpoint.
+    #[error("cannot resume episode {episode} from its checkpoint at step {step}: {source}")]
+    Resume {
+        /// The episode index.
+        episode: u32,
+        /// The checkpoint's step.
+        step: u32,
+        /// What did not fit.
+        #[source]
+        source: ResumeError,
+    },
     /// An episode subscriber (e.g. the telemetry sink after a write failure) stopped before
     /// it confirmed the episode, so the episode is not known to be recorded.
     #[error("episode {episode} not confirmed: an episode subscriber stopped ({reason})")]
@@ -61,12 +109,72 @@ pub enum SessionError {
     },
 }
 
+/// Why a session child (the environment or an agent's operator) needs a restart, or why
+/// bringing a restarted one back failed. Its text is what restart records show.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildFailure {
+    /// The environment's process died, hung or broke its stream.
+    #[error("{0}")]
+    EnvCrashed(String),
+    /// The child's actor is gone.
+    #[error("{0}")]
+    Mailbox(#[from] MailboxError),
+    /// The environment refused a message while its state was rebuilt.
+    #[error("{0}")]
+    Env(#[from] EnvError),
+    /// The operator failed (crashed, gone, or refused its state).
+    #[error("{0}")]
+    Operator(#[from] OperatorError),
+    /// A new child could not be started.
+    #[error("{0}")]
+    Start(#[from] SpecError),
+    /// The restarted operator cannot load the state its predecessor saved.
+    #[error("the restarted operator cannot restore its checkpoint")]
+    NoStateLoader,
+}
+
+/// Why a checkpoint (and the step records before it) does not fit the session resuming it.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// The checkpoint holds a different number of operator states than there are agents.
+    #[error("it holds {held} operator states for {agents} agents")]
+    OperatorStates {
+        /// States in the checkpoint.
+        held: usize,
+        /// Agents of the environment.
+        agents: usize,
+    },
+    /// A step record names an agent the environment does not have.
+    #[error("`{agent}` is not an agent of {env}")]
+    UnknownAgent {
+        /// The agent id in the record.
+        agent: String,
+        /// The environment name.
+        env: String,
+    },
+    /// A step record lies at or after the checkpoint's step.
+    #[error("a step record of step {0}")]
+    StepAfterCheckpoint(usize),
+    /// The message channel stopped.
+    #[error("message channel gone: {0}")]
+    ChannelGone(#[source] MailboxError),
+    /// The message channel refused the checkpoint's state.
+    #[error("{0}")]
+    Channel(#[from] ChannelError),
+    /// The environment stopped while it was observed.
+    #[error("{0}")]
+    EnvGone(#[source] MailboxError),
+    /// The restored environment is at another step than the checkpoint.
+    #[error("the environment came back at step {0}")]
+    EnvAtStep(u32),
+}
+
 /// The telemetry sink could not record (the run must stop: records would be lost).
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum SinkError {
     /// Writing the run directory failed.
     #[error("recording failed: {0}")]
-    Recorder(String),
+    Recorder(#[from] RecorderError),
     /// The sink had already stopped after a failure.
     #[error("telemetry sink stopped: {0}")]
     Stopped(String),

@@ -60,7 +60,7 @@ impl SessionGroup {
 
 /// A session that no longer answers.
 fn gone(error: MailboxError) -> SessionError {
-    SessionError::Control(format!("session gone: {error}"))
+    SessionError::Gone(error)
 }
 
 impl Actor for SessionGroup {

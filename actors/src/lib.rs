@@ -32,7 +32,7 @@ pub mod sink;
 pub mod supervisor;
 pub mod worker;
 
-pub use error::{OperatorError, SessionError, SinkError};
+pub use error::{ChildFailure, OperatorError, ResumeError, SessionError, SinkError};
 pub use messages::{
     BeginEpisode, CheckpointEvent, Decide, EpisodeEvent, LoadState, SaveState, StepEvent,
 };

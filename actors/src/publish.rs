@@ -18,7 +18,6 @@
 //! last steps; the [`Durable`] it answers resolves once every episode subscriber has handled
 //! it (durable sinks answer once the episode is on disk).
 
-use crate::session::Subscribers;
 use crate::{CheckpointEvent, EpisodeEvent, SessionError, StepEvent};
 use actix::dev::RecipientRequest;
 use actix::{MailboxError, Message, Recipient};
@@ -33,6 +32,28 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
+
+/// Who hears about steps and episodes.
+#[derive(Clone, Default)]
+pub struct Subscribers {
+    /// Receive every [`StepEvent`].
+    pub steps: Vec<Recipient<StepEvent>>,
+    /// Receive every [`EpisodeEvent`]; the session waits for each to be handled.
+    pub episodes: Vec<Recipient<EpisodeEvent>>,
+    /// Receive the checkpoints of unfinished episodes ([`CheckpointEvent`]), each after
+    /// the step events before it.
+    pub checkpoints: Vec<Recipient<CheckpointEvent>>,
+}
+
+impl std::fmt::Debug for Subscribers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscribers")
+            .field("steps", &self.steps.len())
+            .field("episodes", &self.episodes.len())
+            .field("checkpoints", &self.checkpoints.len())
+            .finish()
+    }
+}
 
 /// A message in a subscriber's mailbox, and the wait for its answer.
 type Answer<M> = Pin<Box<RecipientRequest<M>>>;

@@ -17,7 +17,6 @@ use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{ExperimentSpec, OperatorId, RunId, SpecError};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// One operator × episode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -98,22 +97,13 @@ impl Runner {
         &self.spec
     }
 
-    fn session_config(&self, operator: usize) -> SessionConfig {
-        let mut config = SessionConfig::new(
-            self.run_id.clone(),
-            OperatorId(self.spec.operators[operator].id.clone()),
-        );
-        config.max_steps = self.spec.max_steps;
-        config.decision_timeout = self.spec.decision_timeout_ms.map(Duration::from_millis);
-        config.record_observations = self.spec.record_observations;
-        config.pace = Duration::from_millis(self.spec.pace_ms);
-        config.supervision = self.spec.supervision.clone();
-        config
-    }
-
     fn build(&self, operator: usize, subscribers: Subscribers) -> Result<Session, SpecError> {
         Session::build(
-            self.session_config(operator),
+            SessionConfig::from_spec(
+                &self.spec,
+                &self.spec.operators[operator],
+                self.run_id.clone(),
+            ),
             &self.spec.operators[operator],
             &self.envs,
             &self.kinds,
@@ -325,7 +315,7 @@ impl Lane {
                     }
                 };
                 answer
-                    .map_err(|e| fail(SessionError::Control(format!("session gone: {e}"))))?
+                    .map_err(|e| fail(SessionError::Gone(e)))?
                     .map_err(fail)?
             }
             // Children that never started: the episode is recorded as failed (it is not

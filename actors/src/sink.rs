@@ -50,6 +50,7 @@
 //! ```
 
 use crate::error::SinkError;
+use crate::publish::Subscribers;
 use crate::{CheckpointEvent, EpisodeEvent, StepEvent};
 use actix::prelude::*;
 use futures::channel::oneshot;
@@ -151,7 +152,7 @@ struct Commit;
 struct Close;
 
 impl RecordSink {
-    fn fail(&mut self, ctx: &mut Context<Self>, error: RecorderError) {
+    fn fail(&mut self, ctx: &mut Context<Self>, error: &RecorderError) {
         let message = error.to_string();
         tracing::error!(error = %message, "telemetry sink failed; stopping the run's recording");
         self.failure.set(message);
@@ -187,7 +188,7 @@ impl Handler<StepEvent> for RecordSink {
             .chunk_by(|a, b| a.episode_index == b.episode_index && a.operator_id == b.operator_id);
         for records in episodes {
             if let Err(e) = self.write_steps(records, ctx) {
-                return self.fail(ctx, e);
+                return self.fail(ctx, &e);
             }
         }
     }
@@ -249,13 +250,13 @@ impl Handler<EpisodeEvent> for RecordSink {
                 "{}: steps recorded up to step {seen} for an episode record of {} steps",
                 event.record.episode_id, event.record.steps
             );
-            self.fail(ctx, foreign(message));
+            self.fail(ctx, &foreign(message));
         } else if seen == event.record.steps {
             if let Some(at) = at {
                 self.open.remove(at);
             }
             if let Err(e) = self.end_episode(event.record, done, ctx) {
-                self.fail(ctx, e);
+                self.fail(ctx, &e);
             }
         } else {
             let (_, open) = self
@@ -282,7 +283,7 @@ impl Handler<CheckpointEvent> for RecordSink {
     fn handle(&mut self, event: CheckpointEvent, ctx: &mut Context<Self>) {
         let checkpoint = &event.checkpoint;
         if let Err(e) = self.writer.write_checkpoint(checkpoint) {
-            return self.fail(ctx, e);
+            return self.fail(ctx, &e);
         }
         let (_, open) = self
             .open
@@ -300,7 +301,7 @@ impl Handler<Commit> for RecordSink {
         }
         let sync = match self.writer.prepare_commit() {
             Ok(sync) => sync,
-            Err(e) => return self.fail(ctx, e),
+            Err(e) => return self.fail(ctx, &e),
         };
         let batch = std::mem::take(&mut self.queued);
         if sync.is_empty() {
@@ -319,7 +320,7 @@ impl Handler<Commit> for RecordSink {
                     ))
                 });
                 if let Err(e) = synced {
-                    return sink.fail(ctx, e);
+                    return sink.fail(ctx, &e);
                 }
                 sink.complete(batch, ctx);
             }),
@@ -336,7 +337,7 @@ impl RecordSink {
     ) {
         for (record, done) in batch {
             if let Err(e) = self.writer.mark_complete(&record) {
-                return self.fail(ctx, e);
+                return self.fail(ctx, &e);
             }
             // The session may have given up waiting: nothing to tell it then.
             let _ = done.send(());
@@ -364,9 +365,8 @@ impl Handler<Close> for RecordSink {
 
     fn handle(&mut self, _: Close, ctx: &mut Context<Self>) -> Self::Result {
         self.close_all().map_err(|e| {
-            let error = SinkError::Recorder(e.to_string());
-            self.fail(ctx, e);
-            error
+            self.fail(ctx, &e);
+            SinkError::Recorder(e)
         })
     }
 }
@@ -400,9 +400,7 @@ impl Sinks {
         store: &RunStore,
         durability: Durability,
     ) -> Result<Sinks, SinkError> {
-        let writer = run
-            .writer(store, durability)
-            .map_err(|e| SinkError::Recorder(e.to_string()))?;
+        let writer = run.writer(store, durability)?;
         let failure = Failure::default();
         let arbiter = Arbiter::new();
         let sink_failure = failure.clone();
@@ -421,6 +419,15 @@ impl Sinks {
             arbiter,
             failure,
         })
+    }
+
+    /// The sink as the subscribers of a session: every step, roll-up and checkpoint.
+    pub fn subscribers(&self) -> Subscribers {
+        Subscribers {
+            steps: self.steps.clone(),
+            episodes: self.episodes.clone(),
+            checkpoints: self.checkpoints.clone(),
+        }
     }
 
     /// Why the sink stopped, if it failed.

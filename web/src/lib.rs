@@ -80,7 +80,7 @@ pub struct ServeConfig {
 impl ServeConfig {
     /// No experiment, no runs directory, no recording, listening on [`DEFAULT_BIND`]
     /// without a token; replays may rebuild the in-process environments
-    /// ([`EnvRegistry::in_process`]).
+    /// ([`mosaic_adapters::in_process_envs`]).
     pub fn new(envs: EnvRegistry, kinds: OperatorRegistry) -> Self {
         Self {
             experiment: None,

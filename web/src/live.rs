@@ -22,8 +22,7 @@ use mosaic_actors::{EpisodeEvent, OperatorRegistry, StepEvent};
 use mosaic_core::EnvRegistry;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{
-    Action, DecisionSource, EnvSpec, ExperimentSpec, OperatorId, Outcome, Paradigm, RunId,
-    SeedPlan, SpecError,
+    Action, DecisionSource, EnvSpec, ExperimentSpec, Outcome, Paradigm, RunId, SeedPlan, SpecError,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -200,10 +199,8 @@ impl Live {
         for (index, operator) in spec.operators.iter().enumerate() {
             let mut operator_kinds = kinds.clone();
             human::register(&mut operator_kinds, hub.scoped(&operator.id));
-            let mut config = SessionConfig::new(run_id.clone(), OperatorId(operator.id.clone()));
-            config.max_steps = spec.max_steps;
-            config.decision_timeout = spec.decision_timeout_ms.map(Duration::from_millis);
-            config.record_observations = spec.record_observations;
+            // The pace only paces script episodes; the board paces Run itself.
+            let config = SessionConfig::from_spec(&spec, operator, run_id.clone());
             let mut subscribers = recording
                 .as_ref()
                 .map(Recording::subscribers)

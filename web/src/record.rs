@@ -117,10 +117,9 @@ impl Recording {
         lock(&self.open)
             .as_ref()
             .map(|open| Subscribers {
-                steps: open.sinks.steps.clone(),
-                episodes: open.sinks.episodes.clone(),
                 // Runs played by hand are not resumed.
                 checkpoints: Vec::new(),
+                ..open.sinks.subscribers()
             })
             .unwrap_or_default()
     }

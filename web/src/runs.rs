@@ -8,7 +8,7 @@
 //! for the last few replays.
 //!
 //! Only environments that run no outside code are rebuilt for an arbitrary run: those of
-//! the replay registry (by default [`EnvRegistry::in_process`]), plus any environment
+//! the replay registry (by default [`mosaic_adapters::in_process_envs`]), plus any environment
 //! configured (same name and settings) in the loaded experiment.
 
 use crate::ServeConfig;
