@@ -11,6 +11,7 @@
 //! ```
 
 use crate::error::DecodeError;
+pub use crate::wire::FrameEncoding;
 use crate::wire::{AgentView, WireFrame};
 use mosaic_core::{Action, EnvSpec, Event, ObsRequest, Outcome, Paradigm};
 use serde::{Deserialize, Serialize};
@@ -100,18 +101,6 @@ pub struct PolicySchema {
     /// The paradigm shown for its agents; `external` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paradigm: Option<Paradigm>,
-}
-
-/// How frames travel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum FrameEncoding {
-    /// Raw 8-bit RGB rows, base64: no compression work, but ~100 KB per 160x160 frame.
-    Rgb,
-    /// PNG, base64: the default. Grid-world frames shrink ~20x, which more than pays for
-    /// the compression (MiniGrid with a frame every step: 752 vs 506 steps/s measured).
-    #[default]
-    Png,
 }
 
 /// The orchestrator accepts the worker.

@@ -5,8 +5,7 @@
 //!
 //! ```
 //! use mosaic_core::Frame;
-//! use mosaic_protocols::message::FrameEncoding;
-//! use mosaic_protocols::wire::WireFrame;
+//! use mosaic_protocols::wire::{FrameEncoding, WireFrame};
 //! let frame = Frame::filled(3, 2, [10, 20, 30]);
 //! for encoding in [FrameEncoding::Rgb, FrameEncoding::Png] {
 //!     let wire = WireFrame::encode(&frame, encoding).unwrap();
@@ -15,7 +14,6 @@
 //! ```
 
 use crate::error::ImageError;
-use crate::message::FrameEncoding;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use mosaic_core::{Frame, Observation, Tensor};
@@ -25,6 +23,18 @@ use std::sync::Arc;
 /// Frames larger than this many pixels are refused before any allocation (a 16k x 16k
 /// image).
 pub const MAX_FRAME_PIXELS: u64 = 1 << 28;
+
+/// How frames travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameEncoding {
+    /// Raw 8-bit RGB rows, base64: no compression work, but ~100 KB per 160x160 frame.
+    Rgb,
+    /// PNG, base64: the default. Grid-world frames shrink ~20x, which more than pays for
+    /// the compression (MiniGrid with a frame every step: 752 vs 506 steps/s measured).
+    #[default]
+    Png,
+}
 
 /// An RGB frame on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
