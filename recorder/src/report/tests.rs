@@ -1,0 +1,207 @@
+use super::*;
+use crate::synthetic;
+use mosaic_core::record::RestartRecord;
+
+fn report(operators: &[&str]) -> (tempfile::TempDir, Report) {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = synthetic::manifest("rep", operators, 8, 40);
+    let (run, store) = synthetic::write_run(&dir.path().join("rep"), &manifest, 30, 4).unwrap();
+    let report = build(&run, &Records::Store(Box::new(store))).unwrap();
+    (dir, report)
+}
+
+#[test]
+fn steps_per_second_comes_from_full_resolution_episode_times() {
+    let unit = synthetic::UnitSpec {
+        run_id: "r".into(),
+        operator_id: "a".into(),
+        episode_index: 0,
+        seed: 1,
+    };
+    let episode = |steps: u32, steps_per_s: f64| {
+        let mut record = synthetic::episode(&unit, steps, 1).record;
+        record.steps = steps;
+        record.steps_per_s = steps_per_s;
+        record.duration_ms = (f64::from(steps) * 1000.0 / steps_per_s) as u64;
+        record
+    };
+    // Episodes shorter than a millisecond: whole milliseconds would say 0 ms.
+    let fast = [episode(30, 600_000.0), episode(30, 300_000.0)];
+    let fast: Vec<&EpisodeRecord> = fast.iter().collect();
+    assert!(fast.iter().all(|e| e.duration_ms == 0));
+    let rate = steps_per_second(fast.iter().copied()).unwrap();
+    assert!((rate - 400_000.0).abs() < 1e-6, "{rate}");
+    assert_eq!(fmt_rate(Some(rate)), "400000");
+    // An LLM operator: well under one step per second, not shown as 0.
+    let slow = [episode(25, 0.62)];
+    let slow: Vec<&EpisodeRecord> = slow.iter().collect();
+    assert_eq!(fmt_rate(steps_per_second(slow.iter().copied())), "0.620");
+    assert_eq!(steps_per_second([]), None);
+}
+
+#[test]
+fn control_characters_from_models_are_printed_escaped() {
+    let (_dir, mut report) = report(&["a"]);
+    let hostile = "clear\u{1b}[2J title\u{1b}]0;pwned\u{7} nul\u{0} back\r";
+    report.operators[0].operator_id = format!("op{hostile}");
+    report.errors.push(agents::ErrorGroup {
+        operator_id: "a".into(),
+        agent_id: Some("green_0".into()),
+        kind: agents::ErrorKind::Decision,
+        count: 1,
+        first_episode: 0,
+        first_step: Some(0),
+        first_message: hostile.into(),
+    });
+    for format in [Format::Markdown, Format::Csv] {
+        let text = report.render(format);
+        let raw: Vec<char> = text
+            .chars()
+            .filter(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+            .collect();
+        assert!(raw.is_empty(), "{format:?} printed {raw:?}");
+        assert!(text.contains("clear\\u{1b}[2J"), "{format:?}: {text}");
+        assert!(text.contains("nul\\u{0} back\\u{d}"), "{format:?}");
+    }
+    // JSON escapes them itself, and keeps the text exact.
+    let json: serde_json::Value = serde_json::from_str(&report.render(Format::Json)).unwrap();
+    assert_eq!(json["errors"][0]["first_message"], hostile);
+}
+
+#[test]
+fn restarts_are_counted_per_child_from_the_episode_records() {
+    let restart = |child: &str, recovered: bool, ms: u64, diverged: bool| RestartRecord {
+        child: child.into(),
+        step_index: 3,
+        failure: format!("{child} | died"),
+        recovery: String::new(),
+        recovered,
+        diverged: diverged.then(|| "step 2".to_owned()),
+        recovery_ms: ms,
+        timestamp: 0,
+    };
+    let unit = synthetic::UnitSpec {
+        run_id: "r".into(),
+        operator_id: "a".into(),
+        episode_index: 0,
+        seed: 1,
+    };
+    let mut first = synthetic::episode(&unit, 5, 2).record;
+    first.restarts = vec![
+        restart("env", true, 100, false),
+        restart("green_0", true, 40, true),
+    ];
+    let mut second = first.clone();
+    second.restarts = vec![
+        restart("env", true, 300, false),
+        restart("env", false, 999, false),
+    ];
+    let stats = restart_stats(&[&first, &second]);
+    assert_eq!(stats.len(), 2);
+    assert_eq!(
+        (
+            stats[0].child.as_str(),
+            stats[0].failures,
+            stats[0].recovered
+        ),
+        ("env", 3, 2)
+    );
+    assert_eq!(
+        stats[0].mean_recovery_ms, 200.0,
+        "escalations are not averaged"
+    );
+    assert_eq!(stats[0].max_recovery_ms, 300);
+    assert_eq!((stats[1].child.as_str(), stats[1].diverged), ("green_0", 1));
+    let table = restarts_markdown(&stats);
+    assert!(
+        table.contains("| env | 3 | 2 | 0 | 200 | 300 | env \\| died |"),
+        "{table}"
+    );
+    assert!(restarts_markdown(&[]).is_empty());
+}
+
+#[test]
+fn figures_trace_back_to_the_records() {
+    let (_dir, report) = report(&["a", "b"]);
+    let manifest = synthetic::manifest("rep", &["a", "b"], 8, 40);
+    let episodes = synthetic::run_episodes(&manifest, 30, 4);
+    let a = &report.operators[0];
+    assert_eq!((a.operator_id.as_str(), a.episodes, a.failed), ("a", 8, 0));
+    assert_eq!(a.mean_length, Some(30.0));
+    let returns: Vec<f64> = episodes[..8]
+        .iter()
+        .map(|e| e.record.agents.iter().map(|a| a.total_reward).sum())
+        .collect();
+    let mean = returns.iter().sum::<f64>() / 8.0;
+    let all = &a.groups[0];
+    assert_eq!(all.kind, GroupKind::Operator);
+    assert!((all.mean_return.unwrap().mean - mean).abs() < 1e-12);
+    // Teams: green and blue; agents: four.
+    let kinds: Vec<_> = a.groups.iter().map(|g| (g.kind, g.name.as_str())).collect();
+    assert_eq!(
+        kinds[1..3],
+        [(GroupKind::Team, "blue"), (GroupKind::Team, "green")]
+    );
+    assert_eq!(kinds.len(), 7);
+    let green = &a.groups[2];
+    assert_eq!(green.outcomes.total(), 8);
+    // LLM figures: agent green_0, from the decisions of its step records.
+    let prompt: u64 = episodes[..8]
+        .iter()
+        .flat_map(|e| e.steps.iter().map(|s| &s[0]))
+        .map(|r| {
+            r.decision.as_ref().unwrap()["usage"]["prompt_tokens"]
+                .as_u64()
+                .unwrap()
+        })
+        .sum();
+    let green_0 = a.groups.iter().find(|g| g.name == "green_0").unwrap();
+    assert_eq!(green_0.llm.unwrap().prompt_tokens, prompt);
+    assert_eq!(green_0.llm.unwrap().decisions, 8 * 30);
+    assert_eq!(green.llm.unwrap().prompt_tokens, prompt);
+    assert_eq!(all.llm.unwrap().completion_tokens, 8 * 30 * 12);
+    assert!(
+        a.groups
+            .iter()
+            .find(|g| g.name == "blue_0")
+            .unwrap()
+            .llm
+            .is_none()
+    );
+    assert!(a.metrics.contains_key("goals"));
+}
+
+#[test]
+fn renders_are_complete_and_reproducible() {
+    let (dir, report) = report(&["a", "b"]);
+    let (_, again) = self::report(&["a", "b"]);
+    assert_eq!(report.operators, again.operators);
+    let md = report.render(Format::Markdown);
+    assert!(md.contains("## Side by side"), "{md}");
+    assert!(md.contains("| team green: win / draw / loss |"), "{md}");
+    assert!(md.contains("## Operator `b`"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&report.render(Format::Json)).unwrap();
+    assert_eq!(json["operators"][1]["episodes"], 8);
+    let csv = report.render(Format::Csv);
+    assert!(csv.lines().all(|l| l.split(',').count() == 5), "{csv}");
+    assert!(csv.contains("a,team,green,win_rate,"), "{csv}");
+    let (_, single) = self::report(&["solo"]);
+    assert!(!single.render(Format::Markdown).contains("Side by side"));
+    let plots = crate::plot::write_plots(&report, &dir.path().join("plots")).unwrap();
+    for plot in plots {
+        let svg = std::fs::read_to_string(&plot).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("</svg>"),
+            "{}",
+            plot.display()
+        );
+        // Each operator is named (legend or panel caption).
+        for operator in ["a", "b"] {
+            assert!(
+                svg.contains(&format!("\n{operator}\n</text>")),
+                "{}",
+                plot.display()
+            );
+        }
+    }
+}
