@@ -10,10 +10,10 @@
 //! Run with `cargo run --example supervision`.
 
 use actix::prelude::*;
-use mosaic::actors::supervisor::{
-    ChildSpec, Heartbeat, Intensity, Lookup, Shutdown, Strategy, Supervisor,
-};
 use mosaic::core::rng::seeded;
+use mosaic::supervisor::{
+    ChildSpec, Heartbeat, Intensity, Lookup, RestartStrategy, Shutdown, Supervisor,
+};
 use rand::Rng;
 use std::time::Duration;
 
@@ -68,7 +68,7 @@ fn main() {
             .on_escalation(|error| println!("run gave up: {error}"))
             .child(ChildSpec::supervisor("session", || {
                 Supervisor::new("session")
-                    .strategy(Strategy::OneForOne)
+                    .strategy(RestartStrategy::OneForOne)
                     .intensity(Intensity::new(3, Duration::from_secs(1)))
                     .child(ChildSpec::new("tally", |_| Tally::default()))
                     .child(ChildSpec::new("clock", |_| Clock).heartbeat(Heartbeat::default()))

@@ -19,6 +19,7 @@ pub use mosaic_actors as actors;
 pub use mosaic_adapters as adapters;
 pub use mosaic_core as core;
 pub use mosaic_recorder as recorder;
+pub use mosaic_supervisor as supervisor;
 
 /// The names most experiments need.
 pub mod prelude {

@@ -13,8 +13,9 @@
 //! - [`channel::Channel`] carries messages between the agents of a session.
 //! - `llm` (cargo feature `llm`, on by default): the LLM and VLM operators, their
 //!   backends, prompts, parsers and the local model server.
-//! - [`supervisor::Supervisor`]: supervision trees (restart strategies, intensity,
-//!   escalation, contained panics, heartbeat watch).
+//!
+//! Sessions count their children's restarts with the `mosaic-supervisor` crate's
+//! `RestartWindow`; that crate also holds general supervision trees.
 
 pub mod channel;
 pub mod env_actor;
@@ -29,7 +30,6 @@ pub mod publish;
 pub mod runner;
 pub mod session;
 pub mod sink;
-pub mod supervisor;
 pub mod worker;
 
 pub use error::{ChildFailure, OperatorError, ResumeError, SessionError, SinkError};

@@ -2,9 +2,9 @@
 //! supervisors, contained panics, heartbeat loss and shutdown, with real threads and panics.
 
 use actix::prelude::*;
-use mosaic_actors::supervisor::{
+use mosaic_supervisor::{
     ChildInfo, ChildLink, ChildSpec, Children, EventKind, Exit, Failure, Heartbeat, Intensity,
-    Lookup, Restart, Shutdown, Strategy, Supervisor, SupervisorError, SupervisorEvent,
+    Lookup, Restart, RestartStrategy, Shutdown, Supervisor, SupervisorError, SupervisorEvent,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -131,7 +131,7 @@ async fn starts(supervisor: &Addr<Supervisor>) -> Vec<u64> {
 }
 
 /// Three probes under `strategy`; the middle one fails; returns the starts per child.
-fn restart_middle_under(strategy: Strategy) -> Vec<u64> {
+fn restart_middle_under(strategy: RestartStrategy) -> Vec<u64> {
     actix::System::new().block_on(async move {
         let recorded = Recorded::default();
         let supervisor = recorded
@@ -157,17 +157,26 @@ fn restart_middle_under(strategy: Strategy) -> Vec<u64> {
 
 #[test]
 fn one_for_one_restarts_only_the_failed_child() {
-    assert_eq!(restart_middle_under(Strategy::OneForOne), vec![1, 2, 1]);
+    assert_eq!(
+        restart_middle_under(RestartStrategy::OneForOne),
+        vec![1, 2, 1]
+    );
 }
 
 #[test]
 fn one_for_all_restarts_every_child() {
-    assert_eq!(restart_middle_under(Strategy::OneForAll), vec![2, 2, 2]);
+    assert_eq!(
+        restart_middle_under(RestartStrategy::OneForAll),
+        vec![2, 2, 2]
+    );
 }
 
 #[test]
 fn rest_for_one_restarts_the_failed_child_and_those_after_it() {
-    assert_eq!(restart_middle_under(Strategy::RestForOne), vec![1, 2, 2]);
+    assert_eq!(
+        restart_middle_under(RestartStrategy::RestForOne),
+        vec![1, 2, 2]
+    );
 }
 
 /// How a child under `restart` ends after `order`: its starts and whether it runs.
