@@ -9,7 +9,7 @@
 
 use mosaic::prelude::*;
 use mosaic::run::RunOptions;
-use mosaic_actors::runner::Runner;
+use mosaic_actors::runner::{Runner, UnitPlan};
 use mosaic_actors::session::Subscribers;
 use mosaic_core::{RunId, Transition};
 use mosaic_recorder::Durability;
@@ -77,11 +77,14 @@ fn unrecorded(experiment: &Experiment) -> (Duration, u64) {
         Arc::new(experiment.kinds().clone()),
     );
     let started = Instant::now();
-    let episodes = actix::System::new()
-        .block_on(async move { runner.run(None, Subscribers::default(), |_| {}).await })
+    let tally = actix::System::new()
+        .block_on(async move {
+            runner
+                .run(UnitPlan::All, Subscribers::default(), |_| {})
+                .await
+        })
         .expect("run");
-    let steps = episodes.iter().map(|e| u64::from(e.steps)).sum();
-    (started.elapsed(), steps)
+    (started.elapsed(), tally.steps)
 }
 
 /// Bytes of the files under `path`.
@@ -119,7 +122,7 @@ fn recorded(experiment: &Experiment, durability: Durability) -> (Duration, u64, 
         })
         .expect("run");
     let time = started.elapsed();
-    let steps = outcome.episodes.iter().map(|e| u64::from(e.steps)).sum();
+    let steps = outcome.tally.steps;
     let run = mosaic_recorder::RunDir::open(&outcome.dir).expect("run directory");
     let file = |path: std::path::PathBuf| std::fs::metadata(path).map_or(0, |m| m.len());
     let written = Written {

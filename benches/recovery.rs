@@ -83,12 +83,7 @@ fn recorded_soccer(episodes: u32, checkpoint_interval_ms: u64) -> f64 {
             ..Default::default()
         })
         .expect("run");
-    let decisions: u64 = outcome
-        .episodes
-        .iter()
-        .flat_map(|e| e.agents.iter().map(|a| u64::from(a.decisions)))
-        .sum();
-    decisions as f64 / started.elapsed().as_secs_f64()
+    outcome.tally.decisions as f64 / started.elapsed().as_secs_f64()
 }
 
 /// Time from each strike to the step it interrupted completing, in milliseconds.

@@ -71,12 +71,7 @@ fn actors(episodes: u32, durability: Durability, out: &std::path::Path) -> (Dura
             ..RunOptions::default()
         })
         .expect("run");
-    let decisions = outcome
-        .episodes
-        .iter()
-        .map(|e| e.agents.iter().map(|a| u64::from(a.decisions)).sum::<u64>())
-        .sum();
-    (started.elapsed(), decisions)
+    (started.elapsed(), outcome.tally.decisions)
 }
 
 /// The same episodes through sessions and actors with no subscriber: the actor cost alone.

@@ -3,12 +3,12 @@
 use crate::Experiment;
 use crate::llm_cache::{LlmCache, LlmCacheError};
 use mosaic_actors::error::SinkError;
-use mosaic_actors::runner::{RunError, Runner, Unit};
+use mosaic_actors::runner::{RunError, RunTally, Runner, UnitPlan};
 use mosaic_actors::session::ResumePoint;
 use mosaic_actors::sink::Sinks;
-use mosaic_core::record::{EpisodeRecord, RUN_SCHEMA, RunManifest, now_ms};
+use mosaic_core::record::{RunManifest, now_ms};
 use mosaic_core::{RunId, SpecError};
-use mosaic_recorder::{Durability, RunDir, RunStore};
+use mosaic_recorder::{Durability, RunDir, Unit};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,8 +53,8 @@ pub struct RunOutcome {
     pub run_id: String,
     /// Its directory.
     pub dir: PathBuf,
-    /// Every episode's roll-up, operator configuration by episode.
-    pub episodes: Vec<Arc<EpisodeRecord>>,
+    /// The run's episodes, steps and failed episodes (after a resume: the whole run's).
+    pub tally: RunTally,
     /// Wall time of the whole run.
     pub wall: Duration,
 }
@@ -181,25 +181,23 @@ impl Experiment {
         let runner = self.runner(&run_id);
         let recorded_cache = options.llm_cache.prepare(self.llm())?;
         runner.validate().map_err(RunFailure::Spec)?;
-        let manifest = RunManifest {
-            schema: RUN_SCHEMA.to_owned(),
-            run_id: run_id.clone(),
-            experiment: self.spec().clone(),
-            seeds: self.spec().episode_seeds(),
-            versions: versions(),
-            started: now_ms(),
-        };
-        let (run_dir, store) = RunDir::create(&dir, &manifest)?;
+        let manifest = RunManifest::new(run_id.clone(), self.spec().clone(), versions());
+        let (_, store, sinks) = Sinks::create_run(&dir, &manifest, options.durability).map_err(
+            |error| match error {
+                SinkError::Recorder(error) => RunFailure::Recorder(error),
+                error => RunFailure::Sink(error),
+            },
+        )?;
         options
             .llm_cache
             .attach(self.llm(), &store, recorded_cache)?;
-        let episodes = self
-            .run_units(&runner, &run_dir, &store, None, options)
+        let tally = self
+            .run_units(&runner, sinks, UnitPlan::All, options)
             .await?;
         Ok(RunOutcome {
             run_id,
             dir,
-            episodes,
+            tally,
             wall: started.elapsed(),
         })
     }
@@ -243,25 +241,10 @@ impl Experiment {
         if !discarded.units.is_empty() {
             tracing::info!(target: "mosaic::run", "dropped the partial records of {} unfinished episodes", discarded.units.len());
         }
-        let unit_of = |operator_id: &str, episode: u32| {
-            let operator = self
-                .spec()
-                .operators
-                .iter()
-                .position(|o| o.id == operator_id)
-                .ok_or_else(|| RunFailure::OtherExperiment {
-                    path: dir.to_owned(),
-                    field: format!("operators (no `{operator_id}`)"),
-                })?;
-            Ok::<_, RunFailure>(Unit { operator, episode })
-        };
         let mut resume_points = HashMap::new();
         for checkpoint in discarded.resumable {
-            let unit = unit_of(&checkpoint.operator_id, checkpoint.episode_index)?;
-            let records = store.steps_of(&mosaic_recorder::Unit::new(
-                checkpoint.operator_id.clone(),
-                checkpoint.episode_index,
-            ))?;
+            let unit = Unit::new(checkpoint.operator_id.clone(), checkpoint.episode_index);
+            let records = store.steps_of(&unit)?;
             tracing::info!(target: "mosaic::run", "{} episode {} continues from its checkpoint at step {}", checkpoint.operator_id, checkpoint.episode_index, checkpoint.step_index);
             resume_points.insert(
                 unit,
@@ -271,11 +254,25 @@ impl Experiment {
                 },
             );
         }
-        let runner = self.runner(&run_id).resuming(resume_points);
-        let mut units = Vec::new();
-        for unit in store.remaining_units()? {
-            units.push(unit_of(&unit.operator_id, unit.episode_index)?);
-        }
+        let runner = self
+            .runner(&run_id)
+            .resuming(resume_points)
+            .map_err(RunFailure::Spec)?;
+        // The order `mosaic run` follows: episode-major, operators in the experiment's order.
+        let operator_order: HashMap<&str, usize> = self
+            .spec()
+            .operators
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (o.id.as_str(), i))
+            .collect();
+        let mut units = store.remaining_units()?;
+        units.sort_by_key(|unit| {
+            (
+                unit.episode_index,
+                operator_order.get(unit.operator_id.as_str()).copied(),
+            )
+        });
         if units.is_empty() {
             return Err(RunFailure::Finished {
                 path: dir.to_owned(),
@@ -283,35 +280,33 @@ impl Experiment {
             });
         }
         runner.validate().map_err(RunFailure::Spec)?;
-        self.run_units(&runner, &run_dir, &store, Some(units), options)
+        let sinks = Sinks::start(&run_dir, &store, options.durability).map_err(RunFailure::Sink)?;
+        self.run_units(&runner, sinks, UnitPlan::Only(units), options)
             .await?;
-        let mut episodes = Vec::with_capacity(run_dir.planned());
+        let mut tally = RunTally::default();
         for record in store.complete_episodes() {
-            episodes.push(Arc::new(record?));
+            tally.add(&record?);
         }
         Ok(RunOutcome {
             run_id,
             dir: dir.to_owned(),
-            episodes,
+            tally,
             wall: started.elapsed(),
         })
     }
 
-    /// Runs `units` (all when `None`) into the open run, with a progress bar over them.
+    /// Runs the units of `plan` into the run `sinks` record, with a progress bar over them.
     async fn run_units(
         &self,
         runner: &Runner,
-        run_dir: &RunDir,
-        store: &RunStore,
-        units: Option<Vec<Unit>>,
+        sinks: Sinks,
+        plan: UnitPlan,
         options: &RunOptions,
-    ) -> Result<Vec<Arc<EpisodeRecord>>, RunFailure> {
-        let sinks = Sinks::start(run_dir, store, options.durability).map_err(RunFailure::Sink)?;
+    ) -> Result<RunTally, RunFailure> {
         let subscribers = sinks.subscribers();
-        let total = units.as_ref().map_or(runner.all_units().len(), Vec::len);
-        let bar = progress_bar(options.progress, total as u64);
-        let episodes = runner
-            .run(units, subscribers, |record| {
+        let bar = progress_bar(options.progress, runner.unit_count(&plan));
+        let tally = runner
+            .run(plan, subscribers, |record| {
                 bar.inc(1);
                 bar.set_message(format!(
                     "{} ep {}",
@@ -324,9 +319,9 @@ impl Experiment {
         let closed = sinks.close().await;
         // A failed sink is the cause of any episode it could not confirm.
         closed.map_err(RunFailure::Sink)?;
-        let episodes = episodes.map_err(RunFailure::Run)?;
+        let tally = tally.map_err(RunFailure::Run)?;
         options.llm_cache.check(self.llm())?;
-        Ok(episodes)
+        Ok(tally)
     }
 }
 

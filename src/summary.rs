@@ -17,13 +17,13 @@ pub fn table(outcome: &RunOutcome) -> Result<String, RecorderError> {
 
 fn render(outcome: &RunOutcome, report: &Report) -> String {
     let mut out = String::new();
-    let steps: u64 = outcome.episodes.iter().map(|e| u64::from(e.steps)).sum();
+    let steps = outcome.tally.steps;
     let secs = outcome.wall.as_secs_f64().max(1e-9);
     let _ = writeln!(
         out,
         "run {} ({} episodes, {steps} steps in {secs:.2} s) in {}",
         outcome.run_id,
-        outcome.episodes.len(),
+        outcome.tally.episodes,
         outcome.dir.display()
     );
     let header = [
@@ -87,11 +87,7 @@ fn render(outcome: &RunOutcome, report: &Report) -> String {
     for row in &rows {
         let _ = writeln!(out, "{}", line(row.iter().map(String::as_str).collect()));
     }
-    let failed = outcome
-        .episodes
-        .iter()
-        .filter(|e| e.error.is_some())
-        .count();
+    let failed = outcome.tally.failed;
     if failed > 0 {
         let _ = writeln!(
             out,

@@ -312,3 +312,53 @@ fn episodes_cut_short_continue_from_their_checkpoints_to_the_clean_records() {
         delays.len()
     );
 }
+
+/// Two configurations side by side, one episode at a time: run order is visible in
+/// `episodes.jsonl`.
+const SIDE_BY_SIDE: &str = r#"
+name = "order"
+episodes = 8
+parallelism = 1
+pace_ms = 1
+seeds = { plan = "procedural", base = 3 }
+
+[[operators]]
+id = "first"
+env = "soccer-2v2"
+agents = { "*" = { kind = "random" } }
+
+[[operators]]
+id = "second"
+env = "soccer-2v2"
+agents = { "*" = { kind = "cycling" } }
+"#;
+
+#[test]
+fn a_resumed_run_keeps_the_run_order_of_configurations_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("order.toml");
+    std::fs::write(&file, SIDE_BY_SIDE).unwrap();
+    let out = dir.path().join("killed");
+    let logged = run_and_kill(&file, &out, KillPoint::Episodes(3));
+    assert!(logged.len() < 16, "the run finished before the kill");
+    let path = out.join(RUN_ID);
+    let resumed = mosaic().arg("resume").arg(&path).output().unwrap();
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let order: Vec<(u64, u64)> = episode_lines(&path)
+        .iter()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let operator = match record["operator_id"].as_str() {
+                Some("first") => 0,
+                Some("second") => 1,
+                other => panic!("unknown operator {other:?}"),
+            };
+            (record["episode_index"].as_u64().unwrap(), operator)
+        })
+        .collect();
+    assert_eq!(order.len(), 16);
+    assert!(
+        order.windows(2).all(|pair| pair[0] < pair[1]),
+        "episodes ran out of run order (episode, operator): {order:?}"
+    );
+}

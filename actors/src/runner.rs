@@ -1,7 +1,9 @@
 //! Script mode: every episode of every operator of an experiment, `parallelism` at a time.
 //!
-//! Work is split into units (operator × episode), handed out in episode-major order so
-//! operators side by side advance together. Each of the `parallelism` lanes is an arbiter
+//! Work is split into units (operator × episode, the recorder's [`Unit`]), handed out in
+//! episode-major order so operators side by side advance together. Units are planned
+//! lazily and finished episodes are not kept: a run of millions of episodes holds only
+//! the episodes in flight, and the caller sees each roll-up once, through `on_episode`. Each of the `parallelism` lanes is an arbiter
 //! thread that keeps one session per operator and runs its units one after another.
 //! Results never depend on the lane a unit ran on: a session resets its environment and
 //! every operator from the episode seed at the start of each episode.
@@ -15,16 +17,94 @@ use mosaic_core::EnvRegistry;
 use mosaic_core::experiment::OnEscalation;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{ExperimentSpec, OperatorId, RunId, SpecError};
-use std::collections::{HashMap, VecDeque};
+use mosaic_recorder::Unit;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-/// One operator × episode.
+/// Which units a run covers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum UnitPlan {
+    /// Every unit of the experiment, episode-major (each episode's operators in the
+    /// experiment's order), planned as the lanes ask for them.
+    #[default]
+    All,
+    /// These units, in this order (e.g. what a resumed run has left).
+    Only(Vec<Unit>),
+}
+
+/// What a run did, counted as its episodes were confirmed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunTally {
+    /// Episodes recorded (failed ones included).
+    pub episodes: u64,
+    /// Environment steps over those episodes.
+    pub steps: u64,
+    /// Decisions asked of the agents over those episodes.
+    pub decisions: u64,
+    /// Episodes that ended with an error.
+    pub failed: u64,
+}
+
+impl RunTally {
+    /// Counts `record`.
+    pub fn add(&mut self, record: &EpisodeRecord) {
+        self.episodes += 1;
+        self.steps += u64::from(record.steps);
+        self.decisions += record
+            .agents
+            .iter()
+            .map(|agent| u64::from(agent.decisions))
+            .sum::<u64>();
+        self.failed += u64::from(record.error.is_some());
+    }
+}
+
+/// A unit resolved against the experiment: its operator's index and its episode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Unit {
-    /// Index into the experiment's operators.
-    pub operator: usize,
-    /// Episode index.
-    pub episode: u32,
+struct Slot {
+    operator: usize,
+    episode: u32,
+}
+
+/// Hands out the units of a run, one at a time, to the lanes.
+enum Queue {
+    /// The next index into the episode-major order of all units, and their number.
+    All {
+        next: u64,
+        total: u64,
+        operators: u64,
+    },
+    Only(VecDeque<Slot>),
+}
+
+impl Queue {
+    fn pop(&mut self) -> Option<Slot> {
+        match self {
+            Queue::All {
+                next,
+                total,
+                operators,
+            } => {
+                if *next >= *total {
+                    return None;
+                }
+                let slot = Slot {
+                    operator: (*next % *operators) as usize,
+                    episode: u32::try_from(*next / *operators).ok()?,
+                };
+                *next += 1;
+                Some(slot)
+            }
+            Queue::Only(units) => units.pop_front(),
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            Queue::All { next, total, .. } => *next = *total,
+            Queue::Only(units) => units.clear(),
+        }
+    }
 }
 
 /// A run failed as a whole.
@@ -66,7 +146,7 @@ pub struct Runner {
     envs: Arc<EnvRegistry>,
     kinds: Arc<OperatorRegistry>,
     /// Units that continue from a checkpoint instead of starting from their seeds.
-    resume_points: Arc<HashMap<Unit, Arc<ResumePoint>>>,
+    resume_points: Arc<HashMap<Slot, Arc<ResumePoint>>>,
 }
 
 impl Runner {
@@ -87,9 +167,48 @@ impl Runner {
     }
 
     /// Runs the units in `points` from their checkpoints (see `mosaic resume`).
-    pub fn resuming(mut self, points: HashMap<Unit, ResumePoint>) -> Self {
-        self.resume_points = Arc::new(points.into_iter().map(|(u, p)| (u, Arc::new(p))).collect());
-        self
+    ///
+    /// # Errors
+    ///
+    /// A unit that is not part of the experiment.
+    pub fn resuming(mut self, points: HashMap<Unit, ResumePoint>) -> Result<Self, SpecError> {
+        let mut resolved = HashMap::with_capacity(points.len());
+        for (unit, point) in points {
+            resolved.insert(self.slot(&unit)?, Arc::new(point));
+        }
+        self.resume_points = Arc::new(resolved);
+        Ok(self)
+    }
+
+    /// Where `unit` is in the experiment.
+    fn slot(&self, unit: &Unit) -> Result<Slot, SpecError> {
+        let operator = self
+            .spec
+            .operators
+            .iter()
+            .position(|o| o.id == unit.operator_id);
+        match operator {
+            Some(operator) if unit.episode_index < self.spec.episodes => Ok(Slot {
+                operator,
+                episode: unit.episode_index,
+            }),
+            _ => Err(SpecError::new(
+                "units",
+                format!(
+                    "{unit} is not part of the experiment ({} operators, {} episodes)",
+                    self.spec.operators.len(),
+                    self.spec.episodes
+                ),
+            )),
+        }
+    }
+
+    /// How many units `plan` covers.
+    pub fn unit_count(&self, plan: &UnitPlan) -> u64 {
+        match plan {
+            UnitPlan::All => u64::from(self.spec.episodes) * self.spec.operators.len() as u64,
+            UnitPlan::Only(units) => units.len() as u64,
+        }
     }
 
     /// The experiment.
@@ -132,38 +251,46 @@ impl Runner {
         Ok(())
     }
 
-    /// Runs `units` (all of the experiment's when `None`), calling `on_episode` as each
-    /// episode ends. Answers with the roll-ups in unit order.
+    /// Runs the units of `plan`, calling `on_episode` with each episode's roll-up once it
+    /// is confirmed (durable sinks: on disk), in completion order. Answers with the tally;
+    /// the roll-ups themselves are not kept.
     pub async fn run(
         &self,
-        units: Option<Vec<Unit>>,
+        plan: UnitPlan,
         subscribers: Subscribers,
         mut on_episode: impl FnMut(&EpisodeRecord),
-    ) -> Result<Vec<Arc<EpisodeRecord>>, RunError> {
+    ) -> Result<RunTally, RunError> {
         self.spec.validate()?;
-        let units = units.unwrap_or_else(|| self.all_units());
-        let (operators, episodes) = (self.spec.operators.len(), self.spec.episodes);
-        if let Some(unit) = units
-            .iter()
-            .find(|u| u.operator >= operators || u.episode >= episodes)
-        {
-            return Err(SpecError::new(
-                "units",
-                format!(
-                    "operator {} episode {} is not part of the experiment ({operators} operators, {episodes} episodes)",
-                    unit.operator, unit.episode
-                ),
-            )
-            .into());
-        }
-        let order: HashMap<Unit, usize> = units.iter().enumerate().map(|(i, u)| (*u, i)).collect();
-        if order.len() < units.len() {
-            return Err(
-                SpecError::new("units", "a unit is listed twice (it would run twice)").into(),
-            );
-        }
-        let queue = Arc::new(Mutex::new(VecDeque::from(units)));
-        let lanes = self.spec.parallelism.max(1).min(order.len().max(1));
+        let count = self.unit_count(&plan);
+        let queue = match plan {
+            UnitPlan::All => Queue::All {
+                next: 0,
+                total: count,
+                operators: self.spec.operators.len() as u64,
+            },
+            UnitPlan::Only(units) => {
+                let mut seen = HashSet::with_capacity(units.len());
+                let mut slots = VecDeque::with_capacity(units.len());
+                for unit in &units {
+                    let slot = self.slot(unit)?;
+                    if !seen.insert(slot) {
+                        return Err(SpecError::new(
+                            "units",
+                            format!("{unit} is listed twice (it would run twice)"),
+                        )
+                        .into());
+                    }
+                    slots.push_back(slot);
+                }
+                Queue::Only(slots)
+            }
+        };
+        let queue = Arc::new(Mutex::new(queue));
+        let lanes = self
+            .spec
+            .parallelism
+            .max(1)
+            .min(usize::try_from(count).unwrap_or(usize::MAX).max(1));
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
         let mut arbiters = Vec::with_capacity(lanes);
         for _ in 0..lanes {
@@ -178,13 +305,13 @@ impl Runner {
             arbiters.push(arbiter);
         }
         drop(done_tx);
-        let mut results: Vec<Option<Arc<EpisodeRecord>>> = vec![None; order.len()];
+        let mut tally = RunTally::default();
         let mut failure = None;
-        while let Some((unit, outcome)) = done_rx.recv().await {
+        while let Some(outcome) = done_rx.recv().await {
             match outcome {
                 Ok(record) => {
+                    tally.add(&record);
                     on_episode(&record);
-                    results[order[&unit]] = Some(record);
                 }
                 Err(error) => {
                     failure.get_or_insert(error);
@@ -199,21 +326,12 @@ impl Runner {
         }
         match failure {
             Some(error) => Err(error),
-            None => Ok(results.into_iter().flatten().collect()),
+            None => Ok(tally),
         }
-    }
-
-    /// Every unit of the experiment, episode-major.
-    pub fn all_units(&self) -> Vec<Unit> {
-        (0..self.spec.episodes)
-            .flat_map(|episode| {
-                (0..self.spec.operators.len()).map(move |operator| Unit { operator, episode })
-            })
-            .collect()
     }
 }
 
-type UnitResult = (Unit, Result<Arc<EpisodeRecord>, RunError>);
+type UnitResult = Result<Arc<EpisodeRecord>, RunError>;
 
 /// Episodes a lane may have run whose confirmation (durable sinks: their sync) is still
 /// pending. Syncs then overlap the next episodes, and one sync covers several short ones.
@@ -221,14 +339,14 @@ pub const UNCONFIRMED_PER_LANE: usize = 8;
 
 struct Lane {
     runner: Runner,
-    queue: Arc<Mutex<VecDeque<Unit>>>,
+    queue: Arc<Mutex<Queue>>,
     subscribers: Subscribers,
     done: tokio::sync::mpsc::UnboundedSender<UnitResult>,
 }
 
 impl Lane {
-    fn next(&self) -> Option<Unit> {
-        self.queue.lock().ok()?.pop_front()
+    fn next(&self) -> Option<Slot> {
+        self.queue.lock().ok()?.pop()
     }
 
     /// Runs units one after another. An episode is reported done once its subscribers have
@@ -255,11 +373,11 @@ impl Lane {
                                 episode: unit.episode,
                                 error,
                             });
-                        let _ = done.send((unit, confirmed));
+                        let _ = done.send(confirmed);
                     }));
                 }
                 Err(error) => {
-                    let _ = self.done.send((unit, Err(error)));
+                    let _ = self.done.send(Err(error));
                     break;
                 }
             }
@@ -274,7 +392,7 @@ impl Lane {
 
     async fn run_unit(
         &self,
-        unit: Unit,
+        unit: Slot,
         sessions: &mut HashMap<usize, Result<Addr<Session>, SpecError>>,
     ) -> Result<Recorded, RunError> {
         let spec = &self.runner.spec;
@@ -339,7 +457,7 @@ impl Lane {
     }
 
     /// Records episode `unit` as failed because its session could not start.
-    fn unstarted(&self, unit: Unit, seed: u64, error: String) -> Recorded {
+    fn unstarted(&self, unit: Slot, seed: u64, error: String) -> Recorded {
         let spec = &self.runner.spec;
         let operator = &spec.operators[unit.operator];
         let record = Arc::new(EpisodeRecord {

@@ -54,8 +54,9 @@ use crate::publish::Subscribers;
 use crate::{CheckpointEvent, EpisodeEvent, StepEvent};
 use actix::prelude::*;
 use futures::channel::oneshot;
-use mosaic_core::record::{EpisodeRecord, StepRecord};
+use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
 use mosaic_recorder::{Durability, RecorderError, RunDir, RunStore, RunWriter};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// Events (step batches, roll-ups) the sink's mailbox holds before senders wait.
@@ -393,6 +394,27 @@ impl std::fmt::Debug for Sinks {
 }
 
 impl Sinks {
+    /// Creates the run directory of `manifest` at `dir` and starts its sink: the one
+    /// recording set-up of script runs and of manual runs. If the sink cannot start, the
+    /// fresh directory is removed again. Call inside an actix system.
+    pub fn create_run(
+        dir: &Path,
+        manifest: &RunManifest,
+        durability: Durability,
+    ) -> Result<(RunDir, RunStore, Sinks), SinkError> {
+        let (run, store) = RunDir::create(dir, manifest)?;
+        match Sinks::start(&run, &store, durability) {
+            Ok(sinks) => Ok((run, store, sinks)),
+            Err(error) => {
+                drop(store);
+                if let Err(removal) = std::fs::remove_dir_all(run.path()) {
+                    tracing::warn!(path = %run.path().display(), %removal, "cannot remove the run that did not start");
+                }
+                Err(error)
+            }
+        }
+    }
+
     /// Starts the sink of `run` on a new arbiter thread (call inside an actix system).
     /// `store` is the run's open store (from [`RunDir::create`] or [`RunDir::store`]).
     pub fn start(

@@ -6,7 +6,7 @@ mod common;
 
 use common::collect::{collector, stripped};
 use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
-use mosaic_actors::runner::{RunError, Runner, Unit};
+use mosaic_actors::runner::{RunError, Runner, UnitPlan};
 use mosaic_actors::session::ResumePoint;
 use mosaic_core::baseline::Random;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -16,6 +16,7 @@ use mosaic_core::{
     Observation, Paradigm, Policy, RunId, Settings, Snapshot, Transition,
 };
 use mosaic_core::{EnvKind, EnvRegistry};
+use mosaic_recorder::Unit;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -227,7 +228,10 @@ async fn run(spec: ExperimentSpec) -> Outcome {
     let (envs, kinds) = registries();
     let runner = Runner::new(spec, RunId::from("r"), envs, kinds);
     let (collected, subscribers) = collector();
-    let result = runner.run(None, subscribers, |_| {}).await.map(|_| ());
+    let result = runner
+        .run(UnitPlan::All, subscribers, |_| {})
+        .await
+        .map(|_| ());
     // Let the collector drain its mailbox.
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     let steps = collected.steps.lock().unwrap().clone();
@@ -408,7 +412,10 @@ struct Clean {
 
 async fn run_clean(runner: &Runner) -> Clean {
     let (collected, subscribers) = collector();
-    runner.run(None, subscribers, |_| {}).await.unwrap();
+    runner
+        .run(UnitPlan::All, subscribers, |_| {})
+        .await
+        .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     Clean {
         steps: collected.steps.lock().unwrap().clone(),
@@ -428,10 +435,7 @@ async fn resume_episode_1(
 ) -> Arc<EpisodeRecord> {
     let at = checkpoint.step_index;
     let of_episode = |r: &&StepRecord| r.episode_index == 1;
-    let unit = Unit {
-        operator: 0,
-        episode: 1,
-    };
+    let unit = Unit::new("op", 1);
     let point = ResumePoint {
         checkpoint: checkpoint.clone(),
         records: clean
@@ -443,9 +447,13 @@ async fn resume_episode_1(
             .collect(),
     };
     let (after, subscribers) = collector();
-    let mut records = runner
-        .resuming(HashMap::from([(unit, point)]))
-        .run(Some(vec![unit]), subscribers, |_| {})
+    let mut records = Vec::new();
+    runner
+        .resuming(HashMap::from([(unit.clone(), point)]))
+        .unwrap()
+        .run(UnitPlan::Only(vec![unit]), subscribers, |r| {
+            records.push(Arc::new(r.clone()))
+        })
         .await
         .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;

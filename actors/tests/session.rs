@@ -7,10 +7,11 @@ use common::collect::{collector, stripped};
 use actix::prelude::*;
 use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
 use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
-use mosaic_actors::runner::{Runner, Unit};
+use mosaic_actors::runner::{Runner, UnitPlan};
 use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
 use mosaic_actors::{BeginEpisode, Decide, OperatorError};
 use mosaic_core::{Action, Decision, DecisionSource, ExperimentSpec, ObsRequest, Paradigm, RunId};
+use mosaic_recorder::Unit;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -272,15 +273,15 @@ async fn parallelism_never_changes_the_records() {
         let (collected, subscribers) = collector();
         let runner = runner_of(spec);
         runner.validate().unwrap();
-        let mut seen = 0;
-        let records = runner.run(None, subscribers, |_| seen += 1).await.unwrap();
+        let mut records = Vec::new();
+        let tally = runner
+            .run(UnitPlan::All, subscribers, |r| records.push(r.clone()))
+            .await
+            .unwrap();
+        assert_eq!(tally.episodes, 12);
         assert_eq!(records.len(), 12);
-        assert_eq!(seen, 12);
         let steps = collected.steps.lock().unwrap().clone();
-        (
-            stripped(&steps),
-            stripped(&records.iter().map(|r| (**r).clone()).collect::<Vec<_>>()),
-        )
+        (stripped(&steps), stripped(&records))
     };
     let one = run(1).await;
     let four = run(4).await;
@@ -331,18 +332,9 @@ async fn units_outside_the_experiment_or_listed_twice_are_refused() {
         serde_json::json!({}),
     );
     let runner = runner_of(spec);
-    for unit in [
-        Unit {
-            operator: 0,
-            episode: 99,
-        },
-        Unit {
-            operator: 7,
-            episode: 0,
-        },
-    ] {
+    for unit in [Unit::new("a", 99), Unit::new("nobody", 0)] {
         let refused = runner
-            .run(Some(vec![unit]), Subscribers::default(), |_| {})
+            .run(UnitPlan::Only(vec![unit]), Subscribers::default(), |_| {})
             .await
             .expect_err("not a unit of the experiment");
         assert!(
@@ -352,12 +344,13 @@ async fn units_outside_the_experiment_or_listed_twice_are_refused() {
             "{refused}"
         );
     }
-    let unit = Unit {
-        operator: 0,
-        episode: 1,
-    };
+    let unit = Unit::new("a", 1);
     let refused = runner
-        .run(Some(vec![unit, unit]), Subscribers::default(), |_| {})
+        .run(
+            UnitPlan::Only(vec![unit.clone(), unit]),
+            Subscribers::default(),
+            |_| {},
+        )
         .await
         .expect_err("a unit runs once");
     assert!(refused.to_string().contains("listed twice"), "{refused}");
@@ -386,15 +379,15 @@ async fn episodes_are_reported_only_once_confirmed_while_the_next_ones_run() {
     };
     let runner = runner_of(spec);
     let mut reported = Vec::new();
-    let records = runner
-        .run(None, subscribers, |record| {
+    let tally = runner
+        .run(UnitPlan::All, subscribers, |record| {
             reported.push((record.episode_id.clone(), std::time::Instant::now()));
         })
         .await
         .unwrap();
     let confirmed = confirmed.lock().unwrap().clone();
     // Every episode is confirmed before the run returns, and reported after its confirmation.
-    assert_eq!(records.len(), 12);
+    assert_eq!(tally.episodes, 12);
     assert_eq!(confirmed.len(), 12);
     assert_eq!(reported.len(), 12);
     for (episode, at) in &reported {

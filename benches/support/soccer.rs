@@ -37,14 +37,10 @@ pub fn unrecorded(
     );
     actix::System::new().block_on(async move {
         let started = Instant::now();
-        let records = runner
-            .run(None, Default::default(), |_| {})
+        let tally = runner
+            .run(Default::default(), Default::default(), |_| {})
             .await
             .expect("run");
-        let decisions = records
-            .iter()
-            .map(|e| e.agents.iter().map(|a| u64::from(a.decisions)).sum::<u64>())
-            .sum();
-        (started.elapsed(), decisions)
+        (started.elapsed(), tally.decisions)
     })
 }

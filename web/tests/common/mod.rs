@@ -511,10 +511,19 @@ fn run_with(
                 std::sync::Arc::new(registry()),
                 std::sync::Arc::new(mosaic_actors::OperatorRegistry::baselines()),
             );
-            let episodes = runner.run(None, subscribers, |_| {}).await.unwrap();
+            let mut episodes = Vec::new();
+            runner
+                .run(mosaic_actors::runner::UnitPlan::All, subscribers, |e| {
+                    episodes.push(e.clone())
+                })
+                .await
+                .unwrap();
             if let Some(sinks) = sinks {
                 sinks.close().await.unwrap();
             }
+            // Unit order: episode-major, operators in the experiment's order.
+            let position = |id: &str| spec.operators.iter().position(|o| o.id == id);
+            episodes.sort_by_key(|e| (e.episode_index, position(&e.operator_id)));
             episodes
         })
     };
@@ -532,7 +541,7 @@ fn run_with(
             s[0].step_index,
         )
     });
-    (steps, episodes.iter().map(|e| (**e).clone()).collect())
+    (steps, episodes)
 }
 
 /// Runs `spec` without recording it.
