@@ -16,7 +16,7 @@ use serde::Deserialize;
 /// Reads the symbolic observation (own and opponent planes) and the legal mask.
 ///
 /// ```
-/// use mosaic_adapters::board::{BoardGame, BoardHeuristic, TIC_TAC_TOE};
+/// use mosaic_board::{BoardGame, BoardHeuristic, TIC_TAC_TOE};
 /// use mosaic_core::{AgentContext, Environment, Policy};
 ///
 /// let mut game = BoardGame::new(&TIC_TAC_TOE);

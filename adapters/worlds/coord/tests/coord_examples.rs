@@ -6,8 +6,9 @@ use std::path::Path;
 
 #[test]
 fn coordination_examples_are_valid() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/experiments");
-    let registry = mosaic_adapters::native_envs();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../examples/experiments");
+    let mut registry = mosaic_core::EnvRegistry::default();
+    registry.register(mosaic_coord::kind());
     let mut checked = 0;
     for name in ["coord-easy", "coord-medium", "coord-hard", "coord-mixed"] {
         let path = dir.join(format!("{name}.toml"));

@@ -1,11 +1,11 @@
 //! Raw speed of `soccer-2v2` under uniformly random play, one thread, no actors.
 //!
-//! `cargo run --release -p mosaic-adapters --example soccer_speed -- [STEPS] [SEED]`
+//! `cargo run --release -p mosaic-soccer --example soccer_speed -- [STEPS] [SEED]`
 //! prints one JSON line: `{"env":"soccer-2v2","steps":N,"seconds":S,"steps_per_s":X}`.
 
-use mosaic_adapters::soccer::{Soccer, SoccerSettings};
 use mosaic_core::rng::seeded;
 use mosaic_core::{Action, Environment, ObsRequest, Transition};
+use mosaic_soccer::{Soccer, SoccerSettings};
 use rand::Rng as _;
 use std::process::ExitCode;
 use std::time::Instant;

@@ -822,7 +822,8 @@ fn planner_without_its_view_falls_back() {
 
 #[test]
 fn registered_with_its_planner() {
-    let registry = crate::native_envs();
+    let mut registry = mosaic_core::EnvRegistry::default();
+    registry.register(KIND);
     let kind = registry.get("gridworld").unwrap();
     let settings = settings(serde_json::json!({ "task": "goto", "size": 7 }));
     let mut env = registry.make("gridworld", &settings).unwrap();

@@ -24,7 +24,7 @@
 //! for language models; frames show the whole grid with the agent's view highlighted.
 //!
 //! ```
-//! use mosaic_adapters::gridworld::Gridworld;
+//! use mosaic_gridworld::Gridworld;
 //! use mosaic_core::{Action, Environment, ObsRequest, Settings, Transition};
 //!
 //! let mut env = Gridworld::from_settings(&Settings::new()).unwrap(); // DoorKey 5x5
@@ -143,7 +143,7 @@ impl Mission {
     /// The mission string, as MiniGrid words it.
     ///
     /// ```
-    /// use mosaic_adapters::gridworld::{Colour, Item, ItemKind, Mission};
+    /// use mosaic_gridworld::{Colour, Item, ItemKind, Mission};
     /// let mission = Mission::GoTo(Item { kind: ItemKind::Ball, colour: Colour::Red });
     /// assert_eq!(mission.text(), "go to the red ball");
     /// assert_eq!(Mission::parse("go to the red ball"), Some(mission));
@@ -229,7 +229,7 @@ impl GridworldConfig {
     /// Reads and checks experiment settings.
     ///
     /// ```
-    /// use mosaic_adapters::gridworld::{GridworldConfig, Task};
+    /// use mosaic_gridworld::{GridworldConfig, Task};
     /// let settings = serde_json::json!({ "task": "goto", "size": 8 });
     /// let config = GridworldConfig::from_settings(settings.as_object().unwrap()).unwrap();
     /// assert_eq!((config.task, config.size, config.max_steps), (Task::GoTo, 8, 320));

@@ -28,7 +28,7 @@
 //! whole pitch with a score bar.
 //!
 //! ```
-//! use mosaic_adapters::soccer::{Soccer, SoccerSettings};
+//! use mosaic_soccer::{Soccer, SoccerSettings};
 //! use mosaic_core::{Action, Environment, ObsRequest, Transition};
 //!
 //! let mut env = Soccer::new(SoccerSettings::default()).unwrap();

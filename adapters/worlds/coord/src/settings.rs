@@ -52,7 +52,7 @@ impl Difficulty {
     /// The parameters for `alpha` (clamped to [0, 1]).
     ///
     /// ```
-    /// use mosaic_adapters::coord::Difficulty;
+    /// use mosaic_coord::Difficulty;
     /// let hard = Difficulty::from_alpha(0.9);
     /// assert_eq!((hard.handover_window_min, hard.handover_window_max), (3, 6));
     /// let easy = Difficulty::from_alpha(0.3);
@@ -191,10 +191,10 @@ impl Config {
     /// let mut s = mosaic_core::Settings::new();
     /// s.insert("preset".into(), "hard".into());
     /// s.insert("agents".into(), 2.into());
-    /// let config = mosaic_adapters::coord::Config::from_settings(&s).unwrap();
+    /// let config = mosaic_coord::Config::from_settings(&s).unwrap();
     /// assert_eq!(config.difficulty.alpha, 0.9);
     /// s.insert("agents".into(), 5.into());
-    /// assert!(mosaic_adapters::coord::Config::from_settings(&s).is_err());
+    /// assert!(mosaic_coord::Config::from_settings(&s).is_err());
     /// ```
     pub fn from_settings(settings: &Settings) -> Result<Self, SpecError> {
         let raw: RawSettings = parse_settings(settings)?;

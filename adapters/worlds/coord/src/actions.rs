@@ -72,7 +72,7 @@ const FIXED: [Act; 21] = [
 /// number of message channels).
 ///
 /// ```
-/// use mosaic_adapters::coord::{Act, ActionSet};
+/// use mosaic_coord::{Act, ActionSet};
 /// let set = ActionSet::new(3, 4);
 /// assert_eq!(set.len(), 21 + 8 + 3 + 4);
 /// let give = set.index_of(Act::Give(2));

@@ -671,7 +671,8 @@ fn signals_reach_teammates() {
 
 #[test]
 fn registry_builds_the_world_and_its_scripted_operator() {
-    let registry = crate::native_envs();
+    let mut registry = mosaic_core::EnvRegistry::default();
+    registry.register(kind());
     let env = registry
         .make(NAME, &settings(&[("preset", json!("hard"))]))
         .unwrap();

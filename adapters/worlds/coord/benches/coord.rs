@@ -5,7 +5,7 @@
 //! restore against a reset) measured in the same run.
 
 use criterion::Criterion;
-use mosaic_adapters::coord::CoordWorld;
+use mosaic_coord::CoordWorld;
 use mosaic_core::rng::seeded;
 use mosaic_core::{Action, Environment, ObsRequest, Settings, Snapshot, Transition};
 use rand::Rng as _;

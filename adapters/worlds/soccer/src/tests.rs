@@ -752,7 +752,8 @@ fn scripted_team_beats_random_team() {
 
 #[test]
 fn registry_builds_env_and_scripted_player() {
-    let registry = crate::native_envs();
+    let mut registry = mosaic_core::EnvRegistry::default();
+    registry.register(KIND);
     let kind = registry.get("soccer-2v2").unwrap();
     assert!(kind.settings.iter().any(|s| s.starts_with("view_size = 3")));
     let mut raw = Settings::new();

@@ -20,7 +20,7 @@ const PASS_GAIN: i32 = 2;
 /// the teammate carrying, wait on the opponent goal for a pass. Deterministic, no memory.
 ///
 /// ```
-/// use mosaic_adapters::soccer::{ScriptedSoccer, Soccer, SoccerSettings};
+/// use mosaic_soccer::{ScriptedSoccer, Soccer, SoccerSettings};
 /// use mosaic_core::{AgentContext, Environment, Policy};
 ///
 /// let mut env = Soccer::new(SoccerSettings::default()).unwrap();

@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 ///   visible, so every exploration target gets mapped).
 ///
 /// ```
-/// use mosaic_adapters::gridworld::{GridPlanner, Gridworld};
+/// use mosaic_gridworld::{GridPlanner, Gridworld};
 /// use mosaic_core::{AgentContext, Environment, Policy, Settings, Transition};
 ///
 /// let mut env = Gridworld::from_settings(&Settings::new()).unwrap();

@@ -185,7 +185,7 @@ impl Tile {
     /// MiniGrid's `(object, colour, state)` encoding.
     ///
     /// ```
-    /// use mosaic_adapters::gridworld::{Colour, DoorState, Tile};
+    /// use mosaic_gridworld::{Colour, DoorState, Tile};
     /// let door = Tile::Door { colour: Colour::Yellow, state: DoorState::Locked };
     /// assert_eq!(door.encode(), [4, 4, 2]);
     /// assert_eq!(Tile::decode(door.encode()), Some(door));

@@ -9,7 +9,7 @@
 //! cell layout. The games have no randomness: every seed gives the same empty board.
 //!
 //! ```
-//! use mosaic_adapters::board::{BoardGame, CONNECT_FOUR};
+//! use mosaic_board::{BoardGame, CONNECT_FOUR};
 //! use mosaic_core::{Action, Environment, ObsRequest, Outcome, Transition};
 //!
 //! let mut game = BoardGame::new(&CONNECT_FOUR);
@@ -147,7 +147,7 @@ impl BoardRules {
     /// number counted from 1 at the top).
     ///
     /// ```
-    /// use mosaic_adapters::board::{CONNECT_FOUR, TIC_TAC_TOE};
+    /// use mosaic_board::{CONNECT_FOUR, TIC_TAC_TOE};
     /// assert_eq!(CONNECT_FOUR.action_label(2), "column 3");
     /// // tic-tac-toe numbers cells column by column, as PettingZoo does
     /// assert_eq!(TIC_TAC_TOE.action_label(1), "cell a2");

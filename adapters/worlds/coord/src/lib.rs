@@ -6,7 +6,7 @@
 //! joint diamond crafting) whose execution difficulty is set by one knob α.
 //!
 //! ```
-//! use mosaic_adapters::coord::CoordWorld;
+//! use mosaic_coord::CoordWorld;
 //! use mosaic_core::{Action, Environment, ObsRequest, Transition};
 //!
 //! let mut settings = mosaic_core::Settings::new();

@@ -10,7 +10,7 @@ pub const MAX_VIEW_SIZE: u32 = 31;
 /// Settings of `soccer-2v2`. Defaults are those of `MosaicMultiGrid-S-2v2-IndAgObs-v1`.
 ///
 /// ```
-/// use mosaic_adapters::soccer::SoccerSettings;
+/// use mosaic_soccer::SoccerSettings;
 /// let mut raw = mosaic_core::Settings::new();
 /// raw.insert("view_size".into(), 7.into());
 /// let settings = SoccerSettings::parse(&raw).unwrap();

@@ -40,8 +40,8 @@ pub fn achievable_coordination(config: &Config) -> Vec<Achievement> {
 /// whose episode sum is at most 0 because agents start at full health.
 ///
 /// ```
-/// let config = mosaic_adapters::coord::Config::from_settings(&Default::default()).unwrap();
-/// assert_eq!(mosaic_adapters::coord::achievable(&config), (22, 23));
+/// let config = mosaic_coord::Config::from_settings(&Default::default()).unwrap();
+/// assert_eq!(mosaic_coord::achievable(&config), (22, 23));
 /// ```
 pub fn achievable(config: &Config) -> (usize, usize) {
     (

@@ -1,14 +1,14 @@
 //! Speed of `soccer-2v2`: raw random play and pitch rendering.
 //!
-//! Besides criterion's figures, `cargo bench --bench soccer` prints same-run ratios:
+//! Besides criterion's figures, `cargo bench -p mosaic-soccer --bench soccer` prints same-run ratios:
 //! random steps per second against the 1,000,000 steps/s goal and against the cost of
 //! drawing the actions alone, and render + PNG time against the 200 µs goal.
 
 use criterion::{Criterion, Throughput};
-use mosaic_adapters::soccer::{Soccer, SoccerSettings};
 use mosaic_core::baseline::Random;
 use mosaic_core::rng::{Rng, seeded};
 use mosaic_core::{Action, AgentContext, Environment, ObsRequest, Policy, Transition};
+use mosaic_soccer::{Soccer, SoccerSettings};
 use rand::Rng as _;
 use std::hint::black_box;
 use std::time::{Duration, Instant};

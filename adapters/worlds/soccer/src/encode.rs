@@ -30,7 +30,7 @@ use super::settings::MAX_VIEW_SIZE;
 /// are unseen.
 ///
 /// ```
-/// use mosaic_adapters::soccer::layout;
+/// use mosaic_soccer::layout;
 /// assert_eq!(layout::len(3), 57);
 /// assert_eq!(layout::view_index(3, 1, 2, 0), 30 + 5 * 3);
 /// ```
