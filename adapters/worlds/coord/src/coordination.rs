@@ -5,87 +5,18 @@
 //! materials go back to the initiator), construction sites and coordinated mobs.
 
 use super::actions::Act;
-use super::rules::{Members, event, members, mine, role_check};
+use super::effects::{
+    Joint, Members, event, joint_success, members, mine, pay_pooled, pooled_has, role_check,
+};
 use super::settings::Config;
 use super::state::{CoordKind, Note, Pending, Tag, World};
-use super::types::{Achievement, Block, Item, MobKind, Role, Structure};
+use super::types::{Achievement, Block, MobKind, Role, Structure};
 use mosaic_core::Event;
 use rand::Rng as _;
-
-/// A synchronous target that was acted on jointly.
-pub struct Joint<'a> {
-    /// What it was, e.g. `iron`.
-    pub target: &'a str,
-    /// Where.
-    pub at: (i32, i32),
-    /// Agents it needed.
-    pub required: usize,
-    /// Soft (assurance game) or hard.
-    pub soft: bool,
-}
-
-/// The team-size achievement of a joint success.
-pub fn sync_achievement(required: usize, agents: usize, soft: bool) -> Achievement {
-    let team = agents >= 3 && required >= agents;
-    match (team, soft) {
-        (false, true) => Achievement::Coord2AgentsSoft,
-        (false, false) => Achievement::Coord2AgentsHard,
-        (true, true) => Achievement::CoordTeamSoft,
-        (true, false) => Achievement::CoordTeamHard,
-    }
-}
-
-/// Credits a synchronous success to every agent of `group`.
-pub fn joint_success(
-    world: &mut World,
-    config: &Config,
-    group: Members,
-    joint: Joint<'_>,
-    events: &mut Vec<Event>,
-) {
-    let achievement = sync_achievement(joint.required, config.agents, joint.soft);
-    for i in members(group) {
-        world.agents[i].unlock(achievement);
-    }
-    world.counters.sync_successes += 1;
-    event(
-        events,
-        "sync_success",
-        members(group).next(),
-        serde_json::json!({
-            "target": joint.target,
-            "x": joint.at.0,
-            "y": joint.at.1,
-            "required": joint.required,
-            "soft": joint.soft,
-            "agents": members(group).collect::<Vec<_>>(),
-        }),
-    );
-}
 
 fn note_all(world: &mut World, group: Members, note: Note) {
     for i in members(group) {
         world.agents[i].note = Some(note);
-    }
-}
-
-/// Whether the agents of `group` hold `cost` between them.
-pub fn pooled_has(world: &World, group: Members, cost: &[(Item, u8)]) -> bool {
-    cost.iter().all(|(item, n)| {
-        members(group)
-            .map(|i| u32::from(world.agents[i].count(*item)))
-            .sum::<u32>()
-            >= u32::from(*n)
-    })
-}
-
-/// Takes `cost` from the agents of `group`, lowest index first.
-pub fn pay_pooled(world: &mut World, group: Members, cost: &[(Item, u8)]) {
-    for (item, n) in cost {
-        let mut left = *n;
-        for i in members(group) {
-            left -= world.agents[i].take(*item, left);
-        }
     }
 }
 

@@ -3,8 +3,7 @@
 //! the same forge in the same step, materials pooled).
 
 use super::actions::Act;
-use super::coordination::{Joint, joint_success, pay_pooled, pooled_has};
-use super::rules::{Members, members, role_check};
+use super::effects::{Joint, Members, joint_success, members, pay_pooled, pooled_has, role_check};
 use super::settings::Config;
 use super::state::{Note, World};
 use super::types::{Achievement, Block, Item, Role};

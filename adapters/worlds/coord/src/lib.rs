@@ -23,6 +23,7 @@
 mod actions;
 mod coordination;
 mod crafting;
+mod effects;
 mod metrics;
 mod mobs;
 mod observation;

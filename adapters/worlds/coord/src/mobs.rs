@@ -3,7 +3,7 @@
 //! slots carry coordination labels drawn at world generation (elite zombies and
 //! skeletons, large cows).
 
-use super::rules::{Harm, hurt};
+use super::effects::{Harm, hurt};
 use super::settings::Config;
 use super::state::{Arrow, MOB_LABELS, Mob, World};
 use super::types::{Block, Dir, MobKind};

@@ -8,122 +8,21 @@
 use super::actions::{Act, Placeable, REQUEST_STEPS};
 use super::coordination;
 use super::crafting;
+use super::effects::{Harm, Members, event, hurt, members, mine, role_check};
 use super::mobs;
 use super::settings::Config;
 use super::state::{
-    AgentState, BLEED_OUT_STEPS, Life, Note, Plant, REVIVE_HEALTH, Request, Signal, World,
-    light_level,
+    AgentState, BLEED_OUT_STEPS, CoordKind, Life, Plant, REVIVE_HEALTH, Request, Signal, Tag,
+    World, light_level,
 };
 use super::types::{Achievement, Block, Item, Resource, Role};
 use mosaic_core::{Event, Transition};
 use rand::Rng as _;
 
-/// Agents as a bit set (at most 4), iterated in index order.
-pub type Members = u8;
-
-/// The agents in `members`, in index order.
-pub fn members(members: Members) -> impl Iterator<Item = usize> {
-    (0..8).filter(move |i| members & (1 << i) != 0)
-}
-
 /// Steps a planted sapling needs to ripen.
 const PLANT_RIPE_AGE: u32 = 600;
 /// Chance that Do on grass yields a sapling.
 const SAPLING_CHANCE: f64 = 0.1;
-
-/// Records a notable event.
-pub fn event(events: &mut Vec<Event>, kind: &str, agent: Option<usize>, detail: serde_json::Value) {
-    events.push(Event {
-        kind: kind.to_owned(),
-        agent,
-        detail: (!detail.is_null()).then_some(detail),
-    });
-}
-
-/// A role-gated attempt by `agent`: specialists always pass, others with probability
-/// 1 − α (one draw per attempt by a non-specialist).
-pub fn role_check(world: &mut World, config: &Config, agent: usize, role: Role) -> bool {
-    if world.agents[agent].role == role {
-        return true;
-    }
-    world.counters.role_attempts += 1;
-    let ok = world.rng.random::<f64>() < config.difficulty.non_specialist_success;
-    if !ok {
-        world.counters.role_failures += 1;
-        world.agents[agent].note = Some(Note::RoleFailed);
-    }
-    ok
-}
-
-/// What hurt an agent; attacks wake a sleeping agent, hunger, thirst and exhaustion do
-/// not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Harm {
-    /// A zombie's blow.
-    Zombie,
-    /// A skeleton's arrow.
-    Arrow,
-    /// A teammate's Do.
-    FriendlyFire,
-    /// Missing food, drink or energy.
-    Needs,
-}
-
-impl Harm {
-    fn name(self) -> &'static str {
-        match self {
-            Harm::Zombie => "zombie",
-            Harm::Arrow => "arrow",
-            Harm::FriendlyFire => "friendly fire",
-            Harm::Needs => "hunger, thirst or exhaustion",
-        }
-    }
-}
-
-/// Damages a living agent (attacks also wake it). At zero health it goes down.
-pub fn hurt(world: &mut World, agent: usize, damage: i32, harm: Harm, events: &mut Vec<Event>) {
-    let wakes = harm != Harm::Needs;
-    let step = world.step;
-    let a = &mut world.agents[agent];
-    if !a.is_alive() {
-        return;
-    }
-    a.health -= damage;
-    if wakes && a.sleeping {
-        a.sleeping = false;
-        a.unlock(Achievement::WakeUp);
-    }
-    if a.health <= 0 {
-        a.health = 0;
-        a.life = Life::Downed { since: step };
-        world.counters.downed += 1;
-        event(
-            events,
-            "downed",
-            Some(agent),
-            serde_json::json!({ "cause": harm.name() }),
-        );
-    }
-}
-
-/// Gives every agent in `to` one unit of the resource of the block at `tile` and clears
-/// the block (trees leave grass, everything else a path).
-pub fn mine(world: &mut World, tile: usize, to: Members) {
-    let block = world.blocks[tile];
-    let Some(item) = block.resource() else { return };
-    for i in members(to) {
-        world.agents[i].add(item, 1);
-        if let Some(a) = Achievement::collect(item) {
-            world.agents[i].unlock(a);
-        }
-    }
-    world.blocks[tile] = if block == Block::Tree {
-        Block::Grass
-    } else {
-        Block::Path
-    };
-    world.tags[tile] = super::state::Tag::NONE;
-}
 
 /// Advances the world by one step. `acts[i]` is agent `i`'s action; agents that are
 /// asleep, down or dead do nothing whatever they chose.
@@ -293,9 +192,7 @@ fn interact(world: &mut World, config: &Config, acts: &[Act], events: &mut Vec<E
         } else if let Some(mob) = world.mob_at(x, y) {
             coordination::hit_mob(world, config, mob, group, events);
         } else if let Some(tile) = world.tile(x, y) {
-            if world.blocks[tile].resource().is_some()
-                && world.tags[tile].kind != super::state::CoordKind::None
-            {
+            if world.blocks[tile].resource().is_some() && world.tags[tile].kind != CoordKind::None {
                 coordination::mine_tagged(world, config, tile, group, events);
             } else {
                 for agent in members(group) {
@@ -437,7 +334,7 @@ fn place(world: &mut World, config: &Config, acts: &[Act]) {
         };
         world.agents[i].unlock(achievement);
         world.blocks[tile] = block;
-        world.tags[tile] = super::state::Tag::NONE;
+        world.tags[tile] = Tag::NONE;
     }
 }
 

@@ -496,7 +496,7 @@ fn rewards_are_first_time_achievements_and_maxima_normalise() {
     assert!(!achievable_coordination(&two).contains(&Achievement::CoordTeamHard));
     for required in [2, 3] {
         for soft in [false, true] {
-            let a = super::coordination::sync_achievement(required, 2, soft);
+            let a = super::effects::sync_achievement(required, 2, soft);
             assert!(achievable_coordination(&two).contains(&a));
         }
     }
