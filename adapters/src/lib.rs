@@ -1,6 +1,7 @@
-//! Environments for mosaic: native Rust games, external environments served by worker
-//! processes ([`external`]), and the registries that list them ([`native_envs`],
-//! [`in_process_envs`]).
+//! Environments for mosaic: the native worlds (each its own crate, re-exported here under
+//! its module name: [`soccer`], [`gridworld`], [`board`], [`coord`]), external environments
+//! served by worker processes ([`external`]), and the registries that list them
+//! ([`native_envs`], [`in_process_envs`]).
 //!
 //! ```
 //! let envs = mosaic_adapters::native_envs();
@@ -9,11 +10,12 @@
 //! assert!(!mosaic_adapters::in_process_envs().resolves("worker"));
 //! ```
 
-pub mod board;
-pub mod coord;
 pub mod external;
-pub mod gridworld;
-pub mod soccer;
+
+pub use mosaic_board as board;
+pub use mosaic_coord as coord;
+pub use mosaic_gridworld as gridworld;
+pub use mosaic_soccer as soccer;
 
 pub use external::ExternalEnv;
 
@@ -35,18 +37,39 @@ pub fn native_envs() -> EnvRegistry {
 /// replay a run recorded elsewhere).
 pub fn in_process_envs() -> EnvRegistry {
     let mut registry = EnvRegistry::default();
-    for kind in [soccer::KIND, coord::kind(), gridworld::KIND]
+    // One line per world, in the order `mosaic envs` lists them.
+    registry.register(soccer::KIND);
+    registry.register(coord::kind());
+    registry.register(gridworld::KIND);
+    board::KINDS
         .into_iter()
-        .chain(board::KINDS)
-    {
-        registry.register(kind);
-    }
+        .for_each(|kind| registry.register(kind));
     registry
 }
 
 #[cfg(test)]
 mod tests {
     use mosaic_core::Settings;
+
+    #[test]
+    fn in_process_registry_lists_every_native_world() {
+        let names: Vec<_> = super::in_process_envs()
+            .kinds()
+            .iter()
+            .map(|kind| kind.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "soccer-2v2",
+                "coord-world",
+                "gridworld",
+                "connect-four",
+                "tic-tac-toe"
+            ]
+        );
+        assert!(super::in_process_envs().prefixes().is_empty());
+    }
 
     #[test]
     fn native_registry_names_the_external_envs() {

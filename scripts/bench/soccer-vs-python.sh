@@ -35,7 +35,7 @@ if [[ ! -f "$py_bench" ]]; then
     exit 1
 fi
 
-rust_line="$(cd "$root" && cargo run --quiet --release -p mosaic-adapters \
+rust_line="$(cd "$root" && cargo run --quiet --release -p mosaic-soccer \
     --example soccer_speed -- "$rust_steps" | grep steps_per_s | tail -n 1)"
 py_line="$("$python" "$py_bench" "$py_steps" | grep steps_per_s | tail -n 1)"
 echo "rust:   $rust_line"

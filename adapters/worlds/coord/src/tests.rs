@@ -1,0 +1,747 @@
+//! Mechanics tests on hand-built arenas and determinism tests on generated worlds.
+
+use super::state::{CoordKind, Life, Mob, MobTag, Tag, World};
+use super::*;
+use mosaic_core::rng::seeded;
+use mosaic_core::{Environment, ObsRequest, Transition};
+use rand::Rng as _;
+use serde_json::{Value, json};
+
+fn settings(pairs: &[(&str, Value)]) -> Settings {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+/// A sand arena (no mob spawns on sand) with the agents at `positions`.
+fn arena(pairs: &[(&str, Value)], positions: &[(i32, i32)]) -> CoordWorld {
+    let mut env = CoordWorld::from_settings(&settings(pairs)).unwrap();
+    env.reset(1).unwrap();
+    let w = world(&mut env);
+    w.blocks.fill(Block::Sand);
+    w.tags.fill(Tag::NONE);
+    w.mobs.clear();
+    w.mob_at.fill(0);
+    w.arrows.clear();
+    w.plants.clear();
+    for (a, (x, y)) in w.agents.iter_mut().zip(positions) {
+        a.x = *x;
+        a.y = *y;
+    }
+    env
+}
+
+fn world(env: &mut CoordWorld) -> &mut World {
+    env.world.as_mut().unwrap()
+}
+
+fn set(env: &mut CoordWorld, x: i32, y: i32, block: Block, tag: Tag) {
+    let w = world(env);
+    let t = w.tile(x, y).unwrap();
+    w.blocks[t] = block;
+    w.tags[t] = tag;
+}
+
+fn face(env: &mut CoordWorld, agent: usize, dir: Dir) {
+    world(env).agents[agent].facing = dir;
+}
+
+/// Full vitals, so that long tests never starve.
+fn refresh(env: &mut CoordWorld) {
+    for a in &mut world(env).agents {
+        a.health = 9;
+        a.food = 9;
+        a.drink = 9;
+        a.energy = 9;
+    }
+}
+
+fn step(env: &mut CoordWorld, acts: &[Act]) -> Transition {
+    let set = *env.action_set();
+    let actions: Vec<_> = acts
+        .iter()
+        .map(|a| Some(mosaic_core::Action(set.index_of(*a) as u32)))
+        .collect();
+    let mut out = Transition::default();
+    env.step(&actions, &mut out).unwrap();
+    out
+}
+
+fn sync(soft: bool, required: u8) -> Tag {
+    Tag {
+        kind: CoordKind::Sync,
+        soft,
+        required,
+        window: 0,
+    }
+}
+
+fn handover(window: u8) -> Tag {
+    Tag {
+        kind: CoordKind::Handover,
+        soft: false,
+        required: 0,
+        window,
+    }
+}
+
+fn two_agents() -> Vec<(&'static str, Value)> {
+    vec![("agents", json!(2)), ("alpha", json!(0.6))]
+}
+
+#[test]
+fn hard_sync_fails_alone_and_succeeds_together() {
+    // Agent 0 south of the tree, agent 1 north of it.
+    let mut env = arena(&two_agents(), &[(10, 11), (10, 9)]);
+    set(&mut env, 10, 10, Block::Tree, sync(false, 2));
+    face(&mut env, 0, Dir::North);
+    face(&mut env, 1, Dir::South);
+    let out = step(&mut env, &[Act::Do, Act::Noop]);
+    assert_eq!(world(&mut env).block(10, 10), Block::Tree);
+    assert_eq!(world(&mut env).counters.sync_failures, 1);
+    assert_eq!(out.rewards[0], 0.0);
+    let out = step(&mut env, &[Act::Do, Act::Do]);
+    let w = world(&mut env);
+    assert_eq!(w.block(10, 10), Block::Grass);
+    assert_eq!(w.counters.sync_successes, 1);
+    for (i, a) in w.agents.iter().enumerate() {
+        assert_eq!(a.count(Item::Wood), 1);
+        assert!(a.has(Achievement::CoordMineWoodHard));
+        assert!(a.has(Achievement::Coord2AgentsHard));
+        // collect_wood (base) + two coordination achievements.
+        assert_eq!(out.rewards[i], 3.0);
+        assert_eq!(a.coord_reward, 2.0);
+    }
+    assert!(out.events.iter().any(|e| e.kind == "sync_success"));
+}
+
+#[test]
+fn soft_sync_succeeds_alone_with_probability_one_minus_alpha() {
+    let mut env = arena(&two_agents(), &[(10, 11), (30, 30)]);
+    face(&mut env, 0, Dir::North);
+    let trials = 1500;
+    let mut successes = 0;
+    for _ in 0..trials {
+        set(&mut env, 10, 10, Block::Tree, sync(true, 2));
+        refresh(&mut env);
+        step(&mut env, &[Act::Do, Act::Noop]);
+        if world(&mut env).block(10, 10) == Block::Grass {
+            successes += 1;
+        }
+    }
+    let rate = f64::from(successes) / f64::from(trials);
+    let sd = (0.4 * 0.6 / f64::from(trials)).sqrt();
+    assert!((rate - 0.4).abs() < 4.0 * sd, "solo success rate {rate}");
+    let w = world(&mut env);
+    assert!(!w.agents[0].has(Achievement::CoordMineWoodSoft));
+    assert_eq!(w.counters.soft_solo_successes, successes);
+    // Together: always, with the bonus.
+    w.agents[1].x = 10;
+    w.agents[1].y = 9;
+    face(&mut env, 1, Dir::South);
+    set(&mut env, 10, 10, Block::Tree, sync(true, 2));
+    step(&mut env, &[Act::Do, Act::Do]);
+    let w = world(&mut env);
+    assert!(w.agents[0].has(Achievement::CoordMineWoodSoft));
+    assert!(w.agents[1].has(Achievement::Coord2AgentsSoft));
+}
+
+#[test]
+fn whole_team_targets_need_every_agent() {
+    let mut env = arena(&[("agents", json!(3))], &[(10, 11), (10, 9), (9, 10)]);
+    set(&mut env, 10, 10, Block::Tree, sync(false, 3));
+    face(&mut env, 0, Dir::North);
+    face(&mut env, 1, Dir::South);
+    face(&mut env, 2, Dir::East);
+    step(&mut env, &[Act::Do, Act::Do, Act::Noop]);
+    assert_eq!(world(&mut env).block(10, 10), Block::Tree);
+    step(&mut env, &[Act::Do, Act::Do, Act::Do]);
+    let w = world(&mut env);
+    assert_eq!(w.block(10, 10), Block::Grass);
+    assert!(w.agents.iter().all(|a| a.has(Achievement::CoordTeamHard)));
+}
+
+#[test]
+fn handover_needs_a_different_agent_within_the_window() {
+    let mut env = arena(&two_agents(), &[(10, 11), (10, 9)]);
+    set(&mut env, 10, 10, Block::Tree, handover(5));
+    face(&mut env, 0, Dir::North);
+    face(&mut env, 1, Dir::South);
+    step(&mut env, &[Act::Do, Act::Noop]);
+    assert_eq!(world(&mut env).pending.len(), 1);
+    // The initiator cannot finish it.
+    step(&mut env, &[Act::Do, Act::Noop]);
+    assert_eq!(world(&mut env).block(10, 10), Block::Tree);
+    let out = step(&mut env, &[Act::Noop, Act::Do]);
+    let w = world(&mut env);
+    assert_eq!(w.block(10, 10), Block::Grass);
+    assert!(w.pending.is_empty());
+    assert_eq!(w.counters.handovers_completed, 1);
+    for a in &w.agents {
+        assert!(a.has(Achievement::HandoverComplete) && a.has(Achievement::CoordMineHandover));
+        assert_eq!(a.count(Item::Wood), 1);
+    }
+    assert!(out.events.iter().any(|e| e.kind == "handover_complete"));
+}
+
+#[test]
+fn handover_expires_and_resets() {
+    let window = 4;
+    let mut env = arena(&two_agents(), &[(10, 11), (10, 9)]);
+    set(&mut env, 10, 10, Block::Tree, handover(window));
+    face(&mut env, 0, Dir::North);
+    face(&mut env, 1, Dir::South);
+    step(&mut env, &[Act::Do, Act::Noop]);
+    for _ in 0..window - 1 {
+        step(&mut env, &[Act::Noop, Act::Noop]);
+        assert_eq!(world(&mut env).pending.len(), 1);
+    }
+    let out = step(&mut env, &[Act::Noop, Act::Noop]);
+    assert!(out.events.iter().any(|e| e.kind == "handover_expired"));
+    let w = world(&mut env);
+    assert!(w.pending.is_empty());
+    assert_eq!(w.counters.handovers_expired, 1);
+    assert_eq!(w.block(10, 10), Block::Tree);
+    // Finishing now only starts a new handover.
+    step(&mut env, &[Act::Noop, Act::Do]);
+    assert_eq!(world(&mut env).block(10, 10), Block::Tree);
+    assert_eq!(world(&mut env).pending[0].initiator, 1);
+}
+
+#[test]
+fn construction_handover_refunds_the_initiator_or_builds_together() {
+    let mut env = arena(&two_agents(), &[(10, 11), (10, 9)]);
+    set(&mut env, 10, 10, Block::Site, handover(3));
+    face(&mut env, 0, Dir::North);
+    face(&mut env, 1, Dir::South);
+    {
+        let a = &mut world(&mut env).agents[0];
+        a.add(Item::Wood, 9);
+        a.add(Item::Stone, 5);
+    }
+    // Nine wood is not enough for a shelter (ten).
+    step(&mut env, &[Act::Build(Structure::Shelter), Act::Noop]);
+    assert!(world(&mut env).pending.is_empty());
+    world(&mut env).agents[0].inventory[Item::Wood as usize] = 10;
+    step(&mut env, &[Act::Build(Structure::Shelter), Act::Noop]);
+    assert_eq!(world(&mut env).agents[0].count(Item::Wood), 0);
+    assert_eq!(world(&mut env).agents[0].count(Item::Stone), 0);
+    for _ in 0..3 {
+        step(&mut env, &[Act::Noop, Act::Noop]);
+    }
+    let w = world(&mut env);
+    assert!(w.pending.is_empty());
+    // The refund may exceed the inventory cap of 9: it is capped like any gain.
+    assert_eq!(w.agents[0].count(Item::Wood), 9);
+    assert_eq!(w.agents[0].count(Item::Stone), 5);
+    assert_eq!(w.block(10, 10), Block::Site);
+
+    // Again, finished in time by the other agent with the same structure.
+    w.agents[0].inventory[Item::Wood as usize] = 10;
+    step(&mut env, &[Act::Build(Structure::Shelter), Act::Noop]);
+    step(&mut env, &[Act::Noop, Act::Build(Structure::Forge)]);
+    assert_eq!(world(&mut env).block(10, 10), Block::Site);
+    step(&mut env, &[Act::Noop, Act::Build(Structure::Shelter)]);
+    let w = world(&mut env);
+    assert_eq!(w.block(10, 10), Block::Shelter);
+    assert_eq!(w.shelters, 1);
+    assert!(
+        w.agents
+            .iter()
+            .all(|a| a.has(Achievement::CoordBuildShelter))
+    );
+}
+
+#[test]
+fn synchronous_forge_pools_materials_and_enables_joint_diamond_tools() {
+    let mut env = arena(&two_agents(), &[(10, 11), (10, 9)]);
+    set(&mut env, 10, 10, Block::Site, sync(false, 2));
+    face(&mut env, 0, Dir::North);
+    face(&mut env, 1, Dir::South);
+    {
+        let w = world(&mut env);
+        w.agents[0].add(Item::Stone, 9);
+        w.agents[1].add(Item::Stone, 1);
+        w.agents[1].add(Item::Iron, 3);
+        w.agents[1].add(Item::Coal, 2);
+    }
+    step(&mut env, &[Act::Build(Structure::Forge), Act::Noop]);
+    assert_eq!(world(&mut env).block(10, 10), Block::Site);
+    step(
+        &mut env,
+        &[Act::Build(Structure::Forge), Act::Build(Structure::Forge)],
+    );
+    let w = world(&mut env);
+    assert_eq!(w.block(10, 10), Block::Forge);
+    assert!(w.agents.iter().all(|a| a.has(Achievement::CoordBuildForge)));
+    assert!(w.agents.iter().all(|a| a.count(Item::Stone) == 0));
+
+    // Diamond pickaxe: miner role for a clean test; materials from both agents.
+    w.agents[0].role = Role::Miner;
+    w.agents[1].role = Role::Miner;
+    w.agents[0].add(Item::Diamond, 3);
+    w.agents[1].add(Item::Wood, 1);
+    let legal = super::observation::legal(w, &ActionSet::new(2, 4), 1);
+    assert!(legal[ActionSet::new(2, 4).index_of(Act::Make(Item::DiamondPickaxe))]);
+    step(&mut env, &[Act::Make(Item::DiamondPickaxe), Act::Noop]);
+    assert_eq!(world(&mut env).agents[0].count(Item::DiamondPickaxe), 0);
+    step(
+        &mut env,
+        &[
+            Act::Make(Item::DiamondPickaxe),
+            Act::Make(Item::DiamondPickaxe),
+        ],
+    );
+    let w = world(&mut env);
+    for a in &w.agents {
+        assert_eq!(a.count(Item::DiamondPickaxe), 1);
+        assert!(a.has(Achievement::CoordDiamondPickaxe));
+    }
+    assert_eq!(w.agents[0].count(Item::Diamond), 0);
+    assert_eq!(w.agents[1].count(Item::Wood), 0);
+}
+
+#[test]
+fn specialists_always_succeed_and_others_with_one_minus_alpha() {
+    let mut pairs = two_agents();
+    pairs.push(("roles", json!(["warrior", "miner"])));
+    let mut env = arena(&pairs, &[(10, 11), (12, 11)]);
+    set(&mut env, 11, 12, Block::Table, Tag::NONE);
+    let roles = [Role::Warrior, Role::Miner];
+    let trials = 2000;
+    let mut made = [0u32; 2];
+    for _ in 0..trials {
+        for a in &mut world(&mut env).agents {
+            a.inventory = [0; Item::COUNT];
+            a.add(Item::Wood, 1);
+        }
+        refresh(&mut env);
+        step(
+            &mut env,
+            &[Act::Make(Item::WoodPickaxe), Act::Make(Item::WoodPickaxe)],
+        );
+        for (i, a) in world(&mut env).agents.iter().enumerate() {
+            assert_eq!(a.role, roles[i]);
+            made[i] += u32::from(a.count(Item::WoodPickaxe));
+        }
+    }
+    assert_eq!(made[1], trials, "the miner always succeeds");
+    let rate = f64::from(made[0]) / f64::from(trials);
+    let sd = (0.4 * 0.6 / f64::from(trials)).sqrt();
+    assert!((rate - 0.4).abs() < 4.0 * sd, "non-specialist rate {rate}");
+    let c = world(&mut env).counters;
+    assert_eq!(c.role_attempts, trials);
+    assert_eq!(c.role_failures, trials - made[0]);
+}
+
+#[test]
+fn request_and_give_work_at_any_distance_while_active() {
+    let mut env = arena(&two_agents(), &[(5, 5), (50, 50)]);
+    let set_ = *env.action_set();
+    let give = set_.index_of(Act::Give(1));
+    world(&mut env).agents[0].add(Item::Wood, 2);
+    assert!(!env.observe(0, ObsRequest::MASK_ONLY).legal[give]);
+    step(&mut env, &[Act::Noop, Act::Request(Resource::Wood)]);
+    assert!(env.observe(0, ObsRequest::MASK_ONLY).legal[give]);
+    let text = env
+        .observe(
+            0,
+            ObsRequest {
+                text: true,
+                ..ObsRequest::MASK_ONLY
+            },
+        )
+        .text
+        .unwrap();
+    assert!(text.contains("requests wood"), "{text}");
+    let out = step(&mut env, &[Act::Give(1), Act::Noop]);
+    assert!(out.events.iter().any(|e| e.kind == "trade"));
+    let w = world(&mut env);
+    assert_eq!(w.agents[0].count(Item::Wood), 1);
+    assert_eq!(w.agents[1].count(Item::Wood), 1);
+    assert_eq!(w.counters.trades, 1);
+    // Giving to oneself is never legal; the request lapses after its 10 steps.
+    assert!(!env.observe(1, ObsRequest::MASK_ONLY).legal[set_.index_of(Act::Give(1))]);
+    for _ in 0..REQUEST_STEPS {
+        step(&mut env, &[Act::Noop, Act::Noop]);
+    }
+    assert!(!env.observe(0, ObsRequest::MASK_ONLY).legal[give]);
+}
+
+#[test]
+fn friendly_fire_downs_and_do_revives() {
+    let mut env = arena(&two_agents(), &[(10, 11), (10, 10)]);
+    face(&mut env, 0, Dir::North);
+    // Agent 0 is a warrior: 2 damage with bare hands.
+    assert_eq!(world(&mut env).agents[0].damage(), 2);
+    let out = step(&mut env, &[Act::Do, Act::Noop]);
+    assert!(out.events.iter().any(|e| e.kind == "friendly_fire"));
+    assert_eq!(world(&mut env).agents[1].health, 7);
+    assert!((out.rewards[1] + 0.2).abs() < 1e-6);
+    for _ in 0..4 {
+        step(&mut env, &[Act::Do, Act::Noop]);
+    }
+    let w = world(&mut env);
+    assert!(matches!(w.agents[1].life, Life::Downed { .. }));
+    assert_eq!(w.counters.friendly_fire, 5);
+    assert_eq!(w.counters.downed, 1);
+    // A downed agent can only wait.
+    let legal = env.observe(1, ObsRequest::MASK_ONLY).legal;
+    assert_eq!(legal.iter().filter(|x| **x).count(), 1);
+    assert_eq!(env.acting(), vec![0, 1]);
+    let out = step(&mut env, &[Act::Do, Act::Noop]);
+    assert!(out.events.iter().any(|e| e.kind == "revive"));
+    let w = world(&mut env);
+    assert_eq!(w.agents[1].life, Life::Alive);
+    assert_eq!(w.agents[1].health, state::REVIVE_HEALTH);
+    assert_eq!(w.counters.revives, 1);
+}
+
+#[test]
+fn unrevived_agents_bleed_out_and_the_episode_ends_when_nobody_is_up() {
+    let mut env = arena(&two_agents(), &[(10, 11), (20, 20)]);
+    world(&mut env).agents[1].health = 1;
+    world(&mut env).agents[1].food = 0;
+    world(&mut env).agents[1].recover = -15.5;
+    let out = step(&mut env, &[Act::Noop, Act::Noop]);
+    assert!(out.events.iter().any(|e| e.kind == "downed"));
+    let mut last = out;
+    for _ in 0..state::BLEED_OUT_STEPS {
+        last = step(&mut env, &[Act::Noop, Act::Noop]);
+    }
+    assert!(last.terminated[1] && !last.terminated[0]);
+    assert_eq!(world(&mut env).agents[1].life, Life::Dead);
+    assert_eq!(env.acting(), vec![0]);
+    // Walking into lava kills at once; then nobody is up and the episode is over.
+    set(&mut env, 10, 12, Block::Lava, Tag::NONE);
+    let out = step(&mut env, &[Act::Move(Dir::South), Act::Noop]);
+    assert!(out.all_done());
+    assert!(env.acting().is_empty());
+    let mut t = Transition::default();
+    assert!(env.step(&[None, None], &mut t).is_err());
+}
+
+#[test]
+fn coordinated_mobs_take_joint_hits() {
+    let mut env = arena(&two_agents(), &[(10, 11), (10, 9)]);
+    face(&mut env, 0, Dir::North);
+    face(&mut env, 1, Dir::South);
+    let tag = MobTag {
+        coordinated: true,
+        soft: false,
+        required: 2,
+    };
+    world(&mut env).add_mob(Mob {
+        kind: MobKind::Zombie,
+        x: 10,
+        y: 10,
+        health: 6,
+        cooldown: 99,
+        tag,
+    });
+    // Hard elite: a solo hit does nothing. (The zombie may not move: both sides and
+    // the row are walled with water.)
+    for (x, y) in [(9, 10), (11, 10)] {
+        set(&mut env, x, y, Block::Water, Tag::NONE);
+    }
+    step(&mut env, &[Act::Do, Act::Noop]);
+    assert_eq!(world(&mut env).mobs[0].health, 6);
+    // Warrior 2 + miner... agent 1 is a forager: 1.
+    step(&mut env, &[Act::Do, Act::Do]);
+    assert_eq!(world(&mut env).mobs[0].health, 3);
+    step(&mut env, &[Act::Do, Act::Do]);
+    let w = world(&mut env);
+    assert!(w.mobs.is_empty());
+    for a in &w.agents {
+        assert!(a.has(Achievement::DefeatZombie));
+        assert!(a.has(Achievement::CoordEliteMeleeKill));
+    }
+    assert_eq!(w.counters.sync_successes, 2);
+}
+
+#[test]
+fn rewards_are_first_time_achievements_and_maxima_normalise() {
+    let mut env = arena(&two_agents(), &[(10, 11), (20, 20)]);
+    face(&mut env, 0, Dir::North);
+    set(&mut env, 10, 10, Block::Tree, Tag::NONE);
+    assert_eq!(step(&mut env, &[Act::Do, Act::Noop]).rewards[0], 1.0);
+    set(&mut env, 10, 10, Block::Tree, Tag::NONE);
+    assert_eq!(step(&mut env, &[Act::Do, Act::Noop]).rewards[0], 0.0);
+    let (base_max, coord_max) = achievable(env.config());
+    assert_eq!((base_max, coord_max), (22, 21));
+    {
+        let w = world(&mut env);
+        w.agents[0].base_reward = 11.0;
+        w.agents[0].coord_reward = coord_max as f64;
+        w.agents[1].base_reward = base_max as f64;
+        w.agents[1].coord_reward = 0.0;
+    }
+    let m = env.metrics();
+    assert_eq!(m["base_pct"], json!(75.0));
+    assert_eq!(m["coord_pct"], json!(50.0));
+    let total = 100.0 * (11.0 + 21.0 + 22.0) / 2.0 / 43.0;
+    assert!((m["total_pct"].as_f64().unwrap() - total).abs() < 1e-3);
+    for key in [
+        "trades",
+        "revives",
+        "handovers",
+        "sync_successes",
+        "coordination_sites",
+    ] {
+        assert!(m.contains_key(key), "{key}");
+    }
+    // Every coordination achievement the maximum counts is one the rules can award.
+    let two = Config::from_settings(&settings(&two_agents())).unwrap();
+    assert!(!achievable_coordination(&two).contains(&Achievement::CoordTeamHard));
+    for required in [2, 3] {
+        for soft in [false, true] {
+            let a = super::effects::sync_achievement(required, 2, soft);
+            assert!(achievable_coordination(&two).contains(&a));
+        }
+    }
+}
+
+fn random_run(seed: u64, alpha: f64, steps: usize) -> (Vec<Transition>, Map, String) {
+    let mut env = CoordWorld::from_settings(&settings(&[("alpha", json!(alpha))])).unwrap();
+    env.reset(seed).unwrap();
+    let mut rng = seeded(seed ^ 0x5eed);
+    let mut out = Vec::new();
+    for _ in 0..steps {
+        if env.acting().is_empty() {
+            break;
+        }
+        let actions: Vec<_> = (0..3)
+            .map(|i| {
+                let legal: Vec<_> = env
+                    .observe(i, ObsRequest::MASK_ONLY)
+                    .legal_actions()
+                    .collect();
+                Some(legal[rng.random_range(0..legal.len())])
+            })
+            .collect();
+        let mut t = Transition::default();
+        env.step(&actions, &mut t).unwrap();
+        out.push(t);
+    }
+    let text = env.observe(1, ObsRequest::ALL).text.unwrap();
+    (out, env.metrics(), text)
+}
+
+type Map = serde_json::Map<String, Value>;
+
+#[test]
+fn episodes_are_deterministic_per_seed() {
+    let a = random_run(42, 0.6, 1500);
+    let b = random_run(42, 0.6, 1500);
+    assert_eq!(a, b);
+    let c = random_run(43, 0.6, 1500);
+    assert_ne!(a.2, c.2);
+}
+
+#[test]
+fn alpha_keeps_the_layout_and_the_site_count() {
+    let make = |alpha: f64| {
+        let mut env = CoordWorld::from_settings(&settings(&[("alpha", json!(alpha))])).unwrap();
+        env.reset(9).unwrap();
+        env
+    };
+    let (mut easy, mut hard) = (make(0.3), make(0.9));
+    assert_eq!(world(&mut easy).blocks, world(&mut hard).blocks);
+    assert_eq!(world(&mut easy).census, world(&mut hard).census);
+    assert_eq!(
+        easy.metrics()["coordination_sites"],
+        hard.metrics()["coordination_sites"]
+    );
+    let positions = |env: &mut CoordWorld| {
+        let w = world(env);
+        (0..w.tags.len())
+            .filter(|t| w.tags[*t].kind != CoordKind::None)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(positions(&mut easy), positions(&mut hard));
+}
+
+#[test]
+fn observations_describe_the_coordination_state() {
+    let mut env = arena(&[("agents", json!(3))], &[(10, 11), (12, 12), (30, 30)]);
+    set(&mut env, 10, 10, Block::Tree, sync(false, 2));
+    set(&mut env, 11, 10, Block::Iron, handover(9));
+    face(&mut env, 0, Dir::North);
+    let obs = env.observe(0, ObsRequest::ALL);
+    let text = obs.text.unwrap();
+    for needle in [
+        "Position: (x=10, y=11)",
+        "Role: warrior",
+        "You see:\n",
+        "- tree 1 step north (x=10, y=10)",
+        "Do target: tree (x=10, y=10).",
+        "requires 2 agents to select Do simultaneously (fails alone). You are on the south side, adjacent (facing target).",
+        "handover: one agent starts with Do, a different agent must finish with Do within 9 steps",
+        "Agent 1 (forager): 1 step south and 2 steps east (x=12, y=12), health=9",
+        "Available actions:\n- noop\n",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    assert!(text.ends_with('\n'));
+    let symbolic = obs.symbolic.unwrap();
+    let layout = Layout::new(3, 4);
+    assert_eq!(symbolic.shape, vec![layout.len()]);
+    let view = View::new(&symbolic.data, layout).unwrap();
+    let (cx, cy) = (VIEW_W / 2, VIEW_H / 2);
+    assert_eq!(view.block(cx, cy - 1), Block::Tree);
+    assert!(view.flag(cx, cy - 1, observation::ch::SYNC_HARD));
+    assert!(view.flag(cx + 1, cy - 1, observation::ch::HANDOVER));
+    assert!(view.flag(cx + 2, cy + 1, observation::ch::TEAMMATE));
+    assert_eq!(view.facing(), Dir::North);
+    assert_eq!(view.vitals(), [9, 9, 9, 9]);
+    assert_eq!(view.role(), Role::Warrior);
+    let frame = obs.frame.unwrap();
+    frame.validate().unwrap();
+    assert_eq!((frame.width, frame.height), (144, 144));
+    let full = env.render().unwrap();
+    full.validate().unwrap();
+}
+
+#[test]
+fn visible_teammates_describe_who_is_in_view() {
+    // Agent 1 next to agent 0, agent 2 down to the north-west, agent 3 out of view (but
+    // in agent 1's).
+    let mut env = arena(
+        &[("agents", json!(4))],
+        &[(20, 20), (21, 20), (16, 17), (25, 22)],
+    );
+    set(&mut env, 22, 20, Block::Tree, Tag::NONE);
+    face(&mut env, 1, Dir::East);
+    {
+        let w = world(&mut env);
+        w.agents[1].add(Item::Wood, 3);
+        w.agents[1].add(Item::StonePickaxe, 1);
+        w.agents[1].drink = 4;
+        w.agents[2].health = 0;
+        w.agents[2].life = Life::Downed { since: 0 };
+        w.agents[3].sleeping = true;
+    }
+    let text_only = ObsRequest {
+        text: true,
+        ..ObsRequest::MASK_ONLY
+    };
+    let lines = |env: &CoordWorld, agent: usize| -> Vec<String> {
+        let info = env.observe(agent, text_only).info.unwrap();
+        serde_json::from_value(info["visible_teammates"].clone()).unwrap()
+    };
+    assert_eq!(
+        lines(&env, 0),
+        [
+            "agent_1 (forager): 1 step east (x=21, y=20), facing east towards tree (x=22, y=20); health 9/9, food 9/9, drink 4/9, energy 9/9; holds wood 3, stone_pickaxe 1",
+            "agent_2 (miner): 3 steps north and 4 steps west (x=16, y=17), DOWN: face them and use Do within 100 steps to revive them",
+        ]
+    );
+    // Agent 1 sees agent 0 facing it and agent 3 asleep, not agent 2 (5 tiles west).
+    face(&mut env, 0, Dir::East);
+    let seen_by_1 = lines(&env, 1);
+    assert_eq!(seen_by_1.len(), 2, "{seen_by_1:?}");
+    assert!(
+        seen_by_1[0].starts_with("agent_0 (warrior): 1 step west (x=20, y=20), facing east towards you (x=21, y=20); health 9/9"),
+        "{seen_by_1:?}"
+    );
+    assert!(seen_by_1[0].ends_with("; holds nothing"));
+    assert!(
+        seen_by_1[1].starts_with("agent_3 (warrior): 2 steps south and 4 steps east (x=25, y=22), facing north towards sand (x=25, y=21), asleep; health 9/9"),
+        "{seen_by_1:?}"
+    );
+    // Nobody in view: an empty list; no text wanted: no info.
+    let alone = arena(&two_agents(), &[(5, 5), (40, 40)]);
+    assert!(lines(&alone, 0).is_empty());
+    assert!(alone.observe(0, ObsRequest::MASK_ONLY).info.is_none());
+}
+
+#[test]
+fn signals_reach_teammates() {
+    let mut env = arena(&two_agents(), &[(5, 5), (40, 40)]);
+    step(&mut env, &[Act::Signal(2), Act::Noop]);
+    let layout = Layout::new(2, 4);
+    let obs = env.observe(1, ObsRequest::ALL);
+    let symbolic = obs.symbolic.unwrap();
+    let view = View::new(&symbolic.data, layout).unwrap();
+    assert_eq!(view.mate(0, observation::mate::SIGNAL_FRESHNESS), 1.0);
+    assert_eq!(view.mate(0, observation::mate::SIGNAL + 2), 1.0);
+    assert!(obs.text.unwrap().contains("last signal 2 (1 steps ago)"));
+}
+
+#[test]
+fn registry_builds_the_world_and_its_scripted_operator() {
+    let mut registry = mosaic_core::EnvRegistry::default();
+    registry.register(kind());
+    let env = registry
+        .make(NAME, &settings(&[("preset", json!("hard"))]))
+        .unwrap();
+    assert_eq!(env.spec().agents.len(), 3);
+    assert_eq!(env.spec().action_labels.len(), 36);
+    let Err(err) = registry.make(NAME, &settings(&[("agents", json!(7))])) else {
+        panic!("seven agents accepted");
+    };
+    assert!(err.message.contains("agents"), "{err}");
+    let make = registry.get(NAME).unwrap().scripted.unwrap();
+    assert!(make(&Settings::new(), &Settings::new()).is_ok());
+    assert!(make(&Settings::new(), &settings(&[("typo", json!(1))])).is_err());
+}
+
+fn team_run(kind: &str, seed: u64, steps: u32) -> Map {
+    let env_settings = settings(&[("preset", json!("easy"))]);
+    let mut env = CoordWorld::from_settings(&env_settings).unwrap();
+    env.reset(seed).unwrap();
+    let mut policies: Vec<Box<dyn mosaic_core::Policy>> = (0..3)
+        .map(|_| -> Box<dyn mosaic_core::Policy> {
+            if kind == "scripted" {
+                Box::new(Scripted::from_settings(env.config(), &Settings::new()).unwrap())
+            } else {
+                Box::new(mosaic_core::baseline::Random::default())
+            }
+        })
+        .collect();
+    for (i, p) in policies.iter_mut().enumerate() {
+        p.reset(&mosaic_core::AgentContext::new(
+            seed,
+            i,
+            format!("agent_{i}"),
+            36,
+        ));
+    }
+    let mut t = Transition::default();
+    for _ in 0..steps {
+        let acting = env.acting();
+        if acting.is_empty() {
+            break;
+        }
+        let mut actions = vec![None; 3];
+        for i in acting {
+            let obs = env.observe(i, policies[i].wants());
+            let decision = policies[i].decide(&obs);
+            assert!(obs.is_legal(decision.action));
+            actions[i] = Some(decision.action);
+        }
+        env.step(&actions, &mut t).unwrap();
+    }
+    env.metrics()
+}
+
+#[test]
+fn scripted_team_beats_random_and_coordinates() {
+    let mut scripted_base = 0.0;
+    let mut random_base = 0.0;
+    let mut coordinated = 0;
+    for seed in 0..3 {
+        let s = team_run("scripted", seed, 1500);
+        let r = team_run("random", seed, 1500);
+        scripted_base += s["base_pct"].as_f64().unwrap();
+        random_base += r["base_pct"].as_f64().unwrap();
+        coordinated += s["sync_successes"].as_u64().unwrap() + s["handovers"].as_u64().unwrap();
+    }
+    assert!(
+        scripted_base > random_base + 10.0,
+        "scripted {scripted_base} vs random {random_base}"
+    );
+    assert!(coordinated > 0, "scripted teams never coordinated");
+    assert_eq!(team_run("scripted", 5, 300), team_run("scripted", 5, 300));
+}
