@@ -123,10 +123,13 @@ pub struct EntityMemory<T> {
     links: Vec<u64>,
     /// This step's sightings as bitsets, `words` per agent.
     sighted: Vec<u64>,
-    /// This step's payloads, `entities` per agent.
+    /// This step's payloads, `entities` per agent (read only where `sighted` is set).
     reports: Vec<Option<T>>,
-    /// Every agent's view, `entities` per agent.
+    /// Every agent's view, `entities` per agent; entries older than `max_age` are dead
+    /// and never read.
     views: Vec<Option<Entry<T>>>,
+    /// This step's entities each agent filed from another agent's sighting, as bitsets.
+    relayed: Vec<u64>,
 }
 
 /// Indices of the set bits of `word`, lowest first, offset by `base`.
@@ -158,6 +161,7 @@ impl<T: Copy> EntityMemory<T> {
             sighted: vec![0; agents * words],
             reports: vec![None; agents * entities],
             views: vec![None; agents * entities],
+            relayed: vec![0; agents * words],
         })
     }
 
@@ -183,6 +187,7 @@ impl<T: Copy> EntityMemory<T> {
         self.sighted.fill(0);
         self.reports.fill(None);
         self.views.fill(None);
+        self.relayed.fill(0);
     }
 
     /// Starts a step: the graph and the sightings of the previous step are cleared, what
@@ -191,7 +196,7 @@ impl<T: Copy> EntityMemory<T> {
         self.step = self.step.wrapping_add(1);
         self.links.fill(0);
         self.sighted.fill(0);
-        self.reports.fill(None);
+        self.relayed.fill(0);
     }
 
     /// Connects agents `a` and `b` for this step (in both directions). Indices out of
@@ -214,9 +219,17 @@ impl<T: Copy> EntityMemory<T> {
 
     /// Relays this step's sightings: every agent files, for every entity reported within
     /// `max_hops` edges of it, the report of the nearest source (fewest hops, then lowest
-    /// agent index); entries older than `max_age` steps are dropped.
+    /// agent index). Entries older than `max_age` steps are no longer recalled.
     pub fn propagate(&mut self) {
-        let mut covered = vec![0u64; self.words];
+        // Entity bitsets fit on the stack for up to 512 entities.
+        let mut inline = [0u64; 8];
+        let mut heap = Vec::new();
+        let covered: &mut [u64] = if self.words <= inline.len() {
+            &mut inline[..self.words]
+        } else {
+            heap.resize(self.words, 0);
+            &mut heap
+        };
         for receiver in 0..self.agents {
             covered.fill(0);
             let mut reached: u64 = 1 << receiver;
@@ -224,7 +237,7 @@ impl<T: Copy> EntityMemory<T> {
             let mut hops = 0u32;
             loop {
                 for source in bits(frontier, 0) {
-                    self.file(receiver, source, hops, &mut covered);
+                    self.file(receiver, source, hops, covered);
                 }
                 if hops >= self.config.max_hops {
                     break;
@@ -238,21 +251,18 @@ impl<T: Copy> EntityMemory<T> {
                 hops += 1;
             }
         }
-        let (step, max_age) = (self.step, self.config.max_age);
-        for slot in &mut self.views {
-            if slot.is_some_and(|e| step.wrapping_sub(e.seen_at) > max_age) {
-                *slot = None;
-            }
-        }
     }
 
     /// Files the sightings of `source`, `hops` edges from `receiver`, for the entities not
     /// yet covered this step.
     fn file(&mut self, receiver: usize, source: usize, hops: u32, covered: &mut [u64]) {
-        let sightings = &self.sighted[source * self.words..(source + 1) * self.words];
-        for (word, (seen, done)) in sightings.iter().zip(covered.iter_mut()).enumerate() {
-            let new = seen & !*done;
+        let words = self.words;
+        for (word, done) in covered.iter_mut().enumerate() {
+            let new = self.sighted[source * words + word] & !*done;
             *done |= new;
+            if hops > 0 {
+                self.relayed[receiver * words + word] |= new;
+            }
             for entity in bits(new, word * 64) {
                 if let Some(payload) = self.reports[source * self.entities + entity] {
                     self.views[receiver * self.entities + entity] = Some(Entry {
@@ -265,6 +275,19 @@ impl<T: Copy> EntityMemory<T> {
                 }
             }
         }
+    }
+
+    /// The entities agent `agent` learnt of this step from other agents' sightings only
+    /// (fresh entries with at least one hop), by index.
+    pub fn relayed_now(&self, agent: usize) -> impl Iterator<Item = usize> + '_ {
+        let row = if agent < self.agents {
+            &self.relayed[agent * self.words..(agent + 1) * self.words]
+        } else {
+            &[]
+        };
+        row.iter()
+            .enumerate()
+            .flat_map(|(word, bitset)| bits(*bitset, word * 64))
     }
 
     /// Forgets entity `entity` in every agent's view (it no longer exists).
@@ -283,7 +306,7 @@ impl<T: Copy> EntityMemory<T> {
         }
         self.views[agent * self.entities + entity]
             .as_ref()
-            .map(|entry| self.recollection(entity, entry))
+            .and_then(|entry| self.recollection(entity, entry))
     }
 
     /// Everything agent `agent` knows, by entity index.
@@ -295,17 +318,19 @@ impl<T: Copy> EntityMemory<T> {
         };
         row.iter()
             .enumerate()
-            .filter_map(|(entity, slot)| slot.as_ref().map(|e| self.recollection(entity, e)))
+            .filter_map(|(entity, slot)| slot.as_ref().and_then(|e| self.recollection(entity, e)))
     }
 
-    fn recollection<'a>(&self, entity: usize, entry: &'a Entry<T>) -> Recollection<'a, T> {
-        Recollection {
+    /// The entry as read, unless it has expired.
+    fn recollection<'a>(&self, entity: usize, entry: &'a Entry<T>) -> Option<Recollection<'a, T>> {
+        let age = self.step.wrapping_sub(entry.seen_at);
+        (age <= self.config.max_age).then(|| Recollection {
             entity,
             payload: &entry.payload,
-            age: self.step.wrapping_sub(entry.seen_at),
+            age,
             source: usize::from(entry.source),
             hops: u32::from(entry.hops),
-        }
+        })
     }
 
     /// Checks a memory read from outside (a snapshot): its tables must match its sizes.
@@ -316,6 +341,7 @@ impl<T: Copy> EntityMemory<T> {
             && self.sighted.len() == self.agents * self.words
             && self.reports.len() == self.agents * self.entities
             && self.views.len() == self.agents * self.entities
+            && self.relayed.len() == self.agents * self.words
             && self
                 .views
                 .iter()
@@ -396,6 +422,8 @@ mod tests {
         m.sight(4, 0, 400);
         m.propagate();
         let seen = |a| m.recall(a, 0).map(|r| (r.source, r.hops, *r.payload));
+        assert_eq!(m.relayed_now(0).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(m.relayed_now(4).count(), 0, "its own sighting");
         assert_eq!(seen(0), Some((1, 1, 100)));
         assert_eq!(seen(2), Some((1, 1, 100)), "tie at one hop: lowest source");
         assert_eq!(seen(3), Some((4, 1, 400)));
