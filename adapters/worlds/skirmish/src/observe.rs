@@ -15,8 +15,8 @@ use crate::units::{UnitType, Weapon};
 /// | enemies | `e` × [`UNIT`](layout::UNIT)` + T` | enemy `k` (target slot `k`) |
 /// | allies | `a − 1` × [`UNIT`](layout::UNIT)` + T` | the other allies in index order |
 /// | own | 1 × [`OWN`](layout::OWN)` + T` | the agent's own unit |
-/// | enemy memory | `e` × [`MEMORY`](layout::MEMORY) | the team's entity memory of enemy `k` |
-/// | ally memory | `a − 1` × [`MEMORY`](layout::MEMORY) | the team's entity memory of each other ally |
+/// | enemy memory | `e` × [`MEMORY`](layout::MEMORY)` + T` | the team's entity memory of enemy `k` |
+/// | ally memory | `a − 1` × [`MEMORY`](layout::MEMORY)` + T` | the team's entity memory of each other ally |
 ///
 /// A unit block (all zeros unless the unit is alive and in sight): visible, targetable
 /// (the attack — for a medivac's ally, heal — action on it is legal now), distance,
@@ -26,9 +26,9 @@ use crate::units::{UnitType, Weapon};
 /// one-hot over the pool. The own block: health, shield, x and y (divided by the map
 /// size), cooldown, energy (fraction of the maximum), last move (x, y), type one-hot. A
 /// memory block: known, relative x and y of the remembered position (divided by the map
-/// size), remembered health and shield, age (steps, divided by `memory_max_age + 1`) and
-/// hops (divided by `max_hops`, 0 for the agent's own sighting). A dead agent's
-/// observation is all zeros (SMAC's).
+/// size), remembered health and shield, age (steps, divided by `memory_max_age + 1`),
+/// hops (divided by `max_hops`, 0 for the agent's own sighting), then the unit's type
+/// one-hot. A dead agent's observation is all zeros (SMAC's).
 ///
 /// Both teams' vectors have the same length (`a − 1 + e` other units either way); only
 /// where the enemy blocks end differs.
@@ -36,8 +36,8 @@ use crate::units::{UnitType, Weapon};
 /// ```
 /// use mosaic_skirmish::{Config, Layout};
 /// let layout = Layout::new(&Config::default(), 0);
-/// // 4 moves, 9 other units of 11 + 3 fields, own 8 + 3, 9 memory blocks of 7.
-/// assert_eq!(layout.len(), 4 + 9 * 14 + 11 + 9 * 7);
+/// // 4 moves, 9 other units of 11 + 3 fields, own 8 + 3, 9 memory blocks of 7 + 3.
+/// assert_eq!(layout.len(), 4 + 9 * 14 + 11 + 9 * 10);
 /// assert_eq!(layout.enemy(1), 4 + 14);
 /// ```
 pub mod layout {
@@ -79,7 +79,7 @@ pub mod layout {
     /// Own block: last move, x then y.
     pub const OWN_LAST_MOVE: usize = 6;
 
-    /// Fields of a memory block.
+    /// Fields of a memory block before the type one-hot.
     pub const MEMORY: usize = 7;
     /// Memory block: known (0/1).
     pub const KNOWN: usize = 0;
@@ -141,14 +141,19 @@ impl Layout {
         self.ally(self.allies - 1)
     }
 
+    /// Length of a memory block.
+    pub fn memory_block(&self) -> usize {
+        layout::MEMORY + self.types
+    }
+
     /// Start of the memory block of enemy `k`.
     pub fn enemy_memory(&self, k: usize) -> usize {
-        self.own() + layout::OWN + self.types + k * layout::MEMORY
+        self.own() + layout::OWN + self.types + k * self.memory_block()
     }
 
     /// Start of the memory block of the `slot`-th other ally.
     pub fn ally_memory(&self, slot: usize) -> usize {
-        self.enemy_memory(self.enemies) + slot * layout::MEMORY
+        self.enemy_memory(self.enemies) + slot * self.memory_block()
     }
 
     /// Total length.
@@ -289,7 +294,7 @@ pub(crate) fn symbolic(battle: &Battle, agent: usize, legal: &[bool], out: &mut 
         }
         let s = battle.units[r.entity].kind.stats();
         let at = slots_of(r.entity).memory;
-        let block = &mut out[at..at + layout::MEMORY];
+        let block = &mut out[at..at + layout.memory_block()];
         block[layout::KNOWN] = 1.0;
         block[layout::MEM_REL_X] = (r.payload.pos[0] - me.pos[0]) * per_size;
         block[layout::MEM_REL_Y] = (r.payload.pos[1] - me.pos[1]) * per_size;
@@ -297,5 +302,6 @@ pub(crate) fn symbolic(battle: &Battle, agent: usize, legal: &[bool], out: &mut 
         block[layout::MEM_SHIELD] = fraction(r.payload.shield, s.shield);
         block[layout::MEM_AGE] = r.age as f32 * age_scale;
         block[layout::MEM_HOPS] = r.hops as f32 * hop_scale;
+        block[layout::MEMORY + config.type_bit(battle.units[r.entity].kind)] = 1.0;
     }
 }

@@ -72,11 +72,14 @@ struct SlotSettings {
     strategy: Strategy,
 }
 
-/// A unit as read from its block.
+/// A unit as read from its block, or from the team's memory of it.
 #[derive(Clone, Copy, Debug)]
 struct Seen {
     /// Target slot (enemies) or team-local index (allies).
     slot: usize,
+    /// In sight now (not only remembered).
+    visible: bool,
+    /// The target action on it is legal now.
     targetable: bool,
     rel: [f32; 2],
     distance: f32,
@@ -92,10 +95,10 @@ struct Situation {
     pos: [f32; 2],
     reloading: bool,
     moves: [bool; 4],
+    /// Enemies in sight or in the team's memory.
     enemies: Vec<Seen>,
+    /// Allies in sight.
     allies: Vec<Seen>,
-    /// Relative positions of enemies known only from the team's memory.
-    remembered: Vec<[f32; 2]>,
 }
 
 fn norm(v: [f32; 2]) -> f32 {
@@ -141,7 +144,55 @@ impl ScriptedSkirmish {
         self.config.pool[bit].0
     }
 
-    fn read(&self, data: &[f32]) -> Option<Situation> {
+    /// The unit in sight whose block starts at `at`.
+    fn in_sight(&self, data: &[f32], at: usize, sight: f32) -> Option<Seen> {
+        if data[at + layout::VISIBLE] < 0.5 {
+            return None;
+        }
+        let kind = self.kind_at(data, at + layout::UNIT);
+        let s = kind.stats();
+        let health = data[at + layout::HEALTH];
+        Some(Seen {
+            slot: 0,
+            visible: true,
+            targetable: false,
+            rel: [
+                data[at + layout::REL_X] * sight,
+                data[at + layout::REL_Y] * sight,
+            ],
+            distance: data[at + layout::DISTANCE] * sight,
+            hit_points: health * s.health + data[at + layout::SHIELD] * s.shield,
+            hurt: health < 1.0,
+            kind,
+        })
+    }
+
+    /// The unit the memory block starting at `at` remembers.
+    fn remembered(&self, data: &[f32], at: usize) -> Option<Seen> {
+        if data[at + layout::KNOWN] < 0.5 {
+            return None;
+        }
+        let kind = self.kind_at(data, at + layout::MEMORY);
+        let s = kind.stats();
+        let size = self.config.map_size;
+        let rel = [
+            data[at + layout::MEM_REL_X] * size,
+            data[at + layout::MEM_REL_Y] * size,
+        ];
+        let health = data[at + layout::MEM_HEALTH];
+        Some(Seen {
+            slot: 0,
+            visible: false,
+            targetable: false,
+            rel,
+            distance: norm(rel),
+            hit_points: health * s.health + data[at + layout::MEM_SHIELD] * s.shield,
+            hurt: health < 1.0,
+            kind,
+        })
+    }
+
+    fn read(&self, data: &[f32], legal: &[bool]) -> Option<Situation> {
         if data.len() != self.layout.len() {
             return None;
         }
@@ -152,40 +203,29 @@ impl ScriptedSkirmish {
         let kind = self.kind_at(data, own + layout::OWN);
         let sight = kind.stats().sight_range;
         let size = self.config.map_size;
-        let seen = |at: usize, slot: usize| {
-            if data[at + layout::VISIBLE] < 0.5 {
-                return None;
-            }
-            let kind = self.kind_at(data, at + layout::UNIT);
-            let s = kind.stats();
-            let health = data[at + layout::HEALTH];
-            Some(Seen {
-                slot,
-                targetable: data[at + layout::TARGETABLE] > 0.5,
-                rel: [
-                    data[at + layout::REL_X] * sight,
-                    data[at + layout::REL_Y] * sight,
-                ],
-                distance: data[at + layout::DISTANCE] * sight,
-                hit_points: health * s.health + data[at + layout::SHIELD] * s.shield,
-                hurt: health < 1.0,
-                kind,
-            })
-        };
+        let usable = |slot: usize| legal.get(actions::TARGET as usize + slot) == Some(&true);
+        let heals = kind.heals();
         let enemies = (0..self.layout.enemies)
-            .filter_map(|k| seen(self.layout.enemy(k), k))
+            .filter_map(|k| {
+                let seen = self
+                    .in_sight(data, self.layout.enemy(k), sight)
+                    .or_else(|| self.remembered(data, self.layout.enemy_memory(k)))?;
+                Some(Seen {
+                    slot: k,
+                    targetable: !heals && usable(k),
+                    ..seen
+                })
+            })
             .collect();
         let allies = (0..self.layout.allies - 1)
-            .filter_map(|s| seen(self.layout.ally(s), Layout::ally_index(self.local, s)))
-            .collect();
-        let remembered = (0..self.layout.enemies)
-            .map(|k| self.layout.enemy_memory(k))
-            .filter(|at| data[at + layout::KNOWN] > 0.5)
-            .map(|at| {
-                [
-                    data[at + layout::MEM_REL_X] * size,
-                    data[at + layout::MEM_REL_Y] * size,
-                ]
+            .filter_map(|s| {
+                let index = Layout::ally_index(self.local, s);
+                let seen = self.in_sight(data, self.layout.ally(s), sight)?;
+                Some(Seen {
+                    slot: index,
+                    targetable: heals && usable(index),
+                    ..seen
+                })
             })
             .collect();
         Some(Situation {
@@ -198,7 +238,6 @@ impl ScriptedSkirmish {
             moves: [0, 1, 2, 3].map(|k| data[layout::MOVES + k] > 0.5),
             enemies,
             allies,
-            remembered,
         })
     }
 
@@ -258,14 +297,16 @@ impl ScriptedSkirmish {
         }
     }
 
+    /// SMAX's heuristic reads only what is in sight, never the memory.
     fn decide_heuristic(&mut self, s: &Situation) -> u32 {
-        let in_range = |slot: usize| s.enemies.iter().any(|e| e.slot == slot && e.targetable);
+        let visible: Vec<&Seen> = s.enemies.iter().filter(|e| e.visible).collect();
+        let in_range = |slot: usize| visible.iter().any(|e| e.slot == slot && e.targetable);
         let target = self
             .memory
             .last_target
             .filter(|t| in_range(*t))
             .or_else(|| {
-                s.enemies
+                visible
                     .iter()
                     .filter(|e| e.targetable)
                     .min_by(|a, b| a.distance.total_cmp(&b.distance))
@@ -275,11 +316,11 @@ impl ScriptedSkirmish {
         if let Some(slot) = target {
             return actions::TARGET + slot as u32;
         }
-        let heading = if s.enemies.is_empty() {
+        let heading = if visible.is_empty() {
             self.default_heading(s)
         } else {
-            let pick = self.memory.rng.random_range(0..s.enemies.len());
-            s.enemies[pick].rel
+            let pick = self.memory.rng.random_range(0..visible.len());
+            visible[pick].rel
         };
         Self::move_along(s, heading)
     }
@@ -296,11 +337,9 @@ impl ScriptedSkirmish {
         let nearest = s
             .enemies
             .iter()
-            .map(|e| e.rel)
-            .chain(s.remembered.iter().copied())
-            .min_by(|a, b| norm(*a).total_cmp(&norm(*b)));
+            .min_by(|a, b| a.distance.total_cmp(&b.distance));
         let heading = match nearest {
-            Some(rel) => rel,
+            Some(e) => e.rel,
             None => self.default_heading(s),
         };
         Self::move_along(s, heading)
@@ -344,7 +383,10 @@ impl Policy for ScriptedSkirmish {
     }
 
     fn decide(&mut self, obs: &Observation) -> Decision {
-        let situation = obs.symbolic.as_ref().and_then(|t| self.read(&t.data));
+        let situation = obs
+            .symbolic
+            .as_ref()
+            .and_then(|t| self.read(&t.data, &obs.legal));
         let action = match situation {
             None => actions::NOOP,
             Some(s) if s.kind.heals() => self.decide_medivac(&s),

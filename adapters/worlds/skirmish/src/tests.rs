@@ -780,3 +780,37 @@ fn metrics_and_registry_entry() {
     assert!(make(&settings(&[("scenario", "protoss_3_vs_3".into())])).is_err());
     assert!(KIND.settings.iter().any(|s| s.starts_with("max_hops = 3")));
 }
+
+#[test]
+fn relays_let_focus_fire_fight_under_extended_partial_observability() {
+    // COMPASS's ablation: under extended partial observability only the first spotter
+    // sees an enemy; the memory's relays make it known (and attackable) to the others.
+    let wins = |hops: u32| {
+        let config = Config::from_settings(&settings(&[
+            ("extended_po", "blue".into()),
+            ("max_hops", hops.into()),
+        ]))
+        .unwrap();
+        let mut env = Skirmish::new(config.clone()).unwrap();
+        let mut won = 0;
+        for seed in 0..12 {
+            let mut policies = scripted(&config, Strategy::Heuristic);
+            for p in policies.iter_mut().take(5) {
+                *p = Box::new(ScriptedSkirmish::new(config.clone(), Strategy::FocusFire));
+            }
+            play(&mut env, &mut policies, seed);
+            won += u32::from(battle(&env).ending == Some(Ending::Won(0)));
+        }
+        (
+            won,
+            env.metrics()["relayed_per_step_blue"].as_f64().unwrap(),
+        )
+    };
+    let (with_relays, relayed) = wins(3);
+    let (alone, none) = wins(0);
+    assert!(
+        with_relays >= 6 && alone <= 1,
+        "3 hops won {with_relays}, 0 hops {alone}"
+    );
+    assert!(relayed > 0.0 && none == 0.0);
+}

@@ -35,5 +35,5 @@ fn skirmish_examples_are_valid() {
             operators += 1;
         }
     }
-    assert_eq!(operators, 4 + 3 + 2 + 1);
+    assert_eq!(operators, 4 + 4 + 2 + 1);
 }
