@@ -152,19 +152,6 @@ impl Skirmish {
         self.battle.as_ref()
     }
 
-    /// The running episode, for tests and tools that arrange situations by hand.
-    pub fn battle_mut(&mut self) -> Option<&mut Battle> {
-        self.battle.as_mut()
-    }
-
-    /// Recomputes what units see after the battle was changed through
-    /// [`Skirmish::battle_mut`].
-    pub fn refresh(&mut self) {
-        if let Some(battle) = &mut self.battle {
-            battle.refresh();
-        }
-    }
-
     fn check_actions(&self, actions: &[Option<Action>]) -> Result<(), EnvError> {
         let n = self.config.units();
         if actions.len() != n {

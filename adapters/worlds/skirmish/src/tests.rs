@@ -303,7 +303,7 @@ fn extended_visibility_keeps_an_enemy_to_its_first_spotter() {
     assert_eq!(battle(&extended).visible(2), 0b011);
 
     // When the spotter dies, the next unit to see the enemy spots it.
-    extended.battle_mut().unwrap().units[0].health = 0.0;
+    extended.battle.as_mut().unwrap().units[0].health = 0.0;
     let stop = stop_all(&extended);
     act(&mut extended, &stop);
     assert_eq!(battle(&extended).spotters[2], Some(1));
@@ -395,8 +395,8 @@ fn medivacs_heal_within_range_spending_energy() {
             (UnitType::Marauder, 1, [27.0, 27.0]),
         ],
     );
-    env.battle_mut().unwrap().units[0].health = 20.0;
-    env.refresh();
+    env.battle.as_mut().unwrap().units[0].health = 20.0;
+    env.battle.as_mut().unwrap().refresh();
     let legal = env.observe(1, ObsRequest::MASK_ONLY).legal;
     assert!(legal[target(0) as usize], "heal the marine");
     assert!(!legal[target(1) as usize], "not itself");
@@ -414,15 +414,15 @@ fn medivacs_heal_within_range_spending_energy() {
     }
     assert_eq!(unit(&env, 0).health, 45.0, "never above the maximum");
     // Out of range (4), nothing happens.
-    env.battle_mut().unwrap().units[0].health = 30.0;
-    env.battle_mut().unwrap().units[1].pos = [10.0, 5.0];
-    env.refresh();
+    env.battle.as_mut().unwrap().units[0].health = 30.0;
+    env.battle.as_mut().unwrap().units[1].pos = [10.0, 5.0];
+    env.battle.as_mut().unwrap().refresh();
     assert!(!env.observe(1, ObsRequest::MASK_ONLY).legal[target(0) as usize]);
     act(&mut env, &[actions::STOP, target(0), actions::STOP]);
     assert_eq!(unit(&env, 0).health, 30.0);
     // Marauders cannot shoot flyers; medivacs are flyers.
-    env.battle_mut().unwrap().units[2].pos = [10.5, 5.0];
-    env.refresh();
+    env.battle.as_mut().unwrap().units[2].pos = [10.5, 5.0];
+    env.battle.as_mut().unwrap().refresh();
     let legal = env.observe(2, ObsRequest::MASK_ONLY).legal;
     assert!(
         !legal[target(1) as usize] && legal[target(0) as usize],
@@ -516,8 +516,8 @@ fn shields_absorb_first_armour_reduces_health_and_shields_regenerate() {
             (UnitType::Zealot, 1, [28.0, 28.0]),
         ],
     );
-    env.battle_mut().unwrap().units[1].shield = 10.0;
-    env.battle_mut().unwrap().units[1].health = 60.0;
+    env.battle.as_mut().unwrap().units[1].shield = 10.0;
+    env.battle.as_mut().unwrap().units[1].health = 60.0;
     for _ in 0..13 {
         act(&mut env, &[actions::STOP, actions::STOP]);
     }
@@ -580,7 +580,7 @@ fn sparse_rewards_are_plus_and_minus_one() {
             (UnitType::Marine, 1, [14.0, 10.0]),
         ],
     );
-    env.battle_mut().unwrap().units[1].health = 5.0;
+    env.battle.as_mut().unwrap().units[1].health = 5.0;
     let out = act(&mut env, &[target(0), actions::STOP]);
     assert_eq!(out.rewards, vec![1.0, -1.0]);
     assert_eq!(out.terminated, vec![true, true]);
@@ -639,7 +639,7 @@ fn legal_masks_follow_smac() {
         "{view}"
     );
     assert!(view.contains("attack Enemy #0 (target_0)"), "{view}");
-    env.battle_mut().unwrap().units[0].health = 0.0;
+    env.battle.as_mut().unwrap().units[0].health = 0.0;
     let legal = env.observe(0, ObsRequest::MASK_ONLY).legal;
     assert_eq!(legal.iter().filter(|l| **l).count(), 1);
     assert!(legal[actions::NOOP as usize]);
