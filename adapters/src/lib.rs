@@ -1,6 +1,7 @@
 //! Environments for mosaic: the native worlds (each its own crate, re-exported here under
-//! its module name: [`soccer`], [`gridworld`], [`board`], [`coord`]), external environments
-//! served by worker processes ([`external`]), and the registries that list them
+//! its module name: [`soccer`], [`gridworld`], [`board`], [`coord`], [`skirmish`]),
+//! external environments served by worker processes ([`external`]), and the registries
+//! that list them
 //! ([`native_envs`], [`in_process_envs`]).
 //!
 //! ```
@@ -15,6 +16,7 @@ pub mod external;
 pub use mosaic_board as board;
 pub use mosaic_coord as coord;
 pub use mosaic_gridworld as gridworld;
+pub use mosaic_skirmish as skirmish;
 pub use mosaic_soccer as soccer;
 
 pub use external::ExternalEnv;
@@ -41,6 +43,7 @@ pub fn in_process_envs() -> EnvRegistry {
     registry.register(soccer::KIND);
     registry.register(coord::kind());
     registry.register(gridworld::KIND);
+    registry.register(skirmish::KIND);
     board::KINDS
         .into_iter()
         .for_each(|kind| registry.register(kind));
@@ -64,6 +67,7 @@ mod tests {
                 "soccer-2v2",
                 "coord-world",
                 "gridworld",
+                "skirmish",
                 "connect-four",
                 "tic-tac-toe"
             ]

@@ -20,6 +20,7 @@
 pub mod baseline;
 pub mod canvas;
 mod decision;
+pub mod entity_memory;
 mod env;
 pub mod experiment;
 mod frame;
