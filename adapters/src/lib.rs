@@ -1,8 +1,7 @@
 //! Environments for mosaic: the native worlds (each its own crate, re-exported here under
 //! its module name: [`soccer`], [`gridworld`], [`board`], [`coord`], [`skirmish`]),
 //! external environments served by worker processes ([`external`]), and the registries
-//! that list them
-//! ([`native_envs`], [`in_process_envs`]).
+//! that list them ([`native_envs`], [`in_process_envs`]).
 //!
 //! ```
 //! let envs = mosaic_adapters::native_envs();
