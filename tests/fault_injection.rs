@@ -5,7 +5,7 @@
 
 // Shared with the adapters tests; this test uses only part of it.
 #[allow(dead_code)]
-#[path = "../adapters/tests/support/python.rs"]
+#[path = "../adapters/external/tests/support/python.rs"]
 mod python;
 
 #[path = "../actors/tests/common/collect.rs"]

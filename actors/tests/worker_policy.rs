@@ -3,9 +3,9 @@
 //! (reproducible, only legal moves), MOSAIC action-selector workers, and every kind of
 //! misbehaviour as a typed `OperatorError`.
 
-// Shared with the adapters' tests; each uses part of it.
+// Shared with the external workers' tests; each uses part of it.
 #[allow(dead_code)]
-#[path = "../../adapters/tests/support/python.rs"]
+#[path = "../../adapters/external/tests/support/python.rs"]
 mod python;
 
 use mosaic_actors::operator::SessionResources;

@@ -11,7 +11,9 @@
 
 pub mod board;
 pub mod coord;
-pub mod external;
+/// External workers (the `mosaic-external` crate): `worker`, `gymnasium:<id>` and
+/// `pettingzoo:<module path>` environments.
+pub use mosaic_external as external;
 pub mod gridworld;
 pub mod soccer;
 

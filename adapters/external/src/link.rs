@@ -5,8 +5,8 @@
 //! the caller past it. The decisions about each incoming line ([`judge`], [`greet`],
 //! [`judge_mosaic`]) are pure functions, shared with the async policy actor.
 
-use super::process::{WorkerCommand, WorkerProcess};
-use super::{WorkerError, defaults};
+use crate::process::{WorkerCommand, WorkerProcess};
+use crate::{WorkerError, defaults};
 use mosaic_core::Action;
 use mosaic_protocols::codec::{FrameReader, ReadError};
 use mosaic_protocols::handshake::{Greeting, Policy};
@@ -51,7 +51,7 @@ pub struct LinkOptions {
 }
 
 impl LinkOptions {
-    /// Defaults for a worker of `kind` (see [`super::defaults`]): 16 MiB frames, 60 s to
+    /// Defaults for a worker of `kind` (see [`crate::defaults`]): 16 MiB frames, 60 s to
     /// start, heartbeats every second, hung after 5 s of silence, 2 s grace.
     pub fn new(kind: WorkerKind) -> Self {
         Self {

@@ -1,5 +1,6 @@
-//! External workers: environments (and, through `mosaic-actors`, policies) that run in
-//! their own process and speak the worker protocol (`docs/protocol.md`).
+//! External workers: environments and policies that run in their own process and speak
+//! the worker protocol (`docs/protocol.md`). mosaic's environments (`mosaic-adapters`) and
+//! its `worker` policy operator (`mosaic-actors`) both run their workers through this crate.
 //!
 //! - [`process`]: spawning a worker in its own process group, logging its stderr, stopping
 //!   the whole group.

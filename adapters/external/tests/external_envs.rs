@@ -6,6 +6,8 @@
 #[allow(dead_code)]
 #[path = "support/python.rs"]
 mod python;
+#[path = "support/registry.rs"]
+mod registry;
 
 use mosaic_core::baseline::Random;
 use mosaic_core::{
@@ -26,7 +28,7 @@ fn settings(extra: serde_json::Value) -> Settings {
 }
 
 fn make(name: &str, extra: serde_json::Value) -> Box<dyn Environment> {
-    mosaic_adapters::native_envs()
+    registry::external_envs()
         .make(name, &settings(extra))
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
@@ -259,10 +261,7 @@ fn the_same_worker_over_unix_and_tcp_sockets() {
         let mut server = std::process::Command::new(&argv[0])
             .args(&argv[1..])
             // Started by hand, not by mosaic: it needs the package on its path itself.
-            .env(
-                "PYTHONPATH",
-                mosaic_adapters::external::embedded::install().unwrap(),
-            )
+            .env("PYTHONPATH", mosaic_external::embedded::install().unwrap())
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();

@@ -6,9 +6,9 @@
 #[path = "support/python.rs"]
 mod python;
 
-use mosaic_adapters::external::env::{ExternalEnvSettings, Family};
-use mosaic_adapters::external::{ExternalEnv, WorkerError};
 use mosaic_core::{Action, EnvError, Environment, ObsRequest, Transition};
+use mosaic_external::env::{ExternalEnvSettings, Family};
+use mosaic_external::{ExternalEnv, WorkerError};
 use std::time::{Duration, Instant};
 
 fn faulty(mode: &str) -> Result<ExternalEnv, WorkerError> {

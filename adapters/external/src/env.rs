@@ -5,9 +5,9 @@
 //! fetches it with an `observe` request and makes it sticky, so in steady state a step is
 //! one round trip. The full render works the same way.
 
-use super::link::{Link, LinkOptions, Mode};
-use super::process::WorkerCommand;
-use super::{WorkerError, defaults};
+use crate::link::{Link, LinkOptions, Mode};
+use crate::process::WorkerCommand;
+use crate::{WorkerError, defaults};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -76,25 +76,25 @@ pub struct ExternalEnvSettings {
     #[serde(default)]
     pub cwd: Option<PathBuf>,
     /// Deadline of one request, ms.
-    #[serde(default = "crate::external::defaults::timeout_ms")]
+    #[serde(default = "crate::defaults::timeout_ms")]
     pub timeout_ms: u64,
     /// Deadline of the worker's first line, ms.
-    #[serde(default = "crate::external::defaults::timeout_ms")]
+    #[serde(default = "crate::defaults::timeout_ms")]
     pub start_timeout_ms: u64,
     /// Heartbeat interval asked of the worker, ms.
-    #[serde(default = "crate::external::defaults::heartbeat_ms")]
+    #[serde(default = "crate::defaults::heartbeat_ms")]
     pub heartbeat_ms: u64,
     /// Silence after which a heartbeating worker with a request outstanding is hung, ms.
-    #[serde(default = "crate::external::defaults::heartbeat_timeout_ms")]
+    #[serde(default = "crate::defaults::heartbeat_timeout_ms")]
     pub heartbeat_timeout_ms: u64,
     /// Frame encoding asked of the worker.
     #[serde(default)]
     pub frames: FrameEncoding,
     /// Longest accepted line.
-    #[serde(default = "crate::external::defaults::max_frame")]
+    #[serde(default = "crate::defaults::max_frame")]
     pub max_frame_bytes: usize,
     /// Grace period on stop, ms.
-    #[serde(default = "crate::external::defaults::grace_ms")]
+    #[serde(default = "crate::defaults::grace_ms")]
     pub grace_ms: u64,
     /// Reset options.
     #[serde(default)]

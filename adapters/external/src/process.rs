@@ -1,7 +1,7 @@
 //! Worker processes: spawned in their own process group, stderr routed to the log, stopped
 //! as a group (SIGTERM, then SIGKILL after a grace period).
 
-use super::{WorkerError, embedded};
+use crate::{WorkerError, embedded};
 use mosaic_protocols::codec::{Decoded, LineDecoder};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -64,7 +64,7 @@ impl WorkerCommand {
 
     /// A [`Command`] with piped stdio, in a new process group, with `MOSAIC_PROTOCOL` set.
     /// A Python command also gets the embedded `mosaic_worker` package on its `PYTHONPATH`
-    /// (see [`super::embedded`]); failing to install it is an error naming the directory.
+    /// (see [`crate::embedded`]); failing to install it is an error naming the directory.
     pub fn to_command(&self) -> Result<Command, WorkerError> {
         use std::os::unix::process::CommandExt as _;
         let mut command = Command::new(&self.program);
