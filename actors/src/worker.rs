@@ -21,16 +21,16 @@ use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_adapters::external::link::{
     Abandoned, Expiry, LinkOptions, Mode, Next, greet, judge, judge_mosaic, silence_limit,
 };
-use mosaic_adapters::external::{WorkerCommand, WorkerError, WorkerProcess, defaults};
+pub use mosaic_adapters::external::settings::WorkerSettings;
+use mosaic_adapters::external::settings::{LINK_HELP, PROCESS_HELP, help_lines};
+use mosaic_adapters::external::{WorkerError, WorkerProcess};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{Action, Decision, ObsRequest, Observation, Paradigm};
 use mosaic_protocols::codec::{Decoded, FrameReader, LineDecoder};
 use mosaic_protocols::message::{Ack, FrameEncoding, InitAgent, State, capability, code};
 use mosaic_protocols::wire::{WireObservation, legal_indices};
 use mosaic_protocols::{Message, WorkerKind, mosaic};
-use serde::Deserialize;
-use std::collections::{BTreeMap, VecDeque};
-use std::path::PathBuf;
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -40,81 +40,14 @@ use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 
 /// Settings of the `worker` operator kind, one line each for `mosaic operators`.
-pub const SETTINGS_HELP: &[&str] = &[
-    "command = [...]: the worker's argument vector (required)",
-    "env = {}: extra environment variables of the worker process",
-    "cwd = <inherited>: working directory of the worker process",
-    "timeout_ms = 60000: deadline of one request (the session's decision deadline also applies)",
-    "start_timeout_ms = 60000: deadline for the worker's first line",
-    "heartbeat_ms = 1000: heartbeat interval asked of the worker",
-    "heartbeat_timeout_ms = 5000: silence (no reply, no heartbeat) after which a busy heartbeating worker is hung",
-    "frames = \"png\": frame encoding asked of the worker, png or rgb",
-    "max_frame_bytes = 16777216: longest accepted line",
-    "grace_ms = 2000: SIGTERM-to-SIGKILL grace period on stop",
-];
+pub const SETTINGS_HELP: &[&str] = &HELP;
 
-/// The settings of a `worker` slot.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkerSettings {
-    /// The worker's argument vector.
-    pub command: Vec<String>,
-    /// Extra environment variables.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Working directory.
-    #[serde(default)]
-    pub cwd: Option<PathBuf>,
-    /// Deadline of one request, ms.
-    #[serde(default = "mosaic_adapters::external::defaults::timeout_ms")]
-    pub timeout_ms: u64,
-    /// Deadline for the worker's first line, ms.
-    #[serde(default = "mosaic_adapters::external::defaults::timeout_ms")]
-    pub start_timeout_ms: u64,
-    /// Heartbeat interval asked of the worker, ms.
-    #[serde(default = "mosaic_adapters::external::defaults::heartbeat_ms")]
-    pub heartbeat_ms: u64,
-    /// Silence after which a heartbeating worker with a request outstanding is hung, ms.
-    #[serde(default = "mosaic_adapters::external::defaults::heartbeat_timeout_ms")]
-    pub heartbeat_timeout_ms: u64,
-    /// Frame encoding asked of the worker.
-    #[serde(default)]
-    pub frames: FrameEncoding,
-    /// Longest accepted line.
-    #[serde(default = "mosaic_adapters::external::defaults::max_frame")]
-    pub max_frame_bytes: usize,
-    /// Grace period on stop, ms.
-    #[serde(default = "mosaic_adapters::external::defaults::grace_ms")]
-    pub grace_ms: u64,
-}
-
-impl WorkerSettings {
-    /// Settings running `command` with every default.
-    pub fn new(command: Vec<String>) -> Self {
-        Self {
-            command,
-            env: BTreeMap::new(),
-            cwd: None,
-            timeout_ms: defaults::timeout_ms(),
-            start_timeout_ms: defaults::timeout_ms(),
-            heartbeat_ms: defaults::heartbeat_ms(),
-            heartbeat_timeout_ms: defaults::heartbeat_timeout_ms(),
-            frames: FrameEncoding::default(),
-            max_frame_bytes: defaults::max_frame(),
-            grace_ms: defaults::grace_ms(),
-        }
-    }
-
-    fn link_options(&self) -> Result<LinkOptions, WorkerError> {
-        let mut options = LinkOptions::new(WorkerKind::Policy);
-        options.set_heartbeat(self.heartbeat_ms, self.heartbeat_timeout_ms)?;
-        options.policy.frames = self.frames;
-        options.max_frame = self.max_frame_bytes;
-        options.handshake_timeout = Duration::from_millis(self.start_timeout_ms);
-        options.grace = Duration::from_millis(self.grace_ms);
-        Ok(options)
-    }
-}
+const HELP: [&str; 10] = help_lines(&[
+    &["command = [...]: the worker's argument vector (required)"],
+    &PROCESS_HELP,
+    &["timeout_ms = 60000: deadline of one request (the session's decision deadline also applies)"],
+    &LINK_HELP,
+]);
 
 /// Adds the `worker` operator kind.
 pub fn register(registry: &mut OperatorRegistry) {
@@ -179,14 +112,8 @@ impl WorkerPolicy {
     /// Starts the worker, completes the handshake (blocking, within `start_timeout_ms`),
     /// and starts the actor on the current arbiter.
     pub fn spawn(settings: &WorkerSettings, name: &str) -> Result<OperatorHandle, WorkerError> {
-        let mut command = WorkerCommand::from_argv(&settings.command)?;
-        command.env = settings
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        command.cwd = settings.cwd.clone();
-        let options = settings.link_options()?;
+        let command = settings.worker_command()?;
+        let options = settings.link_options(WorkerKind::Policy)?;
         let (mut process, stdin, stdout) = WorkerProcess::spawn(&command, name)?;
         let (mode, stdin, stdout, pending) = match handshake(name, stdin, stdout, &options) {
             Ok(parts) => parts,
@@ -240,7 +167,7 @@ impl WorkerPolicy {
             timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
             silence: silence_limit(&mode, options.heartbeat_timeout),
             mode,
-            timeout: Duration::from_millis(settings.timeout_ms),
+            timeout: settings.timeout(),
             frames,
             next_id: 1,
             out: Vec::with_capacity(256),
@@ -897,7 +824,14 @@ mod tests {
                 .message
                 .contains("timeout")
         );
-        assert!(parse_settings::<WorkerSettings>(&mosaic_core::Settings::new()).is_err());
+        let no_command: WorkerSettings = parse_settings(&mosaic_core::Settings::new()).unwrap();
+        let Err(err) = WorkerPolicy::spawn(&no_command, "t") else {
+            panic!("a policy worker needs a command")
+        };
+        assert!(
+            matches!(&err, WorkerError::Config(why) if why.contains("command")),
+            "{err}"
+        );
     }
 
     #[test]

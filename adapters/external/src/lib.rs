@@ -6,6 +6,8 @@
 //!   the whole group.
 //! - [`link`]: the blocking request/reply connection with deadlines, the handshake, and the
 //!   pure reply classification shared with the async policy actor.
+//! - [`settings`]: [`WorkerSettings`], how to run one worker and talk to it, for both
+//!   kinds of worker, with their [`defaults`].
 //! - [`env`](mod@env): [`ExternalEnv`], an [`mosaic_core::Environment`] served by a worker.
 //! - [`embedded`]: the `mosaic_worker` Python package built into the binary.
 //!
@@ -16,10 +18,12 @@ pub mod embedded;
 pub mod env;
 pub mod link;
 pub mod process;
+pub mod settings;
 
 pub use env::{ExternalEnv, ExternalEnvSettings};
 pub use link::{Link, Mode};
 pub use process::{WorkerCommand, WorkerProcess};
+pub use settings::{WorkerSettings, defaults};
 
 use mosaic_core::experiment::SpecError;
 use mosaic_core::registry::{EnvKind, EnvPrefix};
@@ -200,34 +204,4 @@ fn make_gymnasium(id: &str, settings: &Settings) -> Result<Box<dyn Environment>,
 
 fn make_pettingzoo(path: &str, settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
     env::make_external(Some(env::Family::PettingZoo(path)), settings)
-}
-
-/// Defaults shared by every worker-process setting (external environments and external
-/// policies), so the two kinds of worker always agree.
-pub mod defaults {
-    /// Deadline of one request and of the first line, in milliseconds.
-    pub fn timeout_ms() -> u64 {
-        60_000
-    }
-
-    /// Heartbeat interval asked of a worker, in milliseconds.
-    pub fn heartbeat_ms() -> u64 {
-        1_000
-    }
-
-    /// How long a heartbeating worker may stay silent while a request is outstanding
-    /// before it is declared hung, in milliseconds.
-    pub fn heartbeat_timeout_ms() -> u64 {
-        5_000
-    }
-
-    /// Longest accepted line, in bytes.
-    pub fn max_frame() -> usize {
-        mosaic_protocols::DEFAULT_MAX_FRAME
-    }
-
-    /// SIGTERM-to-SIGKILL grace period on stop, in milliseconds.
-    pub fn grace_ms() -> u64 {
-        2_000
-    }
 }
