@@ -344,7 +344,7 @@ impl ExternalEnv {
             self.timeout,
         )?;
         let Message::Observations(reply) = reply else {
-            return Err(unexpected("observations", &reply));
+            return Err(WorkerError::unexpected("observations", &reply));
         };
         if let Some(spec) = reply.spec {
             validate_spec(&spec)?;
@@ -367,7 +367,7 @@ impl ExternalEnv {
             .get_mut()
             .request(|id| Message::Step(Step { id, actions, want }), self.timeout)?;
         let Message::Transition(t) = reply else {
-            return Err(unexpected("transition", &reply));
+            return Err(WorkerError::unexpected("transition", &reply));
         };
         let agents = self.spec.agents.len();
         for (field, len) in [
@@ -419,17 +419,12 @@ impl ExternalEnv {
             seed,
             max_steps: self.max_steps,
         };
-        let reply = self.link.get_mut().mosaic_request(
-            &command,
-            "ready",
-            |r| matches!(r, mosaic::Reply::Ready { .. }),
-            self.timeout,
-        )?;
+        let reply = self
+            .link
+            .get_mut()
+            .mosaic_request(&command, "ready", self.timeout)?;
         let mosaic::Reply::Ready { render_payload } = reply else {
-            return Err(WorkerError::Unexpected {
-                expected: "ready".into(),
-                got: format!("{reply:?}"),
-            });
+            return Err(WorkerError::unexpected_mosaic("ready", &reply));
         };
         self.acting = vec![0];
         self.mosaic_view(render_payload.and_then(|p| p.0));
@@ -445,17 +440,12 @@ impl ExternalEnv {
         let command = mosaic::Command::Step {
             action: requested.map(|a| a.0),
         };
-        let reply = self.link.get_mut().mosaic_request(
-            &command,
-            "step",
-            |r| matches!(r, mosaic::Reply::Step(_)),
-            self.timeout,
-        )?;
+        let reply = self
+            .link
+            .get_mut()
+            .mosaic_request(&command, "step", self.timeout)?;
         let mosaic::Reply::Step(step) = reply else {
-            return Err(WorkerError::Unexpected {
-                expected: "step".into(),
-                got: format!("{reply:?}"),
-            });
+            return Err(WorkerError::unexpected_mosaic("step", &reply));
         };
         self.steps += 1;
         out.clear(1);
@@ -486,7 +476,7 @@ impl ExternalEnv {
             self.timeout,
         )?;
         let Message::Observation(reply) = reply else {
-            return Err(unexpected("observation", &reply));
+            return Err(WorkerError::unexpected("observation", &reply));
         };
         if reply.view.agent != agent {
             return Err(WorkerError::Invalid(format!(
@@ -505,13 +495,6 @@ fn covers(have: ObsRequest, want: ObsRequest, offers: ObsRequest) -> bool {
     (have.symbolic || !want.symbolic || !offers.symbolic)
         && (have.text || !want.text || !offers.text)
         && (have.frame || !want.frame || !offers.frame)
-}
-
-fn unexpected(expected: &str, got: &Message) -> WorkerError {
-    WorkerError::Unexpected {
-        expected: expected.to_owned(),
-        got: got.kind().to_owned(),
-    }
 }
 
 fn validate_spec(spec: &EnvSpec) -> Result<(), WorkerError> {
@@ -689,7 +672,7 @@ impl Environment for ExternalEnv {
                 .map(|f| f.decode())
                 .transpose()
                 .map_err(|e| e.to_string()),
-            Ok(other) => Err(unexpected("rendered", &other).to_string()),
+            Ok(other) => Err(WorkerError::unexpected("rendered", &other).to_string()),
             Err(e) => Err(e.to_string()),
         };
         match frame {
@@ -732,7 +715,7 @@ impl Environment for ExternalEnv {
                 Some(Snapshot(saved.to_string().into_bytes()))
             }
             Ok(other) => {
-                tracing::warn!(target: "mosaic::worker", env = %self.spec.name, "checkpoint: {}", unexpected("state", &other));
+                tracing::warn!(target: "mosaic::worker", env = %self.spec.name, "checkpoint: {}", WorkerError::unexpected("state", &other));
                 None
             }
             Err(e) => {
@@ -769,7 +752,7 @@ impl Environment for ExternalEnv {
             .map_err(|e| EnvError::Restore(e.to_string()))?;
         if !matches!(reply, Message::Restored(_)) {
             return Err(EnvError::Restore(
-                unexpected("restored", &reply).to_string(),
+                WorkerError::unexpected("restored", &reply).to_string(),
             ));
         }
         self.steps = saved.steps;

@@ -4,11 +4,14 @@
 //!
 //! - [`process`]: spawning a worker in its own process group, logging its stderr, stopping
 //!   the whole group.
-//! - [`link`]: the blocking request/reply connection with deadlines, the handshake, and the
-//!   pure reply classification shared with the async policy actor.
+//! - [`link`]: the connection to a worker: the protocol as a sans-IO [`link::Exchange`]
+//!   (handshake, request ids, replies, heartbeats, deadlines, MOSAIC's dialect) and its two
+//!   drivers, the blocking [`Link`] and, with the `tokio` feature, `link::AsyncLink`.
 //! - [`settings`]: [`WorkerSettings`], how to run one worker and talk to it, for both
 //!   kinds of worker, with their [`defaults`].
 //! - [`env`](mod@env): [`ExternalEnv`], an [`mosaic_core::Environment`] served by a worker.
+//! - `policy` (feature `tokio`): `PolicyWorker`, a policy served by a worker, over
+//!   `AsyncLink`; `mosaic-actors` wraps it in the `worker` operator.
 //! - [`embedded`]: the `mosaic_worker` Python package built into the binary.
 //!
 //! Experiment files name external environments as `gymnasium:<id>`, `pettingzoo:<module
@@ -20,6 +23,9 @@ pub mod link;
 pub mod process;
 pub mod settings;
 
+#[cfg(feature = "tokio")]
+pub mod policy;
+
 pub use env::{ExternalEnv, ExternalEnvSettings};
 pub use link::{Link, Mode};
 pub use process::{WorkerCommand, WorkerProcess};
@@ -28,7 +34,7 @@ pub use settings::{WorkerSettings, defaults};
 use mosaic_core::experiment::SpecError;
 use mosaic_core::registry::{EnvKind, EnvPrefix};
 use mosaic_core::{Environment, Settings};
-use mosaic_protocols::{DecodeError, FramingError};
+use mosaic_protocols::{DecodeError, FramingError, Message, mosaic};
 
 /// Something went wrong with an external worker. Every malformed input has its own
 /// variant; none of them panics.
@@ -148,6 +154,22 @@ pub enum WorkerError {
 }
 
 impl WorkerError {
+    /// A `mosaic/1` reply of the wrong type.
+    pub fn unexpected(expected: &str, got: &Message) -> Self {
+        WorkerError::Unexpected {
+            expected: expected.to_owned(),
+            got: got.kind().to_owned(),
+        }
+    }
+
+    /// A MOSAIC reply of the wrong type (shown cut to 80 characters).
+    pub fn unexpected_mosaic(expected: &str, got: &mosaic::Reply) -> Self {
+        WorkerError::Unexpected {
+            expected: expected.to_owned(),
+            got: format!("{got:?}").chars().take(80).collect(),
+        }
+    }
+
     /// Whether the worker can no longer be trusted to answer (its process exited, it fell
     /// silent, or its stream is broken): the worker must be replaced, not asked again. A
     /// refused request, a late reply or an unusable answer leave a live worker usable.

@@ -17,6 +17,9 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 /// How long a SIGKILLed worker may take to be reaped before its status is given up on.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
+/// How long a worker asked to stop may take to exit by itself before it is signalled.
+const SETTLE: Duration = Duration::from_millis(200);
+
 /// Longest stderr line logged whole; longer ones are cut.
 const MAX_LOG_LINE: usize = 64 * 1024;
 
@@ -265,6 +268,13 @@ impl WorkerProcess {
             }
         }
         exit
+    }
+
+    /// Stops a worker that was asked to stop (or whose input was closed): a moment to exit
+    /// by itself, then [`WorkerProcess::stop`].
+    pub fn finish(&mut self, grace: Duration) -> Option<ExitStatus> {
+        self.wait_exit(SETTLE);
+        self.stop(grace)
     }
 
     /// Kills the whole process group at once (SIGKILL, no grace): for a worker already
