@@ -13,13 +13,80 @@ Each adapter turns the library's observations into mosaic's modalities:
 from __future__ import annotations
 
 import base64
+import io
 import pickle
+import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import protocol
-from .protocol import BAD_REQUEST, ILLEGAL_ACTION, UNSUPPORTED, Handler, WorkerError
+from .protocol import BAD_REQUEST, ILLEGAL_ACTION, INTERNAL, UNSUPPORTED, Handler, WorkerError
+
+try:
+    from gymnasium.utils import EzPickle
+except ImportError:  # a worker serving environments of another library
+    EzPickle = None
 
 TextHook = Callable[[Any, str, Any], Optional[str]]
+
+
+def _blank(cls: type) -> Any:
+    return cls.__new__(cls)
+
+
+def _set_attributes(obj: Any, attributes: Dict[str, Any]) -> None:
+    obj.__dict__.update(attributes)
+
+
+def _surface(pixels: bytes, size: Tuple[int, int], layout: str) -> Any:
+    import pygame
+
+    return pygame.image.frombytes(pixels, size, layout)
+
+
+def _clock() -> Any:
+    import pygame
+
+    return pygame.time.Clock()
+
+
+def _font(path: str, size: Any) -> Any:
+    import pygame.freetype
+
+    return pygame.freetype.Font(path, size)
+
+
+class _StatePickler(pickle.Pickler):
+    """Pickles an environment's whole state.
+
+    Classes built on gymnasium's ``EzPickle`` (PettingZoo's classic and MPE environments,
+    some Gymnasium ones) pickle only their constructor arguments: unpickled, such an
+    environment is a new, unreset one, not the one saved (a restored chess game had no agent
+    to move). Here they keep their attributes. The pygame surfaces environments render on
+    travel as their pixels, their fonts as their file and size, their clocks anew; anything
+    else that cannot be pickled makes the checkpoint fail (``unsupported``), never a wrong
+    restore.
+    """
+
+    def reducer_override(self, obj: Any) -> Any:
+        pygame = sys.modules.get("pygame")
+        if pygame is not None:
+            if isinstance(obj, pygame.Surface):
+                layout = "RGBA" if obj.get_flags() & pygame.SRCALPHA else "RGB"
+                return _surface, (pygame.image.tobytes(obj, layout), obj.get_size(), layout)
+            if isinstance(obj, pygame.time.Clock):
+                return _clock, ()
+            freetype = sys.modules.get("pygame.freetype")
+            if freetype is not None and isinstance(obj, freetype.Font):
+                return _font, (obj.path, obj.size)
+        if EzPickle is not None and isinstance(obj, EzPickle):
+            return _blank, (type(obj),), dict(vars(obj)), None, None, _set_attributes
+        return NotImplemented
+
+
+def _pickled_state(state: Dict[str, Any]) -> bytes:
+    out = io.BytesIO()
+    _StatePickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
+    return out.getvalue()
 
 
 def _flat(array: Any) -> Optional[Dict[str, Any]]:
@@ -164,7 +231,7 @@ class _EnvHandler(Handler):
 
     def checkpoint(self, _msg: Dict[str, Any]) -> Dict[str, Any]:
         try:
-            data = pickle.dumps({name: getattr(self, name) for name in self.EPISODE_STATE})
+            data = _pickled_state({name: getattr(self, name) for name in self.EPISODE_STATE})
         except Exception as exc:
             raise WorkerError(UNSUPPORTED, f"{self.name} cannot be saved: {exc}") from None
         return {"type": "state", "data": base64.b64encode(data).decode("ascii")}
@@ -319,7 +386,15 @@ class AecEnv(_EnvHandler):
         selected = self.env.agent_selection
         if self.env.terminations.get(selected) or self.env.truncations.get(selected):
             return []
-        return [self.agents.index(selected)]
+        return [self._selected()]
+
+    def _selected(self) -> int:
+        """The agent whose turn it is; an error, never ``None`` stepped, when there is none."""
+        selected = self.env.agent_selection
+        if selected not in self.agents:
+            raise WorkerError(INTERNAL, f"{self.name}: no agent to move (agent_selection is {selected!r}, "
+                                        f"agents are {self.agents})")
+        return self.agents.index(selected)
 
     def _raw_obs(self, agent):
         return self.env.observe(self.agents[agent])
@@ -334,8 +409,7 @@ class AecEnv(_EnvHandler):
 
     def _step(self, actions, out):
         env = self.env
-        actor = self.agents.index(env.agent_selection)
-        env.step(actions[actor])
+        env.step(actions[self._selected()])
         for i, agent in enumerate(self.agents):
             out["rewards"][i] = float(env.rewards.get(agent, 0.0))
             out["terminated"][i] = bool(env.terminations.get(agent, agent not in env.agents))
