@@ -294,6 +294,9 @@ impl Drop for WorkerProcess {
     fn drop(&mut self) {
         if self.try_exit().is_none() {
             self.stop(DEFAULT_GRACE);
+        } else {
+            // A worker that exited may have left processes it started in its group.
+            kill_group(self.pid);
         }
     }
 }
@@ -402,6 +405,23 @@ mod tests {
         let err = WorkerProcess::spawn(&cmd, "t").unwrap_err().to_string();
         assert!(err.contains("/no/such/worker 'a b'"), "{err}");
         assert!(WorkerCommand::from_argv(&[]).is_err());
+    }
+
+    #[test]
+    fn what_an_exited_worker_left_behind_goes_with_it() {
+        let (worker, _stdin, _stdout) =
+            WorkerProcess::spawn(&sh("sleep 30 & exit 0"), "t").unwrap();
+        assert_eq!(
+            worker
+                .wait_exit(Duration::from_secs(5))
+                .and_then(|s| s.code()),
+            Some(0)
+        );
+        let group = worker.pid();
+        assert_eq!(live_members(group).len(), 1, "the sleep runs on");
+        drop(worker);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(live_members(group), Vec::<u32>::new(), "the sleep is gone");
     }
 
     #[test]
