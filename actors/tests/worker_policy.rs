@@ -256,6 +256,50 @@ fn misbehaving_policy_workers_give_typed_errors() {
 }
 
 #[test]
+fn a_killed_policy_worker_is_a_crash_naming_the_signal() {
+    let py = python::python_env();
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let settings = serde_json::json!({
+        "command": py.worker("faulty.py", &["policy", "silent"]),
+        "env": { "FAULTY_PID_FILE": pid_file.display().to_string() },
+    });
+    let err = run(async {
+        let spec = toy_spec();
+        let worker = spawn_worker(&spec, 0, settings).unwrap();
+        let ctx = AgentContext::new(1, 0, "solo".into(), 3);
+        worker
+            .begin
+            .send(BeginEpisode { ctx, spec })
+            .await
+            .unwrap()
+            .unwrap();
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let obs = Observation::with_mask(0, vec![true, true, false]);
+        worker
+            .decide
+            .send(Decide {
+                obs: Arc::new(obs),
+                step: 0,
+                deadline: None,
+            })
+            .await
+            .unwrap()
+    })
+    .unwrap_err();
+    let OperatorError::Crashed(why) = &err else {
+        panic!("not a crash: {err:?}")
+    };
+    assert!(why.contains("SIGKILL"), "{why}");
+}
+
+#[test]
 fn the_session_deadline_bounds_a_decision() {
     let started = Instant::now();
     let err = failed(run(faulty_decision("silent", Duration::from_millis(300))));

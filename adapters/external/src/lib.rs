@@ -151,6 +151,15 @@ pub enum WorkerError {
     /// A reply whose content does not fit (wrong sizes, bad frames, illegal actions).
     #[error("invalid reply: {0}")]
     Invalid(String),
+    /// The worker failed before it was ready (`error`); the last lines it wrote to stderr
+    /// say why, more often than not.
+    #[error("{error}\nthe worker's stderr ended with:\n  {}", stderr.join("\n  "))]
+    Start {
+        /// What went wrong.
+        error: Box<WorkerError>,
+        /// The last lines of its stderr.
+        stderr: Vec<String>,
+    },
 }
 
 impl WorkerError {
@@ -185,6 +194,7 @@ impl WorkerError {
                 | WorkerError::Framing(_)
                 | WorkerError::Hung { .. }
                 | WorkerError::OutOfOrder { .. }
+                | WorkerError::Start { .. }
         )
     }
 }

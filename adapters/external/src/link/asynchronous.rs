@@ -6,8 +6,8 @@
 use super::LinkOptions;
 use super::Mode;
 use super::exchange::Exchange;
-use super::handshake::{CLOSE_WAIT, handshake};
-use super::{Judge, Next};
+use super::handshake::handshake;
+use super::{CLOSE_WAIT, Judge, Next, WRITE_WAIT, write_failed};
 use crate::WorkerError;
 use crate::process::{WorkerCommand, WorkerProcess};
 use mosaic_protocols::codec::{Decoded, LineDecoder};
@@ -167,16 +167,30 @@ impl AsyncLink {
 
     /// Sends the request under way and reads lines until `judge` finds its reply.
     async fn round_trip<R>(&mut self, judge: Judge<R>) -> Result<R, WorkerError> {
-        let deadline = self.exchange.deadline();
-        write_within(&mut self.stdin, self.exchange.outgoing(), deadline).await?;
+        self.send(None).await?;
         loop {
             let line = self.recv().await?;
             match judge(&mut self.exchange, &line, Instant::now())? {
                 Next::Reply(reply) => return Ok(reply),
                 Next::ReadOn => {}
-                Next::Answer(answer) => {
-                    write_within(&mut self.stdin, &answer, deadline).await?;
-                }
+                Next::Answer(answer) => self.send(Some(&answer)).await?,
+            }
+        }
+    }
+
+    /// Writes `answer`, or the request under way, within the request's deadline.
+    async fn send(&mut self, answer: Option<&[u8]>) -> Result<(), WorkerError> {
+        let deadline = self.exchange.deadline();
+        let line = answer.unwrap_or(self.exchange.outgoing());
+        match write_within(&mut self.stdin, line, deadline).await {
+            Ok(()) => Ok(()),
+            Err(Unwritten::Late(after)) => Err(WorkerError::Timeout {
+                awaiting: "the worker to read its input".into(),
+                after_ms: after.as_millis() as u64,
+            }),
+            Err(Unwritten::Failed(e)) => {
+                let exit = self.exit_status(WRITE_WAIT).await;
+                Err(write_failed(&e, exit))
             }
         }
     }
@@ -224,19 +238,30 @@ impl AsyncLink {
         }
     }
 
-    /// The error of an output that ended, with the exit status, waiting briefly for it:
-    /// the output can end a moment before the process is reaped.
+    /// The error of an output that ended, with the exit status: the output can end a moment
+    /// before the process is reaped.
     async fn closed(&mut self) -> WorkerError {
+        let exit = self.exit_status(CLOSE_WAIT).await;
+        self.exchange.closed(exit)
+    }
+
+    /// The process's exit status, waiting up to `wait` for its exit.
+    async fn exit_status(&mut self, wait: Duration) -> Option<String> {
         if self.process.try_exit().is_none()
             && !self.exchange.has_exited()
-            && tokio::time::timeout(CLOSE_WAIT, &mut self.exit)
-                .await
-                .is_ok()
+            && tokio::time::timeout(wait, &mut self.exit).await.is_ok()
         {
             self.exchange.process_exited(Instant::now());
         }
-        self.exchange.closed(self.process.describe_exit())
+        self.process.describe_exit()
     }
+}
+
+/// Why a line was not written.
+enum Unwritten {
+    /// The worker did not read its input for this long.
+    Late(Duration),
+    Failed(std::io::Error),
 }
 
 /// Writes `line` to the worker within `deadline`.
@@ -244,7 +269,7 @@ async fn write_within(
     stdin: &mut ChildStdin,
     line: &[u8],
     deadline: Instant,
-) -> Result<(), WorkerError> {
+) -> Result<(), Unwritten> {
     // The usual case: the pipe has room and the line leaves in one system call, with no
     // timer to set up.
     let written = std::future::poll_fn(|cx| {
@@ -254,7 +279,7 @@ async fn write_within(
         })
     })
     .await
-    .map_err(|e| WorkerError::Write(e.to_string()))?;
+    .map_err(Unwritten::Failed)?;
     if written == line.len() {
         return Ok(());
     }
@@ -264,12 +289,8 @@ async fn write_within(
         stdin.flush().await
     };
     match tokio::time::timeout(left, rest).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(WorkerError::Write(e.to_string())),
-        Err(_) => Err(WorkerError::Timeout {
-            awaiting: "the worker to read its input".into(),
-            after_ms: left.as_millis() as u64,
-        }),
+        Ok(result) => result.map_err(Unwritten::Failed),
+        Err(_) => Err(Unwritten::Late(left)),
     }
 }
 

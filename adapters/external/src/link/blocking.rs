@@ -4,8 +4,8 @@
 //! block the caller past it.
 
 use super::exchange::Exchange;
-use super::handshake::{CLOSE_WAIT, handshake};
-use super::{Judge, Next};
+use super::handshake::handshake;
+use super::{CLOSE_WAIT, Judge, Next, WRITE_WAIT, write_failed};
 use super::{LinkOptions, Mode};
 use crate::WorkerError;
 use crate::process::{WorkerCommand, WorkerProcess};
@@ -275,11 +275,8 @@ fn write(
 ) -> Result<(), WorkerError> {
     let result = writer.write_all(line).and_then(|()| writer.flush());
     result.map_err(|e| {
-        let exit = process.and_then(|p| p.wait_exit(Duration::from_millis(100)));
-        WorkerError::Write(match exit {
-            Some(status) => format!("{e} (worker {status})"),
-            None => e.to_string(),
-        })
+        let exit = process.and_then(|p| p.wait_exit(WRITE_WAIT));
+        write_failed(&e, exit.map(|s| s.to_string()))
     })
 }
 

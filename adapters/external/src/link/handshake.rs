@@ -4,7 +4,7 @@
 //! line, for the driver's own reader.
 
 use super::exchange::Awaited;
-use super::{LinkOptions, Mode, greet};
+use super::{CLOSE_WAIT, LinkOptions, Mode, WRITE_WAIT, greet, write_failed};
 use crate::WorkerError;
 use crate::process::WorkerProcess;
 use mosaic_protocols::codec::{FrameReader, ReadError};
@@ -12,8 +12,8 @@ use std::io::{Read, Write};
 use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-/// How long an output that ended may take to be followed by the process's exit status.
-pub(crate) const CLOSE_WAIT: Duration = Duration::from_millis(500);
+/// How long a worker that failed to start may take to finish writing to stderr.
+const STDERR_WAIT: Duration = Duration::from_millis(500);
 
 /// A worker that answered the handshake.
 #[derive(Debug)]
@@ -41,60 +41,24 @@ pub(crate) fn handshake<R: Read + Send + 'static>(
     process: Option<&WorkerProcess>,
     options: &LinkOptions,
 ) -> Result<Greeted<R>, WorkerError> {
-    let (tx, rx) = channel();
-    let max_frame = options.max_frame;
-    let first_line = {
-        let tx = tx.clone();
-        move || {
-            let mut frames = FrameReader::new(reader, max_frame);
-            let first = frames.next_line();
-            let _ = tx.send(Event::First(first, frames.into_parts()));
-        }
-    };
-    std::thread::Builder::new()
-        .name(format!("hello:{name}"))
-        .spawn(first_line)
-        .map_err(|e| WorkerError::Handshake(format!("cannot start the handshake reader: {e}")))?;
-    if let Some(process) = process {
-        process.on_exit(move |_| {
-            let _ = tx.send(Event::Exited);
-        });
-    }
-    let start = Instant::now();
-    let awaited = Awaited::new(None, "hello", start + options.handshake_timeout, start);
-    let mut exited = None;
-    let (first, (reader, pending)) = loop {
-        let now = Instant::now();
-        if exited.is_none() && process.is_some_and(|p| p.try_exit().is_some()) {
-            exited = Some(now);
-        }
-        let (wait, expiry) = awaited.wait(now, None, exited);
-        match rx.recv_timeout(wait) {
-            Ok(Event::First(Ok(Some(line)), parts)) => break (line, parts),
-            Ok(Event::First(Err(ReadError::Framing(e)), _)) => {
-                return Err(WorkerError::Framing(e));
-            }
-            Ok(Event::First(Ok(None) | Err(ReadError::Io(_)), _))
-            | Err(RecvTimeoutError::Disconnected) => {
-                let exit = process.and_then(|p| p.wait_exit(CLOSE_WAIT));
-                return Err(awaited.closed(exit.map(|s| s.to_string())));
-            }
-            Ok(Event::Exited) => {}
-            Err(RecvTimeoutError::Timeout) => {
-                let exit = process.and_then(WorkerProcess::describe_exit);
-                return Err(awaited.expired(expiry, None, exit));
-            }
-        }
-    };
+    let (first, reader, pending) =
+        first_line(name, reader, process, options).map_err(|e| with_stderr(e, process))?;
     let session = format!("{name}-{}", std::process::id());
     let (mode, answer) = greet(&first, &options.policy, &session);
     if let Some(answer) = answer {
         writer
             .write_all(&answer.encode())
             .and_then(|()| writer.flush())
-            .map_err(|e| WorkerError::Write(e.to_string()))?;
+            .map_err(|e| {
+                write_failed(
+                    &e,
+                    process
+                        .and_then(|p| p.wait_exit(WRITE_WAIT))
+                        .map(|s| s.to_string()),
+                )
+            })?;
     }
-    let mode = mode?;
+    let mode = mode.map_err(|e| with_stderr(e, process))?;
     match &mode {
         Mode::Native { hello, .. } => {
             tracing::info!(target: "mosaic::worker", worker = name, protocol = %hello.protocol, "worker greeted")
@@ -110,9 +74,96 @@ pub(crate) fn handshake<R: Read + Send + 'static>(
     })
 }
 
+/// The worker's first line, read within the handshake deadline, with its output and the
+/// bytes read past that line.
+fn first_line<R: Read + Send + 'static>(
+    name: &str,
+    reader: R,
+    process: Option<&WorkerProcess>,
+    options: &LinkOptions,
+) -> Result<(Vec<u8>, R, Vec<u8>), WorkerError> {
+    let (tx, rx) = channel();
+    let max_frame = options.max_frame;
+    let read_first = {
+        let tx = tx.clone();
+        move || {
+            let mut frames = FrameReader::new(reader, max_frame);
+            let first = frames.next_line();
+            let _ = tx.send(Event::First(first, frames.into_parts()));
+        }
+    };
+    std::thread::Builder::new()
+        .name(format!("hello:{name}"))
+        .spawn(read_first)
+        .map_err(|e| WorkerError::Handshake(format!("cannot start the handshake reader: {e}")))?;
+    if let Some(process) = process {
+        process.on_exit(move |_| {
+            let _ = tx.send(Event::Exited);
+        });
+    }
+    let start = Instant::now();
+    let awaited = Awaited::new(None, "hello", start + options.handshake_timeout, start);
+    let mut exited = None;
+    loop {
+        let now = Instant::now();
+        if exited.is_none() && process.is_some_and(|p| p.try_exit().is_some()) {
+            exited = Some(now);
+        }
+        let (wait, expiry) = awaited.wait(now, None, exited);
+        match rx.recv_timeout(wait) {
+            Ok(Event::First(Ok(Some(line)), (reader, pending))) => {
+                return Ok((line, reader, pending));
+            }
+            Ok(Event::First(Err(ReadError::Framing(e)), _)) => {
+                return Err(WorkerError::Framing(e));
+            }
+            Ok(Event::First(Ok(None) | Err(ReadError::Io(_)), _))
+            | Err(RecvTimeoutError::Disconnected) => {
+                let exit = process.and_then(|p| p.wait_exit(CLOSE_WAIT));
+                return Err(awaited.closed(exit.map(|s| s.to_string())));
+            }
+            Ok(Event::Exited) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                let exit = process.and_then(WorkerProcess::describe_exit);
+                return Err(awaited.expired(expiry, None, exit));
+            }
+        }
+    }
+}
+
+/// `error` with the last lines of the worker's stderr when the worker never greeted (it
+/// closed its output, exited, said nothing in time, or wrote something else first) and
+/// wrote to stderr.
+fn with_stderr(error: WorkerError, process: Option<&WorkerProcess>) -> WorkerError {
+    let silent = matches!(
+        error,
+        WorkerError::Closed { .. }
+            | WorkerError::Exited { .. }
+            | WorkerError::Timeout { .. }
+            | WorkerError::Handshake(_)
+    );
+    let Some(process) = process.filter(|_| silent) else {
+        return error;
+    };
+    // All of it from a worker that exited; what there is from one that still runs.
+    let wait = match process.try_exit() {
+        Some(_) => STDERR_WAIT,
+        None => Duration::ZERO,
+    };
+    let stderr = process.stderr_tail(wait);
+    if stderr.is_empty() {
+        return error;
+    }
+    WorkerError::Start {
+        error: Box::new(error),
+        stderr,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::WorkerCommand;
     use mosaic_protocols::{Message, WorkerKind};
     use std::io::Cursor;
 
@@ -184,5 +235,44 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(garbage, WorkerError::Handshake(_)), "{garbage}");
+    }
+
+    #[test]
+    fn a_worker_that_dies_before_greeting_shows_the_end_of_its_stderr() {
+        let script = "echo starting >&2; echo Traceback >&2; echo 'ValueError: boom' >&2; exit 1";
+        let command = WorkerCommand::from_argv(&["sh".into(), "-c".into(), script.into()]).unwrap();
+        let (process, mut stdin, stdout) = WorkerProcess::spawn(&command, "t").unwrap();
+        let err = handshake(
+            "t",
+            stdout,
+            &mut stdin,
+            Some(&process),
+            &options(Duration::from_secs(10)),
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("worker closed its output while awaiting `hello` (exit status: 1)"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "the worker's stderr ended with:\n  starting\n  Traceback\n  ValueError: boom"
+            ),
+            "{text}"
+        );
+        assert!(err.is_fatal());
+        // A worker that says nothing on stderr fails as before.
+        let quiet = WorkerCommand::from_argv(&["sh".into(), "-c".into(), "exit 2".into()]).unwrap();
+        let (process, mut stdin, stdout) = WorkerProcess::spawn(&quiet, "t").unwrap();
+        let err = handshake(
+            "t",
+            stdout,
+            &mut stdin,
+            Some(&process),
+            &options(Duration::from_secs(10)),
+        )
+        .unwrap_err();
+        assert!(matches!(err, WorkerError::Closed { .. }), "{err}");
     }
 }

@@ -87,6 +87,21 @@ impl LinkOptions {
     }
 }
 
+/// How long an output that ended may take to be followed by the process's exit status.
+const CLOSE_WAIT: Duration = Duration::from_millis(500);
+
+/// How long a write that failed may take to be explained by the process's exit.
+const WRITE_WAIT: Duration = Duration::from_millis(100);
+
+/// The error of a write to the worker that failed; `exit` describes the process's exit
+/// (the usual reason) when it has exited.
+fn write_failed(error: &std::io::Error, exit: Option<String>) -> WorkerError {
+    WorkerError::Write(match exit {
+        Some(status) => format!("{error} (worker {status})"),
+        None => error.to_string(),
+    })
+}
+
 /// What to do with one line that arrived while the reply to a request was awaited.
 #[derive(Debug, PartialEq)]
 enum Verdict {
