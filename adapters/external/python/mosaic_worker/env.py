@@ -29,30 +29,75 @@ except ImportError:  # a worker serving environments of another library
 TextHook = Callable[[Any, str, Any], Optional[str]]
 
 
-def _blank(cls: type) -> Any:
-    return cls.__new__(cls)
+class _Remade:
+    """Stands for a rendering resource (a pygame surface, clock or font, or a dict or list
+    of them) in a checkpoint: pygame cannot pickle them, and most are large and constant
+    (a board's pictures). A restored environment keeps those of its fresh instance; one it
+    lacks (a render target made at reset) is made anew, blank: environments redraw their
+    whole picture at every render."""
+
+    def __init__(self, value: Any) -> None:
+        self.recipe = _recipe(value)
+
+    def make(self) -> Any:
+        return _make(self.recipe)
+
+
+def _recipe(value: Any) -> Any:
+    pygame = sys.modules["pygame"]
+    if isinstance(value, dict):
+        return ("dict", {k: _recipe(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_recipe(v) for v in value])
+    if isinstance(value, pygame.Surface):
+        return ("surface", value.get_size(), value.get_flags() & pygame.SRCALPHA)
+    if isinstance(value, pygame.time.Clock):
+        return ("clock",)
+    freetype = sys.modules.get("pygame.freetype")
+    if freetype is not None and isinstance(value, freetype.Font):
+        return ("font", value.path, value.size)
+    raise TypeError(f"cannot remake a {type(value).__name__}")
+
+
+def _make(recipe: Any) -> Any:
+    import pygame
+
+    kind = recipe[0]
+    if kind == "dict":
+        return {k: _make(v) for k, v in recipe[1].items()}
+    if kind in ("list", "tuple"):
+        items = [_make(v) for v in recipe[1]]
+        return items if kind == "list" else tuple(items)
+    if kind == "surface":
+        return pygame.Surface(recipe[1], recipe[2])
+    if kind == "clock":
+        return pygame.time.Clock()
+    import pygame.freetype
+
+    return pygame.freetype.Font(recipe[1], recipe[2])
+
+
+def _is_resource(value: Any) -> bool:
+    """Whether ``value`` is (or holds, in a dict, list or tuple) a pygame object."""
+    if isinstance(value, dict):
+        return any(_is_resource(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_is_resource(v) for v in value)
+    return type(value).__module__.split(".")[0] == "pygame"
+
+
+def _rebuilt(cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    """A fresh instance, made the way ``EzPickle`` makes one (with its rendering resources)."""
+    return cls(*args, **kwargs)
 
 
 def _set_attributes(obj: Any, attributes: Dict[str, Any]) -> None:
-    obj.__dict__.update(attributes)
-
-
-def _surface(pixels: bytes, size: Tuple[int, int], layout: str) -> Any:
-    import pygame
-
-    return pygame.image.frombytes(pixels, size, layout)
-
-
-def _clock() -> Any:
-    import pygame
-
-    return pygame.time.Clock()
-
-
-def _font(path: str, size: Any) -> Any:
-    import pygame.freetype
-
-    return pygame.freetype.Font(path, size)
+    for name, value in attributes.items():
+        if isinstance(value, _Remade):
+            if obj.__dict__.get(name) is None:
+                obj.__dict__[name] = value.make()
+        else:
+            obj.__dict__[name] = value
 
 
 class _StatePickler(pickle.Pickler):
@@ -61,26 +106,20 @@ class _StatePickler(pickle.Pickler):
     Classes built on gymnasium's ``EzPickle`` (PettingZoo's classic and MPE environments,
     some Gymnasium ones) pickle only their constructor arguments: unpickled, such an
     environment is a new, unreset one, not the one saved (a restored chess game had no agent
-    to move). Here they keep their attributes. The pygame surfaces environments render on
-    travel as their pixels, their fonts as their file and size, their clocks anew; anything
-    else that cannot be pickled makes the checkpoint fail (``unsupported``), never a wrong
+    to move). Here they are rebuilt that way and then given their saved attributes; their
+    rendering resources stay those of the rebuilt instance (see ``_Remade``). Anything else
+    that cannot be pickled makes the checkpoint fail (``unsupported``), never a wrong
     restore.
     """
 
     def reducer_override(self, obj: Any) -> Any:
-        pygame = sys.modules.get("pygame")
-        if pygame is not None:
-            if isinstance(obj, pygame.Surface):
-                layout = "RGBA" if obj.get_flags() & pygame.SRCALPHA else "RGB"
-                return _surface, (pygame.image.tobytes(obj, layout), obj.get_size(), layout)
-            if isinstance(obj, pygame.time.Clock):
-                return _clock, ()
-            freetype = sys.modules.get("pygame.freetype")
-            if freetype is not None and isinstance(obj, freetype.Font):
-                return _font, (obj.path, obj.size)
-        if EzPickle is not None and isinstance(obj, EzPickle):
-            return _blank, (type(obj),), dict(vars(obj)), None, None, _set_attributes
-        return NotImplemented
+        if EzPickle is None or not isinstance(obj, EzPickle):
+            return NotImplemented
+        attributes = {
+            name: _Remade(value) if _is_resource(value) else value for name, value in vars(obj).items()
+        }
+        rebuild = (type(obj), obj._ezpickle_args, obj._ezpickle_kwargs)
+        return _rebuilt, rebuild, attributes, None, None, _set_attributes
 
 
 def _pickled_state(state: Dict[str, Any]) -> bytes:
