@@ -3,7 +3,8 @@
 //! episode logged before the kill intact: the same records as a clean run of the same
 //! experiment under the same run id. `mosaic run` on it points at `mosaic resume`, which
 //! finishes it with exactly the clean run's records: nothing lost, nothing twice. Episodes
-//! cut short continue from their last durable checkpoint.
+//! cut short continue from their last durable checkpoint, also with the Python environment
+//! families and policy workers.
 
 // Shared with the external workers' tests; this test uses only part of it.
 #[allow(dead_code)]
