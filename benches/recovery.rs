@@ -13,7 +13,7 @@
 //! `scripts/setup/python-envs.sh` (made on first use).
 
 #[allow(dead_code)]
-#[path = "../adapters/tests/support/python.rs"]
+#[path = "../adapters/external/tests/support/python.rs"]
 mod python;
 
 #[allow(dead_code)]

@@ -3,7 +3,7 @@
 
 // Shared with the adapters tests; this test uses only part of it.
 #[allow(dead_code)]
-#[path = "../adapters/tests/support/python.rs"]
+#[path = "../adapters/external/tests/support/python.rs"]
 mod python;
 
 use mosaic_core::record::strip_volatile;

@@ -3,7 +3,13 @@
 //! episode logged before the kill intact: the same records as a clean run of the same
 //! experiment under the same run id. `mosaic run` on it points at `mosaic resume`, which
 //! finishes it with exactly the clean run's records: nothing lost, nothing twice. Episodes
-//! cut short continue from their last durable checkpoint.
+//! cut short continue from their last durable checkpoint, also with the Python environment
+//! families and policy workers.
+
+// Shared with the external workers' tests; this test uses only part of it.
+#[allow(dead_code)]
+#[path = "../adapters/external/tests/support/python.rs"]
+mod python;
 
 use mosaic_core::record::strip_volatile;
 use mosaic_recorder::{RunDir, RunStore, Unit};
@@ -59,6 +65,8 @@ enum KillPoint {
     After(Duration),
     /// Once `episodes.jsonl` holds this many lines.
     Episodes(usize),
+    /// Once `steps.jsonl` holds this many lines.
+    Steps(usize),
 }
 
 /// Complete lines of `episodes.jsonl` (0 while it does not exist).
@@ -82,6 +90,11 @@ fn run_and_kill(file: &Path, out: &Path, point: KillPoint) -> BTreeSet<Unit> {
         let due = match point {
             KillPoint::After(delay) => started.elapsed() >= delay,
             KillPoint::Episodes(n) => episode_lines(&run).len() >= n,
+            KillPoint::Steps(n) => {
+                std::fs::read_to_string(run.join("steps.jsonl"))
+                    .map_or(0, |text| text.lines().count())
+                    >= n
+            }
         };
         assert!(
             started.elapsed() < Duration::from_secs(30),
@@ -361,4 +374,87 @@ fn a_resumed_run_keeps_the_run_order_of_configurations_side_by_side() {
         order.windows(2).all(|pair| pair[0] < pair[1]),
         "episodes ran out of run order (episode, operator): {order:?}"
     );
+}
+
+/// An experiment on the Python environment `env`, every agent a Python policy worker, with
+/// a durable checkpoint at every step.
+fn python_experiment(env: &str) -> String {
+    let py = python::python_env();
+    format!(
+        r#"
+name = "python-crash"
+episodes = 4
+max_steps = 30
+pace_ms = 2
+seeds = {{ plan = "procedural", base = 21 }}
+supervision = {{ checkpoint_interval_ms = 0 }}
+
+[[operators]]
+id = "game"
+env = "{env}"
+env_settings = {{ python = "{python}" }}
+agents = {{ "*" = {{ kind = "worker", command = ["{python}", "-m", "mosaic_worker", "policy", "random"] }} }}
+"#,
+        python = py.python
+    )
+}
+
+#[test]
+fn python_families_killed_with_the_orchestrator_resume_to_the_clean_records() {
+    let dir = tempfile::tempdir().unwrap();
+    for env in [
+        "gymnasium:MiniGrid-DoorKey-5x5-v0",
+        "pettingzoo:classic/chess_v6",
+        "pettingzoo:classic/connect_four_v3",
+        "pettingzoo:classic/tictactoe_v3",
+        "pettingzoo:mpe2/simple_spread_v3",
+    ] {
+        let name = env.replace([':', '/'], "_");
+        let file = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&file, python_experiment(env)).unwrap();
+        let clean_out = dir.path().join(format!("{name}-clean"));
+        let clean_run = run_command(&file, &clean_out).status().unwrap();
+        assert!(clean_run.success(), "{env}: the clean run failed");
+        let clean = RunDir::open(&clean_out.join(RUN_ID)).unwrap();
+        let clean_store = clean.store().unwrap();
+        let planned = clean_store.planned_units();
+
+        // Killed in the middle of the third episode.
+        let steps = std::fs::read_to_string(clean.path().join("steps.jsonl")).unwrap();
+        let episode_of = |line: &str| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["episode_index"].as_u64()
+        };
+        let before = steps.lines().filter(|l| episode_of(l) < Some(2)).count();
+        let third = steps.lines().filter(|l| episode_of(l) == Some(2)).count();
+        let out = dir.path().join(format!("{name}-killed"));
+        let logged = run_and_kill(&file, &out, KillPoint::Steps(before + third / 2));
+        assert!(logged.len() < planned.len(), "{env}: the run had ended");
+        let path = out.join(RUN_ID);
+        let resumed = mosaic().arg("resume").arg(&path).output().unwrap();
+        assert!(resumed.status.success(), "{env}: {}", text(&resumed));
+        let run = RunDir::open(&path).unwrap();
+        let store = run.store().unwrap();
+        for unit in &planned {
+            assert_eq!(
+                stable_records(&store, unit),
+                stable_records(&clean_store, unit),
+                "{env}: resumed {unit} differs from the clean run"
+            );
+        }
+        assert_eq!(
+            line_count(&path.join("steps.jsonl")),
+            line_count(&clean.path().join("steps.jsonl")),
+            "{env}: step lines lost or doubled"
+        );
+        assert!(run.check_consistency(&store).unwrap().is_empty(), "{env}");
+        let from_checkpoint = store.complete_episodes().map(|e| e.unwrap()).any(|e| {
+            e.restarts
+                .iter()
+                .any(|r| r.child == "run" && r.recovery.contains("checkpoint at step"))
+        });
+        assert!(
+            from_checkpoint,
+            "{env}: no episode continued from a checkpoint"
+        );
+    }
 }

@@ -5,7 +5,7 @@
 
 // Shared with the adapters tests; this test uses only part of it.
 #[allow(dead_code)]
-#[path = "../adapters/tests/support/python.rs"]
+#[path = "../adapters/external/tests/support/python.rs"]
 mod python;
 
 #[path = "../actors/tests/common/collect.rs"]
@@ -15,7 +15,8 @@ mod collect;
 mod faults;
 
 use faults::{
-    EPISODES, Fault, Striker, Target, assert_same_records, experiment, plan, run, workers,
+    EPISODES, FAMILIES, Fault, Striker, Target, assert_same_records, experiment, experiment_on,
+    plan, run, workers,
 };
 use std::time::Duration;
 
@@ -85,6 +86,42 @@ async fn killed_env_and_policy_workers_are_restarted_and_the_records_equal_a_cle
             "agent"
         };
         assert!(restarts.iter().all(|r| r.child == child), "{restarts:?}");
+    }
+}
+
+#[actix::test]
+async fn every_python_family_recovers_from_env_and_policy_worker_kills() {
+    for (family, env) in FAMILIES.into_iter().enumerate() {
+        let tag = "families";
+        let clean = run(experiment_on(env, tag, serde_json::json!({}), None), None).await;
+        assert!(clean.result.is_ok(), "{env}: {:?}", clean.result);
+        // Environment and policy workers struck in turn, one episode each, with checkpoints
+        // at every step (so restores from them, not only replays from the episode start).
+        let plan = plan(10 + family as u64, &[Target::Env, Target::Policy]);
+        let (striker, strikes) = Striker::new(tag, plan, Fault::Kill);
+        let faulty = run(
+            experiment_on(
+                env,
+                tag,
+                serde_json::json!({"checkpoint_interval_ms": 0, "max_restarts": 50}),
+                None,
+            ),
+            Some(striker),
+        )
+        .await;
+        assert_same_records(&faulty, &clean);
+        let restarts: Vec<_> = faulty
+            .episodes
+            .iter()
+            .flat_map(|e| e.restarts.clone())
+            .collect();
+        let struck = strikes.struck.lock().unwrap().len();
+        assert!(struck > 0, "{env}: no strike landed");
+        assert_eq!(restarts.len(), struck, "{env}: {restarts:?}");
+        assert!(
+            restarts.iter().all(|r| r.recovered && r.diverged.is_none()),
+            "{env}: {restarts:?}"
+        );
     }
 }
 

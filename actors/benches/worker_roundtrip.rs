@@ -17,9 +17,9 @@
 // criterion's macros generate undocumented functions.
 #![allow(missing_docs)]
 
-// Shared with the adapters' tests; the bench uses part of it.
+// Shared with the external workers' tests; the bench uses part of it.
 #[allow(dead_code)]
-#[path = "../../adapters/tests/support/python.rs"]
+#[path = "../../adapters/external/tests/support/python.rs"]
 mod python;
 
 use actix::Recipient;

@@ -3,9 +3,9 @@
 //! (reproducible, only legal moves), MOSAIC action-selector workers, and every kind of
 //! misbehaviour as a typed `OperatorError`.
 
-// Shared with the adapters' tests; each uses part of it.
+// Shared with the external workers' tests; each uses part of it.
 #[allow(dead_code)]
-#[path = "../../adapters/tests/support/python.rs"]
+#[path = "../../adapters/external/tests/support/python.rs"]
 mod python;
 
 use mosaic_actors::operator::SessionResources;
@@ -253,6 +253,50 @@ fn misbehaving_policy_workers_give_typed_errors() {
             "{mode}: the error names the worker: {why}"
         );
     }
+}
+
+#[test]
+fn a_killed_policy_worker_is_a_crash_naming_the_signal() {
+    let py = python::python_env();
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let settings = serde_json::json!({
+        "command": py.worker("faulty.py", &["policy", "silent"]),
+        "env": { "FAULTY_PID_FILE": pid_file.display().to_string() },
+    });
+    let err = run(async {
+        let spec = toy_spec();
+        let worker = spawn_worker(&spec, 0, settings).unwrap();
+        let ctx = AgentContext::new(1, 0, "solo".into(), 3);
+        worker
+            .begin
+            .send(BeginEpisode { ctx, spec })
+            .await
+            .unwrap()
+            .unwrap();
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let obs = Observation::with_mask(0, vec![true, true, false]);
+        worker
+            .decide
+            .send(Decide {
+                obs: Arc::new(obs),
+                step: 0,
+                deadline: None,
+            })
+            .await
+            .unwrap()
+    })
+    .unwrap_err();
+    let OperatorError::Crashed(why) = &err else {
+        panic!("not a crash: {err:?}")
+    };
+    assert!(why.contains("SIGKILL"), "{why}");
 }
 
 #[test]

@@ -10,7 +10,9 @@
 //! assert!(!mosaic_adapters::in_process_envs().resolves("worker"));
 //! ```
 
-pub mod external;
+/// External workers (the `mosaic-external` crate): `worker`, `gymnasium:<id>` and
+/// `pettingzoo:<module path>` environments.
+pub use mosaic_external as external;
 
 pub use mosaic_board as board;
 pub use mosaic_coord as coord;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Creates the Python venvs used by mosaic's Python adapters, cached under
-# $MOSAIC_CACHE/venvs/<name>-<hash of adapters/python/requirements-<name>.txt>/.
+# $MOSAIC_CACHE/venvs/<name>-<hash of adapters/external/python/requirements-<name>.txt>/.
 # Prints (for eval):  MOSAIC_PY_ENVS=<python>  MOSAIC_PY_MULTIGRID=<python>
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-REQ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../adapters/python" && pwd)"
+REQ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../adapters/external/python" && pwd)"
 
 CHECK_ENVS='
 import gymnasium, minigrid, pettingzoo, chess, mpe2, pytest, numpy

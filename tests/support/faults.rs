@@ -23,6 +23,18 @@ pub const EPISODES: u32 = 12;
 /// The environment variable naming the test a worker belongs to.
 pub const TAG: &str = "MOSAIC_FAULT_TEST";
 
+/// The Python environment families the docs advertise, as the fault tests run them: a
+/// Gymnasium MiniGrid env, PettingZoo classic AEC games and a parallel MPE env.
+pub const FAMILIES: [&str; 5] = [
+    DOORKEY,
+    "pettingzoo:classic/chess_v6",
+    "pettingzoo:classic/connect_four_v3",
+    "pettingzoo:classic/tictactoe_v3",
+    "pettingzoo:mpe2/simple_spread_v3",
+];
+
+const DOORKEY: &str = "gymnasium:MiniGrid-DoorKey-5x5-v0";
+
 /// MiniGrid DoorKey in a Python environment worker, its agent a Python policy worker. The
 /// workers carry `tag` in their environment, so each test strikes only its own.
 pub fn experiment(
@@ -30,16 +42,33 @@ pub fn experiment(
     supervision: serde_json::Value,
     extra_operator: Option<serde_json::Value>,
 ) -> ExperimentSpec {
+    experiment_on(DOORKEY, tag, supervision, extra_operator)
+}
+
+/// [`experiment`] on the environment `env` (one of [`FAMILIES`]), every agent a Python
+/// policy worker.
+pub fn experiment_on(
+    env: &str,
+    tag: &str,
+    supervision: serde_json::Value,
+    extra_operator: Option<serde_json::Value>,
+) -> ExperimentSpec {
     let py = python::python_env();
-    let env = serde_json::json!({ TAG: tag });
+    let tagged = serde_json::json!({ TAG: tag });
+    // `chess_v6` for `pettingzoo:classic/chess_v6` (ids have no `-`).
+    let id = env
+        .rsplit([':', '/'])
+        .next()
+        .unwrap_or(env)
+        .replace('-', "_");
     let mut operators = vec![serde_json::json!({
-        "id": "doorkey",
-        "env": "gymnasium:MiniGrid-DoorKey-5x5-v0",
-        "env_settings": {"python": py.python, "env": env, "heartbeat_ms": 200, "heartbeat_timeout_ms": 600},
+        "id": id,
+        "env": env,
+        "env_settings": {"python": py.python, "env": tagged, "heartbeat_ms": 200, "heartbeat_timeout_ms": 600},
         "agents": {"*": {
             "kind": "worker",
             "command": [py.python, "-m", "mosaic_worker", "policy", "random"],
-            "env": env,
+            "env": tagged,
             "heartbeat_ms": 200,
             "heartbeat_timeout_ms": 600
         }}
@@ -94,7 +123,10 @@ pub fn workers(tag: &str, target: Target) -> Vec<i32> {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         let is_target = match target {
-            Target::Env => cmdline.contains("mosaic_worker") && cmdline.contains("gymnasium"),
+            Target::Env => {
+                cmdline.contains("mosaic_worker")
+                    && (cmdline.contains("gymnasium") || cmdline.contains("pettingzoo"))
+            }
             Target::Policy => cmdline.contains("mosaic_worker") && cmdline.contains("policy"),
         };
         let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();

@@ -1,10 +1,11 @@
 //! Worker processes: spawned in their own process group, stderr routed to the log, stopped
 //! as a group (SIGTERM, then SIGKILL after a grace period).
 
-use super::{WorkerError, embedded};
+use crate::{WorkerError, embedded};
 use mosaic_protocols::codec::{Decoded, LineDecoder};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use std::collections::VecDeque;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
@@ -16,6 +17,9 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 
 /// How long a SIGKILLed worker may take to be reaped before its status is given up on.
 const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// How long a worker asked to stop may take to exit by itself before it is signalled.
+const SETTLE: Duration = Duration::from_millis(200);
 
 /// Longest stderr line logged whole; longer ones are cut.
 const MAX_LOG_LINE: usize = 64 * 1024;
@@ -64,7 +68,7 @@ impl WorkerCommand {
 
     /// A [`Command`] with piped stdio, in a new process group, with `MOSAIC_PROTOCOL` set.
     /// A Python command also gets the embedded `mosaic_worker` package on its `PYTHONPATH`
-    /// (see [`super::embedded`]); failing to install it is an error naming the directory.
+    /// (see [`crate::embedded`]); failing to install it is an error naming the directory.
     pub fn to_command(&self) -> Result<Command, WorkerError> {
         use std::os::unix::process::CommandExt as _;
         let mut command = Command::new(&self.program);
@@ -106,6 +110,7 @@ pub struct WorkerProcess {
     pid: u32,
     name: String,
     exit: Arc<ExitWatch>,
+    stderr: Arc<StderrTail>,
 }
 
 /// Something to run once when the process exits.
@@ -151,6 +156,47 @@ impl ExitWatch {
     }
 }
 
+/// The last lines the process wrote to stderr, kept for errors about a worker that failed
+/// before it could say why on the protocol (a Python traceback, a missing module).
+#[derive(Debug, Default)]
+struct StderrTail {
+    state: Mutex<TailState>,
+    ended: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct TailState {
+    lines: VecDeque<String>,
+    ended: bool,
+}
+
+impl StderrTail {
+    /// Lines kept, and characters kept of each.
+    const LINES: usize = 20;
+    const CHARS: usize = 300;
+
+    fn lock(&self) -> MutexGuard<'_, TailState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, line: &[u8]) {
+        let line: String = String::from_utf8_lossy(line)
+            .chars()
+            .take(Self::CHARS)
+            .collect();
+        let mut state = self.lock();
+        if state.lines.len() == Self::LINES {
+            state.lines.pop_front();
+        }
+        state.lines.push_back(line);
+    }
+
+    fn end(&self) {
+        self.lock().ended = true;
+        self.ended.notify_all();
+    }
+}
+
 impl WorkerProcess {
     /// Starts `command`; its stderr lines are logged (target `mosaic::worker`) with the
     /// worker's `name`.
@@ -188,9 +234,11 @@ impl WorkerProcess {
             return Err(spawn_error(format!("cannot start the exit watcher: {e}")));
         }
         let log_name = name.to_owned();
+        let tail = Arc::new(StderrTail::default());
+        let kept = tail.clone();
         let logger = std::thread::Builder::new()
             .name(format!("stderr:{name}"))
-            .spawn(move || log_lines(stderr, &log_name));
+            .spawn(move || log_lines(stderr, &log_name, &kept));
         if let Err(e) = logger {
             kill_group(pid);
             return Err(spawn_error(format!("cannot start the stderr logger: {e}")));
@@ -201,6 +249,7 @@ impl WorkerProcess {
                 pid,
                 name: name.to_owned(),
                 exit,
+                stderr: tail,
             },
             stdin,
             stdout,
@@ -267,11 +316,30 @@ impl WorkerProcess {
         exit
     }
 
+    /// Stops a worker that was asked to stop (or whose input was closed): a moment to exit
+    /// by itself, then [`WorkerProcess::stop`].
+    pub fn finish(&mut self, grace: Duration) -> Option<ExitStatus> {
+        self.wait_exit(SETTLE);
+        self.stop(grace)
+    }
+
     /// Kills the whole process group at once (SIGKILL, no grace): for a worker already
     /// declared dead or hung. Returns the exit status.
     pub fn kill(&mut self) -> Option<ExitStatus> {
         let _ = killpg(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
         self.wait_exit(KILL_WAIT)
+    }
+
+    /// The last lines (at most 20, each cut to 300 characters) the process wrote to stderr,
+    /// waiting up to `wait` for the end of its stderr (all of it, from a process that exited).
+    pub fn stderr_tail(&self, wait: Duration) -> Vec<String> {
+        let state = self.stderr.lock();
+        let (state, _) = self
+            .stderr
+            .ended
+            .wait_timeout_while(state, wait, |state| !state.ended)
+            .unwrap_or_else(PoisonError::into_inner);
+        state.lines.iter().cloned().collect()
     }
 
     /// The exit status, described, once the process has exited.
@@ -284,6 +352,9 @@ impl Drop for WorkerProcess {
     fn drop(&mut self) {
         if self.try_exit().is_none() {
             self.stop(DEFAULT_GRACE);
+        } else {
+            // A worker that exited may have left processes it started in its group.
+            kill_group(self.pid);
         }
     }
 }
@@ -293,7 +364,8 @@ fn kill_group(pid: u32) {
     let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
 }
 
-fn log_lines(mut stderr: impl Read, name: &str) {
+/// Logs the lines of `stderr` and keeps the last ones in `tail`.
+fn log_lines(mut stderr: impl Read, name: &str, tail: &StderrTail) {
     let mut decoder = LineDecoder::new(MAX_LOG_LINE);
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -308,7 +380,8 @@ fn log_lines(mut stderr: impl Read, name: &str) {
             match decoded {
                 Decoded::Pending => {}
                 Decoded::Line(line) => {
-                    tracing::info!(target: "mosaic::worker", worker = name, "{}", String::from_utf8_lossy(&line))
+                    tracing::info!(target: "mosaic::worker", worker = name, "{}", String::from_utf8_lossy(&line));
+                    tail.push(&line);
                 }
                 Decoded::TooLong => {
                     tracing::info!(target: "mosaic::worker", worker = name, "(a log line longer than {MAX_LOG_LINE} bytes was skipped)")
@@ -316,9 +389,12 @@ fn log_lines(mut stderr: impl Read, name: &str) {
             }
         }
     }
-    if decoder.finish().is_err() {
-        tracing::info!(target: "mosaic::worker", worker = name, "(log ended without a final newline)");
+    let unfinished = decoder.take_partial();
+    if !unfinished.is_empty() {
+        tracing::info!(target: "mosaic::worker", worker = name, "{} (no final newline)", String::from_utf8_lossy(&unfinished));
+        tail.push(&unfinished);
     }
+    tail.end();
 }
 
 #[cfg(test)]
@@ -392,6 +468,38 @@ mod tests {
         let err = WorkerProcess::spawn(&cmd, "t").unwrap_err().to_string();
         assert!(err.contains("/no/such/worker 'a b'"), "{err}");
         assert!(WorkerCommand::from_argv(&[]).is_err());
+    }
+
+    #[test]
+    fn what_an_exited_worker_left_behind_goes_with_it() {
+        let (worker, _stdin, _stdout) =
+            WorkerProcess::spawn(&sh("sleep 30 & exit 0"), "t").unwrap();
+        assert_eq!(
+            worker
+                .wait_exit(Duration::from_secs(5))
+                .and_then(|s| s.code()),
+            Some(0)
+        );
+        let group = worker.pid();
+        assert_eq!(live_members(group).len(), 1, "the sleep runs on");
+        drop(worker);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(live_members(group), Vec::<u32>::new(), "the sleep is gone");
+    }
+
+    #[test]
+    fn the_last_stderr_lines_are_kept() {
+        let (worker, _stdin, _stdout) = WorkerProcess::spawn(
+            &sh("for i in $(seq 1 30); do echo line $i >&2; done; printf 'cut' >&2; exit 1"),
+            "t",
+        )
+        .unwrap();
+        worker.wait_exit(Duration::from_secs(5));
+        let tail = worker.stderr_tail(Duration::from_secs(5));
+        assert_eq!(tail.len(), 20, "{tail:?}");
+        assert_eq!(tail[0], "line 12");
+        assert_eq!(tail[18], "line 30");
+        assert_eq!(tail[19], "cut", "the unfinished last line too");
     }
 
     #[test]

@@ -1,11 +1,17 @@
-//! External workers: environments (and, through `mosaic-actors`, policies) that run in
-//! their own process and speak the worker protocol (`docs/protocol.md`).
+//! External workers: environments and policies that run in their own process and speak
+//! the worker protocol (`docs/protocol.md`). mosaic's environments (`mosaic-adapters`) and
+//! its `worker` policy operator (`mosaic-actors`) both run their workers through this crate.
 //!
 //! - [`process`]: spawning a worker in its own process group, logging its stderr, stopping
 //!   the whole group.
-//! - [`link`]: the blocking request/reply connection with deadlines, the handshake, and the
-//!   pure reply classification shared with the async policy actor.
+//! - [`link`]: the connection to a worker: the protocol as a sans-IO [`link::Exchange`]
+//!   (handshake, request ids, replies, heartbeats, deadlines, MOSAIC's dialect) and its two
+//!   drivers, the blocking [`Link`] and, with the `tokio` feature, `link::AsyncLink`.
+//! - [`settings`]: [`WorkerSettings`], how to run one worker and talk to it, for both
+//!   kinds of worker, with their [`defaults`].
 //! - [`env`](mod@env): [`ExternalEnv`], an [`mosaic_core::Environment`] served by a worker.
+//! - `policy` (feature `tokio`): `PolicyWorker`, a policy served by a worker, over
+//!   `AsyncLink`; `mosaic-actors` wraps it in the `worker` operator.
 //! - [`embedded`]: the `mosaic_worker` Python package built into the binary.
 //!
 //! Experiment files name external environments as `gymnasium:<id>`, `pettingzoo:<module
@@ -15,15 +21,20 @@ pub mod embedded;
 pub mod env;
 pub mod link;
 pub mod process;
+pub mod settings;
+
+#[cfg(feature = "tokio")]
+pub mod policy;
 
 pub use env::{ExternalEnv, ExternalEnvSettings};
 pub use link::{Link, Mode};
 pub use process::{WorkerCommand, WorkerProcess};
+pub use settings::{WorkerSettings, defaults};
 
 use mosaic_core::experiment::SpecError;
 use mosaic_core::registry::{EnvKind, EnvPrefix};
 use mosaic_core::{Environment, Settings};
-use mosaic_protocols::{DecodeError, FramingError};
+use mosaic_protocols::{DecodeError, FramingError, Message, mosaic};
 
 /// Something went wrong with an external worker. Every malformed input has its own
 /// variant; none of them panics.
@@ -140,9 +151,34 @@ pub enum WorkerError {
     /// A reply whose content does not fit (wrong sizes, bad frames, illegal actions).
     #[error("invalid reply: {0}")]
     Invalid(String),
+    /// The worker failed before it was ready (`error`); the last lines it wrote to stderr
+    /// say why, more often than not.
+    #[error("{error}\nthe worker's stderr ended with:\n  {}", stderr.join("\n  "))]
+    Start {
+        /// What went wrong.
+        error: Box<WorkerError>,
+        /// The last lines of its stderr.
+        stderr: Vec<String>,
+    },
 }
 
 impl WorkerError {
+    /// A `mosaic/1` reply of the wrong type.
+    pub fn unexpected(expected: &str, got: &Message) -> Self {
+        WorkerError::Unexpected {
+            expected: expected.to_owned(),
+            got: got.kind().to_owned(),
+        }
+    }
+
+    /// A MOSAIC reply of the wrong type (shown cut to 80 characters).
+    pub fn unexpected_mosaic(expected: &str, got: &mosaic::Reply) -> Self {
+        WorkerError::Unexpected {
+            expected: expected.to_owned(),
+            got: format!("{got:?}").chars().take(80).collect(),
+        }
+    }
+
     /// Whether the worker can no longer be trusted to answer (its process exited, it fell
     /// silent, or its stream is broken): the worker must be replaced, not asked again. A
     /// refused request, a late reply or an unusable answer leave a live worker usable.
@@ -158,6 +194,7 @@ impl WorkerError {
                 | WorkerError::Framing(_)
                 | WorkerError::Hung { .. }
                 | WorkerError::OutOfOrder { .. }
+                | WorkerError::Start { .. }
         )
     }
 }
@@ -199,34 +236,4 @@ fn make_gymnasium(id: &str, settings: &Settings) -> Result<Box<dyn Environment>,
 
 fn make_pettingzoo(path: &str, settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
     env::make_external(Some(env::Family::PettingZoo(path)), settings)
-}
-
-/// Defaults shared by every worker-process setting (external environments and external
-/// policies), so the two kinds of worker always agree.
-pub mod defaults {
-    /// Deadline of one request and of the first line, in milliseconds.
-    pub fn timeout_ms() -> u64 {
-        60_000
-    }
-
-    /// Heartbeat interval asked of a worker, in milliseconds.
-    pub fn heartbeat_ms() -> u64 {
-        1_000
-    }
-
-    /// How long a heartbeating worker may stay silent while a request is outstanding
-    /// before it is declared hung, in milliseconds.
-    pub fn heartbeat_timeout_ms() -> u64 {
-        5_000
-    }
-
-    /// Longest accepted line, in bytes.
-    pub fn max_frame() -> usize {
-        mosaic_protocols::DEFAULT_MAX_FRAME
-    }
-
-    /// SIGTERM-to-SIGKILL grace period on stop, in milliseconds.
-    pub fn grace_ms() -> u64 {
-        2_000
-    }
 }

@@ -10,11 +10,11 @@
 //!
 //! ```
 //! # let cache = tempfile::tempdir().unwrap();
-//! let dir = mosaic_adapters::external::embedded::install_into(cache.path()).unwrap();
+//! let dir = mosaic_external::embedded::install_into(cache.path()).unwrap();
 //! assert!(dir.join("mosaic_worker").join("__init__.py").is_file());
 //! ```
 
-use super::WorkerError;
+use crate::WorkerError;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -23,20 +23,20 @@ use std::sync::OnceLock;
 const FILES: &[(&str, &str)] = &[
     (
         "__init__.py",
-        include_str!("../../python/mosaic_worker/__init__.py"),
+        include_str!("../python/mosaic_worker/__init__.py"),
     ),
     (
         "__main__.py",
-        include_str!("../../python/mosaic_worker/__main__.py"),
+        include_str!("../python/mosaic_worker/__main__.py"),
     ),
-    ("env.py", include_str!("../../python/mosaic_worker/env.py")),
+    ("env.py", include_str!("../python/mosaic_worker/env.py")),
     (
         "policy.py",
-        include_str!("../../python/mosaic_worker/policy.py"),
+        include_str!("../python/mosaic_worker/policy.py"),
     ),
     (
         "protocol.py",
-        include_str!("../../python/mosaic_worker/protocol.py"),
+        include_str!("../python/mosaic_worker/protocol.py"),
     ),
 ];
 

@@ -5,10 +5,12 @@
 // criterion's macros generate undocumented functions.
 #![allow(missing_docs)]
 
-// Shared with the adapters' tests; the bench uses part of it.
+// Shared with the external workers' tests; the bench uses part of it.
 #[allow(dead_code)]
 #[path = "../tests/support/python.rs"]
 mod python;
+#[path = "../tests/support/registry.rs"]
+mod registry;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use mosaic_core::{Action, Environment, ObsRequest, Transition};
@@ -21,7 +23,7 @@ fn make(frames: &str) -> Box<dyn Environment> {
     let serde_json::Value::Object(settings) = settings else {
         unreachable!()
     };
-    mosaic_adapters::native_envs()
+    registry::external_envs()
         .make("gymnasium:MiniGrid-DoorKey-5x5-v0", &settings)
         .expect("MiniGrid worker")
 }

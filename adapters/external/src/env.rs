@@ -5,9 +5,9 @@
 //! fetches it with an `observe` request and makes it sticky, so in steady state a step is
 //! one round trip. The full render works the same way.
 
-use super::link::{Link, LinkOptions, Mode};
-use super::process::WorkerCommand;
-use super::{WorkerError, defaults};
+use crate::WorkerError;
+use crate::link::{Link, Mode};
+use crate::settings::{LINK_HELP, PROCESS_HELP, WorkerSettings, help_lines};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -23,40 +23,39 @@ use mosaic_protocols::wire::AgentView;
 use mosaic_protocols::{Message, WorkerKind, mosaic};
 use serde::Deserialize;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Settings of external environments (`worker`, `gymnasium:<id>`, `pettingzoo:<path>`),
 /// one line each for `mosaic envs`.
-pub const SETTINGS_HELP: &[&str] = &[
-    "command = []: the worker's argument vector (worker only; or connect)",
-    "connect = \"\": tcp://host:port or unix:///path of a listening worker (worker only)",
-    "python = $MOSAIC_PYTHON or python3: interpreter for gymnasium:/pettingzoo: workers",
-    "kwargs = {}: constructor arguments of the Gymnasium / PettingZoo env",
-    "api = <parallel if offered>: PettingZoo API, aec or parallel",
-    "env = {}: extra environment variables of the worker process",
-    "cwd = <inherited>: working directory of the worker process",
-    "timeout_ms = 60000: deadline of one request (reset, step, observe)",
-    "start_timeout_ms = 60000: deadline for the worker's first line",
-    "heartbeat_ms = 1000: heartbeat interval asked of the worker",
-    "heartbeat_timeout_ms = 5000: silence (no reply, no heartbeat) after which a busy heartbeating worker is hung",
-    "frames = \"png\": frame encoding asked of the worker, png or rgb",
-    "max_frame_bytes = 16777216: longest accepted line",
-    "grace_ms = 2000: SIGTERM-to-SIGKILL grace period on stop",
-    "options = {}: reset options passed to the env",
-    "actions = []: action labels (MOSAIC workers only: they do not announce them)",
-    "max_steps = <none>: step limit sent with MOSAIC resets",
-];
+pub const SETTINGS_HELP: &[&str] = &HELP;
 
-/// The settings of an external environment.
-#[derive(Clone, Debug, Deserialize)]
+const HELP: [&str; 17] = help_lines(&[
+    &[
+        "command = []: the worker's argument vector (worker only; or connect)",
+        "connect = \"\": tcp://host:port or unix:///path of a listening worker (worker only)",
+        "python = $MOSAIC_PYTHON or python3: interpreter for gymnasium:/pettingzoo: workers",
+        "kwargs = {}: constructor arguments of the Gymnasium / PettingZoo env",
+        "api = <parallel if offered>: PettingZoo API, aec or parallel",
+    ],
+    &PROCESS_HELP,
+    &["timeout_ms = 60000: deadline of one request (reset, step, observe)"],
+    &LINK_HELP,
+    &[
+        "options = {}: reset options passed to the env",
+        "actions = []: action labels (MOSAIC workers only: they do not announce them)",
+        "max_steps = <none>: step limit sent with MOSAIC resets",
+    ],
+]);
+
+/// The settings of an external environment: the worker's, and how the environment is
+/// served and reset.
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExternalEnvSettings {
-    /// The worker's argument vector.
-    #[serde(default)]
-    pub command: Option<Vec<String>>,
+    /// The worker process and the link to it (`command` for `worker` only).
+    #[serde(flatten)]
+    pub worker: WorkerSettings,
     /// Address of a listening worker.
     #[serde(default)]
     pub connect: Option<String>,
@@ -69,33 +68,6 @@ pub struct ExternalEnvSettings {
     /// PettingZoo API: `aec` or `parallel`.
     #[serde(default)]
     pub api: Option<String>,
-    /// Extra environment variables.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Working directory.
-    #[serde(default)]
-    pub cwd: Option<PathBuf>,
-    /// Deadline of one request, ms.
-    #[serde(default = "crate::external::defaults::timeout_ms")]
-    pub timeout_ms: u64,
-    /// Deadline of the worker's first line, ms.
-    #[serde(default = "crate::external::defaults::timeout_ms")]
-    pub start_timeout_ms: u64,
-    /// Heartbeat interval asked of the worker, ms.
-    #[serde(default = "crate::external::defaults::heartbeat_ms")]
-    pub heartbeat_ms: u64,
-    /// Silence after which a heartbeating worker with a request outstanding is hung, ms.
-    #[serde(default = "crate::external::defaults::heartbeat_timeout_ms")]
-    pub heartbeat_timeout_ms: u64,
-    /// Frame encoding asked of the worker.
-    #[serde(default)]
-    pub frames: FrameEncoding,
-    /// Longest accepted line.
-    #[serde(default = "crate::external::defaults::max_frame")]
-    pub max_frame_bytes: usize,
-    /// Grace period on stop, ms.
-    #[serde(default = "crate::external::defaults::grace_ms")]
-    pub grace_ms: u64,
     /// Reset options.
     #[serde(default)]
     pub options: Settings,
@@ -107,41 +79,7 @@ pub struct ExternalEnvSettings {
     pub max_steps: Option<u32>,
 }
 
-impl Default for ExternalEnvSettings {
-    fn default() -> Self {
-        Self {
-            command: None,
-            connect: None,
-            python: None,
-            kwargs: Settings::new(),
-            api: None,
-            env: BTreeMap::new(),
-            cwd: None,
-            timeout_ms: defaults::timeout_ms(),
-            start_timeout_ms: defaults::timeout_ms(),
-            heartbeat_ms: defaults::heartbeat_ms(),
-            heartbeat_timeout_ms: defaults::heartbeat_timeout_ms(),
-            frames: FrameEncoding::default(),
-            max_frame_bytes: defaults::max_frame(),
-            grace_ms: defaults::grace_ms(),
-            options: Settings::new(),
-            actions: None,
-            max_steps: None,
-        }
-    }
-}
-
 impl ExternalEnvSettings {
-    fn link_options(&self) -> Result<LinkOptions, WorkerError> {
-        let mut options = LinkOptions::new(WorkerKind::Env);
-        options.set_heartbeat(self.heartbeat_ms, self.heartbeat_timeout_ms)?;
-        options.policy.frames = self.frames;
-        options.max_frame = self.max_frame_bytes;
-        options.handshake_timeout = Duration::from_millis(self.start_timeout_ms);
-        options.grace = Duration::from_millis(self.grace_ms);
-        Ok(options)
-    }
-
     fn python(&self) -> String {
         self.python
             .clone()
@@ -216,8 +154,8 @@ impl ExternalEnv {
         family: Option<Family<'_>>,
         settings: &ExternalEnvSettings,
     ) -> Result<Self, WorkerError> {
-        let options = settings.link_options()?;
-        let link = match (family, &settings.command, &settings.connect) {
+        let options = settings.worker.link_options(WorkerKind::Env)?;
+        let link = match (family, &settings.worker.command, &settings.connect) {
             (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
                 return Err(WorkerError::Config(format!(
                     "{name} is served by mosaic_worker: `command` and `connect` are only for `worker`"
@@ -238,19 +176,14 @@ impl ExternalEnv {
                     Endpoint::parse(address).map_err(|e| WorkerError::Config(e.to_string()))?;
                 Link::connect(&endpoint, name, &options)?
             }
-            (family, command, None) => {
-                let argv = match family {
-                    Some(family) => family_argv(family, settings)?,
-                    None => command.clone().unwrap_or_default(),
-                };
-                let mut command = WorkerCommand::from_argv(&argv)?;
-                command.env = settings
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                command.cwd = settings.cwd.clone();
+            (Some(family), None, None) => {
+                let command = settings
+                    .worker
+                    .worker_command_for(&family_argv(family, settings)?)?;
                 Link::spawn(&command, name, &options)?
+            }
+            (None, Some(_), None) => {
+                Link::spawn(&settings.worker.worker_command()?, name, &options)?
             }
         };
         Self::from_link(link, name, settings)
@@ -307,7 +240,7 @@ impl ExternalEnv {
             mosaic,
             checkpoints,
             frames,
-            timeout: Duration::from_millis(settings.timeout_ms),
+            timeout: settings.worker.timeout(),
             options: settings.options.clone(),
             max_steps: settings.max_steps,
             want: RefCell::new(Want::default()),
@@ -411,7 +344,7 @@ impl ExternalEnv {
             self.timeout,
         )?;
         let Message::Observations(reply) = reply else {
-            return Err(unexpected("observations", &reply));
+            return Err(WorkerError::unexpected("observations", &reply));
         };
         if let Some(spec) = reply.spec {
             validate_spec(&spec)?;
@@ -434,7 +367,7 @@ impl ExternalEnv {
             .get_mut()
             .request(|id| Message::Step(Step { id, actions, want }), self.timeout)?;
         let Message::Transition(t) = reply else {
-            return Err(unexpected("transition", &reply));
+            return Err(WorkerError::unexpected("transition", &reply));
         };
         let agents = self.spec.agents.len();
         for (field, len) in [
@@ -486,17 +419,12 @@ impl ExternalEnv {
             seed,
             max_steps: self.max_steps,
         };
-        let reply = self.link.get_mut().mosaic_request(
-            &command,
-            "ready",
-            |r| matches!(r, mosaic::Reply::Ready { .. }),
-            self.timeout,
-        )?;
+        let reply = self
+            .link
+            .get_mut()
+            .mosaic_request(&command, "ready", self.timeout)?;
         let mosaic::Reply::Ready { render_payload } = reply else {
-            return Err(WorkerError::Unexpected {
-                expected: "ready".into(),
-                got: format!("{reply:?}"),
-            });
+            return Err(WorkerError::unexpected_mosaic("ready", &reply));
         };
         self.acting = vec![0];
         self.mosaic_view(render_payload.and_then(|p| p.0));
@@ -512,17 +440,12 @@ impl ExternalEnv {
         let command = mosaic::Command::Step {
             action: requested.map(|a| a.0),
         };
-        let reply = self.link.get_mut().mosaic_request(
-            &command,
-            "step",
-            |r| matches!(r, mosaic::Reply::Step(_)),
-            self.timeout,
-        )?;
+        let reply = self
+            .link
+            .get_mut()
+            .mosaic_request(&command, "step", self.timeout)?;
         let mosaic::Reply::Step(step) = reply else {
-            return Err(WorkerError::Unexpected {
-                expected: "step".into(),
-                got: format!("{reply:?}"),
-            });
+            return Err(WorkerError::unexpected_mosaic("step", &reply));
         };
         self.steps += 1;
         out.clear(1);
@@ -553,7 +476,7 @@ impl ExternalEnv {
             self.timeout,
         )?;
         let Message::Observation(reply) = reply else {
-            return Err(unexpected("observation", &reply));
+            return Err(WorkerError::unexpected("observation", &reply));
         };
         if reply.view.agent != agent {
             return Err(WorkerError::Invalid(format!(
@@ -572,13 +495,6 @@ fn covers(have: ObsRequest, want: ObsRequest, offers: ObsRequest) -> bool {
     (have.symbolic || !want.symbolic || !offers.symbolic)
         && (have.text || !want.text || !offers.text)
         && (have.frame || !want.frame || !offers.frame)
-}
-
-fn unexpected(expected: &str, got: &Message) -> WorkerError {
-    WorkerError::Unexpected {
-        expected: expected.to_owned(),
-        got: got.kind().to_owned(),
-    }
 }
 
 fn validate_spec(spec: &EnvSpec) -> Result<(), WorkerError> {
@@ -756,7 +672,7 @@ impl Environment for ExternalEnv {
                 .map(|f| f.decode())
                 .transpose()
                 .map_err(|e| e.to_string()),
-            Ok(other) => Err(unexpected("rendered", &other).to_string()),
+            Ok(other) => Err(WorkerError::unexpected("rendered", &other).to_string()),
             Err(e) => Err(e.to_string()),
         };
         match frame {
@@ -799,7 +715,7 @@ impl Environment for ExternalEnv {
                 Some(Snapshot(saved.to_string().into_bytes()))
             }
             Ok(other) => {
-                tracing::warn!(target: "mosaic::worker", env = %self.spec.name, "checkpoint: {}", unexpected("state", &other));
+                tracing::warn!(target: "mosaic::worker", env = %self.spec.name, "checkpoint: {}", WorkerError::unexpected("state", &other));
                 None
             }
             Err(e) => {
@@ -836,7 +752,7 @@ impl Environment for ExternalEnv {
             .map_err(|e| EnvError::Restore(e.to_string()))?;
         if !matches!(reply, Message::Restored(_)) {
             return Err(EnvError::Restore(
-                unexpected("restored", &reply).to_string(),
+                WorkerError::unexpected("restored", &reply).to_string(),
             ));
         }
         self.steps = saved.steps;
@@ -857,12 +773,40 @@ mod tests {
         let s = ExternalEnvSettings::default();
         let parsed: ExternalEnvSettings = parse_settings(&Settings::new()).unwrap();
         assert_eq!(format!("{s:?}"), format!("{parsed:?}"));
-        assert_eq!(s.timeout_ms, 60_000);
-        assert_eq!(s.max_frame_bytes, 16 << 20);
+        assert_eq!(s.worker.timeout_ms, 60_000);
+        assert_eq!(s.worker.max_frame_bytes, 16 << 20);
         let mut bad = Settings::new();
         bad.insert("comand".into(), serde_json::json!(["x"]));
         let err = parse_settings::<ExternalEnvSettings>(&bad).unwrap_err();
         assert!(err.message.contains("comand"), "{err}");
+    }
+
+    #[test]
+    fn worker_settings_are_read_among_the_env_settings() {
+        let settings = serde_json::json!({
+            "command": ["w"], "timeout_ms": 7, "grace_ms": 9, "frames": "rgb",
+            "env": { "K": "v" }, "python": "py", "max_steps": 3
+        });
+        let serde_json::Value::Object(settings) = settings else {
+            unreachable!("an object")
+        };
+        let parsed: ExternalEnvSettings = parse_settings(&settings).unwrap();
+        assert_eq!(parsed.worker.command, Some(vec!["w".to_owned()]));
+        assert_eq!((parsed.worker.timeout_ms, parsed.worker.grace_ms), (7, 9));
+        assert_eq!(parsed.worker.frames, FrameEncoding::Rgb);
+        assert_eq!(parsed.worker.env.get("K").map(String::as_str), Some("v"));
+        assert_eq!(
+            (parsed.python.as_deref(), parsed.max_steps),
+            (Some("py"), Some(3))
+        );
+        for typo in ["timeout", "grace", "frame"] {
+            let mut bad = settings.clone();
+            bad.insert(typo.into(), 1.into());
+            let err = parse_settings::<ExternalEnvSettings>(&bad).unwrap_err();
+            assert!(err.message.contains(typo), "{typo}: {err}");
+        }
+        assert!(SETTINGS_HELP.iter().all(|line| !line.is_empty()));
+        assert!(SETTINGS_HELP[7].starts_with("timeout_ms = "));
     }
 
     #[test]
@@ -899,7 +843,7 @@ mod tests {
         let err = ExternalEnv::start("worker", None, &ExternalEnvSettings::default()).unwrap_err();
         assert!(err.to_string().contains("command"), "{err}");
         let both = ExternalEnvSettings {
-            command: Some(vec!["x".into()]),
+            worker: WorkerSettings::new(vec!["x".into()]),
             connect: Some("tcp://127.0.0.1:1".into()),
             ..ExternalEnvSettings::default()
         };
@@ -913,7 +857,7 @@ mod tests {
             Err(WorkerError::Config(_))
         ));
         let family_with_command = ExternalEnvSettings {
-            command: Some(vec!["x".into()]),
+            worker: WorkerSettings::new(vec!["x".into()]),
             ..ExternalEnvSettings::default()
         };
         assert!(matches!(

@@ -6,6 +6,8 @@
 #[allow(dead_code)]
 #[path = "support/python.rs"]
 mod python;
+#[path = "support/registry.rs"]
+mod registry;
 
 use mosaic_core::baseline::Random;
 use mosaic_core::{
@@ -26,7 +28,7 @@ fn settings(extra: serde_json::Value) -> Settings {
 }
 
 fn make(name: &str, extra: serde_json::Value) -> Box<dyn Environment> {
-    mosaic_adapters::native_envs()
+    registry::external_envs()
         .make(name, &settings(extra))
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
@@ -191,6 +193,63 @@ fn minigrid_checkpoint_and_restore() {
     );
 }
 
+/// One step as a resumed episode must repeat it: who acted, their legal actions, the
+/// transition.
+type Step = (Vec<usize>, Vec<Vec<bool>>, Transition);
+
+/// Up to `n` steps from where `env` is, each acting agent taking one of its legal actions
+/// picked by the step and the agent.
+fn go_on(env: &mut dyn Environment, n: usize) -> Vec<Step> {
+    let mut out = Transition::default();
+    let mut steps = Vec::new();
+    for i in 0..n {
+        let acting = env.acting();
+        if acting.is_empty() {
+            break;
+        }
+        let mut actions = vec![None; env.spec().agents.len()];
+        let mut masks = Vec::new();
+        for &agent in &acting {
+            let obs = env.observe(agent, ObsRequest::SYMBOLIC);
+            let legal: Vec<u32> = (0..obs.legal.len() as u32)
+                .filter(|&a| obs.is_legal(Action(a)))
+                .collect();
+            assert!(!legal.is_empty(), "agent {agent} has no legal action");
+            actions[agent] = Some(Action(legal[(3 * i + agent) % legal.len()]));
+            masks.push(obs.legal);
+        }
+        env.step(&actions, &mut out).unwrap();
+        steps.push((acting, masks, out.clone()));
+    }
+    steps
+}
+
+#[test]
+fn pettingzoo_episodes_resume_from_a_checkpoint_in_a_new_worker() {
+    for name in [
+        "pettingzoo:classic/chess_v6",
+        "pettingzoo:classic/connect_four_v3",
+        "pettingzoo:classic/tictactoe_v3",
+        "pettingzoo:mpe2/simple_spread_v3",
+    ] {
+        let mut first = make(name, serde_json::json!({}));
+        first.reset(5).unwrap();
+        go_on(first.as_mut(), 3);
+        let snapshot = first
+            .snapshot()
+            .unwrap_or_else(|| panic!("{name}: no checkpoint"));
+        let straight = go_on(first.as_mut(), 5);
+        assert_eq!(straight.len(), 5, "{name}");
+        // A restarted worker: a new process, given the checkpoint.
+        let mut second = make(name, serde_json::json!({}));
+        second
+            .restore(&snapshot)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(second.steps(), 3, "{name}");
+        assert_eq!(go_on(second.as_mut(), 5), straight, "{name}");
+    }
+}
+
 #[test]
 fn connect_four_is_reproducible_legal_and_has_outcomes() {
     let name = "pettingzoo:classic/connect_four_v3";
@@ -259,10 +318,7 @@ fn the_same_worker_over_unix_and_tcp_sockets() {
         let mut server = std::process::Command::new(&argv[0])
             .args(&argv[1..])
             // Started by hand, not by mosaic: it needs the package on its path itself.
-            .env(
-                "PYTHONPATH",
-                mosaic_adapters::external::embedded::install().unwrap(),
-            )
+            .env("PYTHONPATH", mosaic_external::embedded::install().unwrap())
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();

@@ -6,20 +6,22 @@
 #[path = "support/python.rs"]
 mod python;
 
-use mosaic_adapters::external::env::{ExternalEnvSettings, Family};
-use mosaic_adapters::external::{ExternalEnv, WorkerError};
 use mosaic_core::{Action, EnvError, Environment, ObsRequest, Transition};
+use mosaic_external::env::{ExternalEnvSettings, Family};
+use mosaic_external::{ExternalEnv, WorkerError, WorkerSettings};
 use std::time::{Duration, Instant};
 
 fn faulty(mode: &str) -> Result<ExternalEnv, WorkerError> {
     let py = python::python_env();
     let settings = ExternalEnvSettings {
-        command: Some(py.worker("faulty.py", &["env", mode])),
-        timeout_ms: 1_500,
-        start_timeout_ms: 20_000,
-        heartbeat_ms: 200,
-        heartbeat_timeout_ms: 600,
-        grace_ms: 300,
+        worker: WorkerSettings {
+            timeout_ms: 1_500,
+            start_timeout_ms: 20_000,
+            heartbeat_ms: 200,
+            heartbeat_timeout_ms: 600,
+            grace_ms: 300,
+            ..WorkerSettings::new(py.worker("faulty.py", &["env", mode]))
+        },
         ..ExternalEnvSettings::default()
     };
     ExternalEnv::start("worker", None, &settings)
@@ -104,9 +106,11 @@ fn a_killed_worker_fails_its_pending_request_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let pid_file = dir.path().join("pid");
         let settings = ExternalEnvSettings {
-            command: Some(py.worker("faulty.py", &["env", mode])),
-            env: [("FAULTY_PID_FILE".to_owned(), pid_file.display().to_string())].into(),
-            timeout_ms: 30_000,
+            worker: WorkerSettings {
+                env: [("FAULTY_PID_FILE".to_owned(), pid_file.display().to_string())].into(),
+                timeout_ms: 30_000,
+                ..WorkerSettings::new(py.worker("faulty.py", &["env", mode]))
+            },
             ..ExternalEnvSettings::default()
         };
         let mut env = ExternalEnv::start("worker", None, &settings).unwrap();
@@ -203,7 +207,7 @@ fn a_real_env_refuses_an_illegal_move() {
 fn mosaic_workers_are_driven_unmodified() {
     let py = python::python_env();
     let settings = ExternalEnvSettings {
-        command: Some(py.worker("mosaic_style.py", &[])),
+        worker: WorkerSettings::new(py.worker("mosaic_style.py", &[])),
         actions: Some(vec!["left".into(), "right".into(), "forward".into()]),
         ..ExternalEnvSettings::default()
     };
@@ -231,7 +235,7 @@ fn mosaic_workers_are_driven_unmodified() {
     }
     assert!(env.close().is_some_and(|status| status.contains("0")));
     let missing_actions = ExternalEnvSettings {
-        command: Some(py.worker("mosaic_style.py", &[])),
+        worker: WorkerSettings::new(py.worker("mosaic_style.py", &[])),
         ..ExternalEnvSettings::default()
     };
     let err = ExternalEnv::start("worker", None, &missing_actions).unwrap_err();

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 pub struct PythonEnv {
     /// The venv's `python`.
     pub python: String,
-    /// The test workers (`adapters/tests/workers`).
+    /// The test workers (`adapters/external/tests/workers`).
     pub workers_dir: PathBuf,
 }
 
@@ -22,7 +22,7 @@ pub struct PythonEnv {
 pub fn repo_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     here.ancestors()
-        .find(|dir| dir.join("adapters").join("python").is_dir())
+        .find(|dir| dir.join("adapters/external/python").is_dir())
         .unwrap_or(here)
         .to_path_buf()
 }
@@ -38,7 +38,7 @@ pub fn python_env() -> &'static PythonEnv {
         };
         let env = PythonEnv {
             python,
-            workers_dir: root.join("adapters").join("tests").join("workers"),
+            workers_dir: root.join("adapters/external/tests/workers"),
         };
         let probe = Command::new(&env.python)
             .args([

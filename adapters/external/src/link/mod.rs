@@ -1,21 +1,30 @@
-//! The blocking connection to a worker: handshake, requests with deadlines, heartbeats.
+//! Links to workers: the protocol state of a connection as a sans-IO [`Exchange`] (the
+//! handshake, request ids, what each incoming line means, heartbeats and silence, requests
+//! given up on, MOSAIC's dialect), and two drivers that move its bytes: [`Link`], blocking,
+//! for environments, and `AsyncLink` (feature `tokio`), for the policy operator.
 //!
-//! A reader thread frames the worker's output and hands lines over a channel, so every
-//! wait has a deadline (`recv_timeout`) and a worker that floods or stalls cannot block
-//! the caller past it. The decisions about each incoming line ([`judge`], [`greet`],
-//! [`judge_mosaic`]) are pure functions, shared with the async policy actor.
+//! The decisions about each incoming line (the reply, a heartbeat, a late reply, a failure)
+//! and about each wait ([`Expiry`]) are pure functions; the [`Exchange`] keeps the state
+//! they need.
 
-use super::process::{WorkerCommand, WorkerProcess};
-use super::{WorkerError, defaults};
+mod blocking;
+mod exchange;
+mod handshake;
+
+#[cfg(feature = "tokio")]
+mod asynchronous;
+
+#[cfg(feature = "tokio")]
+pub use asynchronous::AsyncLink;
+pub use blocking::Link;
+pub use exchange::Exchange;
+
+use crate::{WorkerError, defaults};
 use mosaic_core::Action;
-use mosaic_protocols::codec::{FrameReader, ReadError};
 use mosaic_protocols::handshake::{Greeting, Policy};
-use mosaic_protocols::message::{Ack, DecisionReply, Hello, Welcome, capability, code};
-use mosaic_protocols::transport::{Endpoint, Stream};
+use mosaic_protocols::message::{DecisionReply, Hello, Welcome, capability, code};
 use mosaic_protocols::{DecodeError, Message, WorkerKind, mosaic};
 use std::collections::VecDeque;
-use std::io::{Read, Write};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
 /// Which dialect the worker speaks.
@@ -51,7 +60,7 @@ pub struct LinkOptions {
 }
 
 impl LinkOptions {
-    /// Defaults for a worker of `kind` (see [`super::defaults`]): 16 MiB frames, 60 s to
+    /// Defaults for a worker of `kind` (see [`crate::defaults`]): 16 MiB frames, 60 s to
     /// start, heartbeats every second, hung after 5 s of silence, 2 s grace.
     pub fn new(kind: WorkerKind) -> Self {
         Self {
@@ -78,9 +87,24 @@ impl LinkOptions {
     }
 }
 
+/// How long an output that ended may take to be followed by the process's exit status.
+const CLOSE_WAIT: Duration = Duration::from_millis(500);
+
+/// How long a write that failed may take to be explained by the process's exit.
+const WRITE_WAIT: Duration = Duration::from_millis(100);
+
+/// The error of a write to the worker that failed; `exit` describes the process's exit
+/// (the usual reason) when it has exited.
+fn write_failed(error: &std::io::Error, exit: Option<String>) -> WorkerError {
+    WorkerError::Write(match exit {
+        Some(status) => format!("{error} (worker {status})"),
+        None => error.to_string(),
+    })
+}
+
 /// What to do with one line that arrived while the reply to a request was awaited.
 #[derive(Debug, PartialEq)]
-pub enum Verdict {
+enum Verdict {
     /// The reply.
     Reply(Message),
     /// Not for us (heartbeat, late reply to an abandoned request): keep waiting.
@@ -91,21 +115,25 @@ pub enum Verdict {
     Fail(WorkerError),
 }
 
-/// What an exchange does next, once a line is judged.
+/// What a driver does next, once the [`Exchange`] has judged a line.
 #[derive(Debug, PartialEq)]
-pub enum Next {
+pub enum Next<R> {
     /// Done: the reply.
-    Reply(Message),
+    Reply(R),
     /// Wait for the next line.
     ReadOn,
-    /// Send this `error` back, then wait for the next line.
-    Answer(Message),
+    /// Send this line (an encoded `error`) back, then wait for the next line.
+    Answer(Vec<u8>),
 }
+
+/// How a driver has the [`Exchange`] judge each line of a request of its kind:
+/// [`Exchange::on_line`] or [`Exchange::on_mosaic_line`].
+type Judge<R> = fn(&mut Exchange, &[u8], Instant) -> Result<Next<R>, WorkerError>;
 
 impl Verdict {
     /// The next move of an exchange with `worker` (named in the log, where skipped lines
     /// and unknown message types are reported); a failure ends the exchange.
-    pub fn next(self, worker: &str) -> Result<Next, WorkerError> {
+    fn next(self, worker: &str) -> Result<Next<Message>, WorkerError> {
         match self {
             Verdict::Reply(reply) => Ok(Next::Reply(reply)),
             Verdict::Skip(None) => Ok(Next::ReadOn),
@@ -115,7 +143,7 @@ impl Verdict {
             }
             Verdict::Answer(answer) => {
                 tracing::warn!(target: "mosaic::worker", worker, "worker sent an unknown message type (answered with error)");
-                Ok(Next::Answer(answer))
+                Ok(Next::Answer(answer.encode()))
             }
             Verdict::Fail(e) => Err(e),
         }
@@ -124,7 +152,7 @@ impl Verdict {
 
 /// Judges `line` while the reply to request `expected` is awaited; `abandoned` lists
 /// requests given up on earlier (their late replies are skipped).
-pub fn judge(line: &[u8], expected: u64, abandoned: &[u64]) -> Verdict {
+fn judge(line: &[u8], expected: u64, abandoned: &[u64]) -> Verdict {
     match plain_decision(line) {
         Some((id, action)) if id == expected => Verdict::Reply(Message::Decision(DecisionReply {
             id,
@@ -198,7 +226,7 @@ fn json_uint(bytes: &[u8]) -> Option<(u64, &[u8])> {
 }
 
 /// Judges a MOSAIC worker's line: `None` for lines to skip (`init`, `episode_end`).
-pub fn judge_mosaic(line: &[u8]) -> Result<Option<mosaic::Reply>, WorkerError> {
+fn judge_mosaic(line: &[u8]) -> Result<Option<mosaic::Reply>, WorkerError> {
     match mosaic::Reply::decode(line).map_err(WorkerError::Malformed)? {
         mosaic::Reply::Init | mosaic::Reply::EpisodeEnd => Ok(None),
         mosaic::Reply::Error { message } => Err(WorkerError::Remote {
@@ -211,7 +239,7 @@ pub fn judge_mosaic(line: &[u8]) -> Result<Option<mosaic::Reply>, WorkerError> {
 
 /// Judges the worker's first line: the dialect (or the failure) and the line to answer
 /// with (`welcome`, `reject`, or nothing for MOSAIC workers).
-pub fn greet(
+fn greet(
     first: &[u8],
     policy: &Policy,
     session: &str,
@@ -235,7 +263,7 @@ pub fn greet(
 
 /// How long the worker may stay silent while a request is outstanding: `timeout` for a
 /// worker that announced heartbeats, unbounded (the request's deadline only) otherwise.
-pub fn silence_limit(mode: &Mode, timeout: Duration) -> Option<Duration> {
+fn silence_limit(mode: &Mode, timeout: Duration) -> Option<Duration> {
     match mode {
         Mode::Native { hello, .. } if hello.has(capability::HEARTBEAT) => Some(timeout),
         _ => None,
@@ -282,33 +310,17 @@ impl Expiry {
         }
         wait
     }
-
-    /// The error of a wait that ended this way, except [`Expiry::Exit`] (`None`: the
-    /// caller reports [`WorkerError::Exited`] with the exit status).
-    pub fn error(self, awaiting: &str, timeout: Duration, waited: Duration) -> Option<WorkerError> {
-        match self {
-            Expiry::Deadline => Some(WorkerError::Timeout {
-                awaiting: awaiting.to_owned(),
-                after_ms: timeout.as_millis() as u64,
-            }),
-            Expiry::Silence => Some(WorkerError::Hung {
-                awaiting: awaiting.to_owned(),
-                silent_ms: waited.as_millis() as u64,
-            }),
-            Expiry::Exit => None,
-        }
-    }
 }
 
 /// Remembers the last few abandoned request ids.
 #[derive(Debug, Default)]
-pub struct Abandoned(VecDeque<u64>);
+struct Abandoned(VecDeque<u64>);
 
 impl Abandoned {
     const KEEP: usize = 64;
 
     /// Marks `id` abandoned.
-    pub fn push(&mut self, id: u64) {
+    fn push(&mut self, id: u64) {
         if self.0.len() == Self::KEEP {
             self.0.pop_front();
         }
@@ -316,368 +328,8 @@ impl Abandoned {
     }
 
     /// The ids, for [`judge`].
-    pub fn ids(&mut self) -> &[u64] {
+    fn ids(&mut self) -> &[u64] {
         self.0.make_contiguous()
-    }
-}
-
-enum Incoming {
-    Line(Vec<u8>),
-    Failed(WorkerError),
-    Eof,
-    /// The process exited (a wake-up: its status is read from the process).
-    Exited,
-}
-
-/// A connected, greeted worker.
-pub struct Link {
-    name: String,
-    writer: Box<dyn Write + Send>,
-    incoming: Receiver<Incoming>,
-    next_id: u64,
-    abandoned: Abandoned,
-    silence: Option<Duration>,
-    heartbeat_timeout: Duration,
-    /// When the process was seen to have exited.
-    exited: Option<Instant>,
-    mode: Mode,
-    process: Option<WorkerProcess>,
-    socket: Option<Stream>,
-    grace: Duration,
-    closed: bool,
-}
-
-impl std::fmt::Debug for Link {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Link")
-            .field("name", &self.name)
-            .field("mode", &self.mode)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Link {
-    /// Starts `command` and greets it.
-    pub fn spawn(
-        command: &WorkerCommand,
-        name: &str,
-        options: &LinkOptions,
-    ) -> Result<Link, WorkerError> {
-        let (process, stdin, stdout) = WorkerProcess::spawn(command, name)?;
-        Self::open(
-            name,
-            Box::new(stdout),
-            Box::new(stdin),
-            Some(process),
-            None,
-            options,
-        )
-    }
-
-    /// Connects to a listening worker and greets it.
-    pub fn connect(
-        endpoint: &Endpoint,
-        name: &str,
-        options: &LinkOptions,
-    ) -> Result<Link, WorkerError> {
-        let connect_error = |e: std::io::Error| WorkerError::Connect {
-            endpoint: endpoint.to_string(),
-            error: e.to_string(),
-        };
-        let stream = endpoint
-            .connect(options.handshake_timeout)
-            .map_err(connect_error)?;
-        let reader = stream.try_clone().map_err(connect_error)?;
-        let writer = stream.try_clone().map_err(connect_error)?;
-        Self::open(
-            name,
-            Box::new(reader),
-            Box::new(writer),
-            None,
-            Some(stream),
-            options,
-        )
-    }
-
-    fn open(
-        name: &str,
-        reader: Box<dyn Read + Send>,
-        writer: Box<dyn Write + Send>,
-        process: Option<WorkerProcess>,
-        socket: Option<Stream>,
-        options: &LinkOptions,
-    ) -> Result<Link, WorkerError> {
-        // A small bound keeps a flooding worker from growing memory without limit.
-        let (tx, rx) = sync_channel(64);
-        let max_frame = options.max_frame;
-        std::thread::Builder::new()
-            .name(format!("stdout:{name}"))
-            .spawn({
-                let tx = tx.clone();
-                move || read_frames(reader, max_frame, tx)
-            })
-            .map_err(|e| WorkerError::Spawn {
-                command: name.to_owned(),
-                error: format!("cannot start the reader thread: {e}"),
-            })?;
-        if let Some(process) = &process {
-            // Never blocks: when the channel is full the consumer is busy reading, and it
-            // checks the process before each wait anyway.
-            process.on_exit(move |_| {
-                let _ = tx.try_send(Incoming::Exited);
-            });
-        }
-        let mut link = Link {
-            name: name.to_owned(),
-            writer,
-            incoming: rx,
-            next_id: 1,
-            abandoned: Abandoned::default(),
-            silence: None,
-            heartbeat_timeout: options.heartbeat_timeout,
-            exited: None,
-            mode: Mode::Mosaic {
-                init: serde_json::Map::new(),
-            },
-            process,
-            socket,
-            grace: options.grace,
-            closed: false,
-        };
-        let deadline = Instant::now() + options.handshake_timeout;
-        let first = link.recv("hello", deadline, options.handshake_timeout)?;
-        let session = format!("{name}-{}", std::process::id());
-        let (mode, answer) = greet(&first, &options.policy, &session);
-        if let Some(answer) = answer {
-            link.write(&answer.encode())?;
-        }
-        link.mode = mode?;
-        link.silence = silence_limit(&link.mode, link.heartbeat_timeout);
-        match &link.mode {
-            Mode::Native { hello, .. } => {
-                tracing::info!(target: "mosaic::worker", worker = %link.name, protocol = %hello.protocol, "worker greeted")
-            }
-            Mode::Mosaic { init } => {
-                tracing::info!(target: "mosaic::worker", worker = %link.name, init = %serde_json::Value::Object(init.clone()), "MOSAIC worker detected: compatibility mode")
-            }
-        }
-        Ok(link)
-    }
-
-    /// The dialect and handshake details.
-    pub fn mode(&self) -> &Mode {
-        &self.mode
-    }
-
-    /// The worker's name in logs.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Sends the request built by `build` (given its id) and waits up to `timeout` for its
-    /// reply, skipping heartbeats and answering unknown message types.
-    pub fn request(
-        &mut self,
-        build: impl FnOnce(u64) -> Message,
-        timeout: Duration,
-    ) -> Result<Message, WorkerError> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let request = build(id);
-        let awaiting = request.kind();
-        let deadline = Instant::now() + timeout;
-        let result = self.exchange(&request, id, deadline, timeout);
-        if result.is_err() {
-            self.abandoned.push(id);
-        }
-        result.map_err(|e| self.annotate(e, awaiting))
-    }
-
-    fn exchange(
-        &mut self,
-        request: &Message,
-        id: u64,
-        deadline: Instant,
-        timeout: Duration,
-    ) -> Result<Message, WorkerError> {
-        self.write(&request.encode())?;
-        loop {
-            let line = self.recv(request.kind(), deadline, timeout)?;
-            match judge(&line, id, self.abandoned.ids()).next(&self.name)? {
-                Next::Reply(reply) => return Ok(reply),
-                Next::ReadOn => {}
-                Next::Answer(answer) => self.write(&answer.encode())?,
-            }
-        }
-    }
-
-    /// Sends a MOSAIC command and waits up to `timeout` for the reply `accept` takes.
-    pub fn mosaic_request(
-        &mut self,
-        command: &mosaic::Command,
-        expected: &str,
-        accept: impl Fn(&mosaic::Reply) -> bool,
-        timeout: Duration,
-    ) -> Result<mosaic::Reply, WorkerError> {
-        let deadline = Instant::now() + timeout;
-        self.write(&command.encode())?;
-        loop {
-            let line = self.recv(expected, deadline, timeout)?;
-            match judge_mosaic(&line)? {
-                None => {}
-                Some(reply) if accept(&reply) => return Ok(reply),
-                Some(reply) => {
-                    return Err(WorkerError::Unexpected {
-                        expected: expected.to_owned(),
-                        got: format!("{reply:?}").chars().take(80).collect(),
-                    });
-                }
-            }
-        }
-    }
-
-    fn write(&mut self, line: &[u8]) -> Result<(), WorkerError> {
-        let result = self
-            .writer
-            .write_all(line)
-            .and_then(|()| self.writer.flush());
-        result.map_err(|e| {
-            let exit = self
-                .process
-                .as_ref()
-                .and_then(|p| p.wait_exit(Duration::from_millis(100)));
-            WorkerError::Write(match exit {
-                Some(status) => format!("{e} (worker {status})"),
-                None => e.to_string(),
-            })
-        })
-    }
-
-    fn recv(
-        &mut self,
-        awaiting: &str,
-        deadline: Instant,
-        timeout: Duration,
-    ) -> Result<Vec<u8>, WorkerError> {
-        loop {
-            let now = Instant::now();
-            if self.exited.is_none()
-                && self
-                    .process
-                    .as_ref()
-                    .is_some_and(|p| p.try_exit().is_some())
-            {
-                self.exited = Some(now);
-            }
-            let (wait, expiry) = Expiry::next(now, deadline, self.silence, self.exited);
-            match self.incoming.recv_timeout(wait) {
-                Ok(Incoming::Line(line)) => return Ok(line),
-                Ok(Incoming::Failed(e)) => return Err(e),
-                Ok(Incoming::Exited) => {}
-                Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                    return Err(self.closed(awaiting));
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(expiry
-                        .error(awaiting, timeout, wait)
-                        .unwrap_or_else(|| self.exited(awaiting)));
-                }
-            }
-        }
-    }
-
-    fn exited(&self, awaiting: &str) -> WorkerError {
-        WorkerError::Exited {
-            during: format!("awaiting `{awaiting}`"),
-            exit: self
-                .process
-                .as_ref()
-                .and_then(WorkerProcess::describe_exit)
-                .unwrap_or_else(|| "status unknown".into()),
-        }
-    }
-
-    fn closed(&mut self, awaiting: &str) -> WorkerError {
-        WorkerError::Closed {
-            during: format!("awaiting `{awaiting}`"),
-            exit: self
-                .process
-                .as_ref()
-                .and_then(|p| p.wait_exit(Duration::from_millis(500)))
-                .map(|s| s.to_string()),
-        }
-    }
-
-    fn annotate(&self, error: WorkerError, awaiting: &str) -> WorkerError {
-        tracing::warn!(target: "mosaic::worker", worker = %self.name, awaiting, %error, "request failed");
-        error
-    }
-
-    /// Gives up on a worker that died or hung: no goodbye, its process group is killed at
-    /// once.
-    pub fn abort(&mut self) {
-        self.closed = true;
-        if let Some(socket) = &self.socket {
-            let _ = socket.shutdown();
-        }
-        if let Some(process) = self.process.as_mut() {
-            process.kill();
-        }
-    }
-
-    /// Asks the worker to stop (`stop`, waiting briefly for `stopped`), then stops its
-    /// process group. Returns the exit status when the worker was a process.
-    pub fn close(&mut self) -> Option<String> {
-        if self.closed {
-            return None;
-        }
-        self.closed = true;
-        let grace = self.grace;
-        let polite = match &self.mode {
-            Mode::Native { .. } => self
-                .request(|id| Message::Stop(Ack { id }), grace)
-                .map(|_| ()),
-            Mode::Mosaic { .. } => self
-                .mosaic_request(
-                    &mosaic::Command::Stop,
-                    "stopped",
-                    |r| matches!(r, mosaic::Reply::Stopped),
-                    grace,
-                )
-                .map(|_| ()),
-        };
-        if let Err(e) = polite {
-            tracing::debug!(target: "mosaic::worker", worker = %self.name, "no clean stop: {e}");
-        }
-        if let Some(socket) = &self.socket {
-            let _ = socket.shutdown();
-        }
-        let process = self.process.as_mut()?;
-        // A worker that answered `stopped` exits by itself; give it a moment first.
-        process.wait_exit(Duration::from_millis(200));
-        process.stop(grace).map(|s| s.to_string())
-    }
-}
-
-impl Drop for Link {
-    fn drop(&mut self) {
-        self.close();
-    }
-}
-
-fn read_frames(reader: Box<dyn Read + Send>, max_frame: usize, tx: SyncSender<Incoming>) {
-    let mut frames = FrameReader::new(reader, max_frame);
-    loop {
-        let incoming = match frames.next_line() {
-            Ok(Some(line)) => Incoming::Line(line),
-            Ok(None) => Incoming::Eof,
-            Err(ReadError::Framing(e)) => Incoming::Failed(WorkerError::Framing(e)),
-            Err(ReadError::Io(_)) => Incoming::Eof,
-        };
-        let last = matches!(incoming, Incoming::Eof);
-        if tx.send(incoming).is_err() || last {
-            return;
-        }
     }
 }
 
@@ -862,19 +514,6 @@ mod tests {
         assert_eq!(
             Expiry::next(deadline, deadline, silence, None),
             (Duration::ZERO, Expiry::Deadline)
-        );
-        let hung = Expiry::Silence.error("decide", Duration::from_secs(10), Duration::from_secs(5));
-        assert!(matches!(
-            hung,
-            Some(WorkerError::Hung {
-                silent_ms: 5000,
-                ..
-            })
-        ));
-        assert!(
-            Expiry::Exit
-                .error("decide", Duration::ZERO, Duration::ZERO)
-                .is_none()
         );
     }
 

@@ -13,13 +13,119 @@ Each adapter turns the library's observations into mosaic's modalities:
 from __future__ import annotations
 
 import base64
+import io
 import pickle
+import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import protocol
-from .protocol import BAD_REQUEST, ILLEGAL_ACTION, UNSUPPORTED, Handler, WorkerError
+from .protocol import BAD_REQUEST, ILLEGAL_ACTION, INTERNAL, UNSUPPORTED, Handler, WorkerError
+
+try:
+    from gymnasium.utils import EzPickle
+except ImportError:  # a worker serving environments of another library
+    EzPickle = None
 
 TextHook = Callable[[Any, str, Any], Optional[str]]
+
+
+class _Remade:
+    """Stands for a rendering resource (a pygame surface, clock or font, or a dict or list
+    of them) in a checkpoint: pygame cannot pickle them, and most are large and constant
+    (a board's pictures). A restored environment keeps those of its fresh instance; one it
+    lacks (a render target made at reset) is made anew, blank: environments redraw their
+    whole picture at every render."""
+
+    def __init__(self, value: Any) -> None:
+        self.recipe = _recipe(value)
+
+    def make(self) -> Any:
+        return _make(self.recipe)
+
+
+def _recipe(value: Any) -> Any:
+    pygame = sys.modules["pygame"]
+    if isinstance(value, dict):
+        return ("dict", {k: _recipe(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_recipe(v) for v in value])
+    if isinstance(value, pygame.Surface):
+        return ("surface", value.get_size(), value.get_flags() & pygame.SRCALPHA)
+    if isinstance(value, pygame.time.Clock):
+        return ("clock",)
+    freetype = sys.modules.get("pygame.freetype")
+    if freetype is not None and isinstance(value, freetype.Font):
+        return ("font", value.path, value.size)
+    raise TypeError(f"cannot remake a {type(value).__name__}")
+
+
+def _make(recipe: Any) -> Any:
+    import pygame
+
+    kind = recipe[0]
+    if kind == "dict":
+        return {k: _make(v) for k, v in recipe[1].items()}
+    if kind in ("list", "tuple"):
+        items = [_make(v) for v in recipe[1]]
+        return items if kind == "list" else tuple(items)
+    if kind == "surface":
+        return pygame.Surface(recipe[1], recipe[2])
+    if kind == "clock":
+        return pygame.time.Clock()
+    import pygame.freetype
+
+    return pygame.freetype.Font(recipe[1], recipe[2])
+
+
+def _is_resource(value: Any) -> bool:
+    """Whether ``value`` is (or holds, in a dict, list or tuple) a pygame object."""
+    if isinstance(value, dict):
+        return any(_is_resource(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_is_resource(v) for v in value)
+    return type(value).__module__.split(".")[0] == "pygame"
+
+
+def _rebuilt(cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    """A fresh instance, made the way ``EzPickle`` makes one (with its rendering resources)."""
+    return cls(*args, **kwargs)
+
+
+def _set_attributes(obj: Any, attributes: Dict[str, Any]) -> None:
+    for name, value in attributes.items():
+        if isinstance(value, _Remade):
+            if obj.__dict__.get(name) is None:
+                obj.__dict__[name] = value.make()
+        else:
+            obj.__dict__[name] = value
+
+
+class _StatePickler(pickle.Pickler):
+    """Pickles an environment's whole state.
+
+    Classes built on gymnasium's ``EzPickle`` (PettingZoo's classic and MPE environments,
+    some Gymnasium ones) pickle only their constructor arguments: unpickled, such an
+    environment is a new, unreset one, not the one saved (a restored chess game had no agent
+    to move). Here they are rebuilt that way and then given their saved attributes; their
+    rendering resources stay those of the rebuilt instance (see ``_Remade``). Anything else
+    that cannot be pickled makes the checkpoint fail (``unsupported``), never a wrong
+    restore.
+    """
+
+    def reducer_override(self, obj: Any) -> Any:
+        if EzPickle is None or not isinstance(obj, EzPickle):
+            return NotImplemented
+        attributes = {
+            name: _Remade(value) if _is_resource(value) else value for name, value in vars(obj).items()
+        }
+        rebuild = (type(obj), obj._ezpickle_args, obj._ezpickle_kwargs)
+        return _rebuilt, rebuild, attributes, None, None, _set_attributes
+
+
+def _pickled_state(state: Dict[str, Any]) -> bytes:
+    out = io.BytesIO()
+    _StatePickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
+    return out.getvalue()
 
 
 def _flat(array: Any) -> Optional[Dict[str, Any]]:
@@ -164,7 +270,7 @@ class _EnvHandler(Handler):
 
     def checkpoint(self, _msg: Dict[str, Any]) -> Dict[str, Any]:
         try:
-            data = pickle.dumps({name: getattr(self, name) for name in self.EPISODE_STATE})
+            data = _pickled_state({name: getattr(self, name) for name in self.EPISODE_STATE})
         except Exception as exc:
             raise WorkerError(UNSUPPORTED, f"{self.name} cannot be saved: {exc}") from None
         return {"type": "state", "data": base64.b64encode(data).decode("ascii")}
@@ -319,7 +425,15 @@ class AecEnv(_EnvHandler):
         selected = self.env.agent_selection
         if self.env.terminations.get(selected) or self.env.truncations.get(selected):
             return []
-        return [self.agents.index(selected)]
+        return [self._selected()]
+
+    def _selected(self) -> int:
+        """The agent whose turn it is; an error, never ``None`` stepped, when there is none."""
+        selected = self.env.agent_selection
+        if selected not in self.agents:
+            raise WorkerError(INTERNAL, f"{self.name}: no agent to move (agent_selection is {selected!r}, "
+                                        f"agents are {self.agents})")
+        return self.agents.index(selected)
 
     def _raw_obs(self, agent):
         return self.env.observe(self.agents[agent])
@@ -334,8 +448,7 @@ class AecEnv(_EnvHandler):
 
     def _step(self, actions, out):
         env = self.env
-        actor = self.agents.index(env.agent_selection)
-        env.step(actions[actor])
+        env.step(actions[self._selected()])
         for i, agent in enumerate(self.agents):
             out["rewards"][i] = float(env.rewards.get(agent, 0.0))
             out["terminated"][i] = bool(env.terminations.get(agent, agent not in env.agents))

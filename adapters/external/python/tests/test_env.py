@@ -5,7 +5,7 @@ import gymnasium as gym
 import minigrid  # noqa: F401
 import pytest
 from mpe2 import simple_spread_v3
-from pettingzoo.classic import chess_v6, connect_four_v3
+from pettingzoo.classic import chess_v6, connect_four_v3, tictactoe_v3
 
 from mosaic_worker import AecEnv, GymnasiumEnv, ParallelEnv, WorkerError
 
@@ -94,6 +94,60 @@ def test_checkpoint_round_trip():
     assert [handler.step({"actions": [a], "want": WANT})["agents"] for a in (1, 2, 2)] == after
     with pytest.raises(WorkerError):
         handler.restore({"data": "bm9wZQ=="})
+
+
+# Every family the docs advertise, made as ``python -m mosaic_worker`` makes it (rendering
+# on: PettingZoo's classic envs then hold pygame images).
+FAMILIES = {
+    "minigrid": lambda: GymnasiumEnv(gym.make("MiniGrid-DoorKey-5x5-v0", render_mode="rgb_array"), "doorkey"),
+    "chess": lambda: AecEnv(chess_v6.env(render_mode="rgb_array"), "chess", zero_sum_outcome=True),
+    "connect_four": lambda: AecEnv(connect_four_v3.env(render_mode="rgb_array"), "c4", zero_sum_outcome=True),
+    "tictactoe": lambda: AecEnv(tictactoe_v3.env(render_mode="rgb_array"), "ttt", zero_sum_outcome=True),
+    "spread_parallel": lambda: ParallelEnv(simple_spread_v3.parallel_env(render_mode="rgb_array"), "spread"),
+    "spread_aec": lambda: AecEnv(simple_spread_v3.env(render_mode="rgb_array"), "spread"),
+}
+
+
+def play(handler, reply, steps, offset):
+    """``steps`` steps from ``reply`` with moves picked from the legal ones; the replies."""
+    trace = []
+    for i in range(steps):
+        if not reply["acting"]:
+            break
+        actions = [None] * len(handler.agents)
+        for view in reply["agents"]:
+            actions[view["agent"]] = view["legal"][(offset + 7 * i) % len(view["legal"])]
+        reply = handler.step({"actions": actions, "want": WANT})
+        trace.append(reply)
+    return reply, trace
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_checkpoint_restores_the_episode_in_a_new_worker(family):
+    first = FAMILIES[family]()
+    reply, _ = play(first, first.reset({"seed": 11, "want": WANT}), 3, 1)
+    state = first.checkpoint({})["data"]
+    # The board's pictures are not in it: a restored environment keeps its own.
+    assert len(state) < 1_000_000
+    _, then = play(first, reply, 6, 2)
+    # A restarted worker: a new environment, given the saved state.
+    second = FAMILIES[family]()
+    second.restore({"data": state})
+    _, again = play(second, reply, 6, 2)
+    assert len(then) == 6
+    assert again == then
+    # Both render the same picture.
+    render = lambda handler: handler.handlers()["render"]({})["frame"]
+    assert render(second) is not None and render(second) == render(first)
+
+
+def test_an_aec_env_without_an_agent_to_move_is_an_error_not_none_stepped():
+    handler = FAMILIES["chess"]()
+    handler.reset({"seed": 1})
+    handler.env.unwrapped.agent_selection = None
+    with pytest.raises(WorkerError) as err:
+        handler.step({"actions": [None, None]})
+    assert err.value.code == "internal" and "no agent to move" in str(err.value)
 
 
 def test_cli_serves_over_stdio(peer):
