@@ -19,6 +19,8 @@ use std::process::Command;
 
 const TOKEN: &str = "browser-test-token-7";
 const MANUAL_RUN: &str = "manual-walk";
+const TAMPERED_RUN: &str = "run-tampered";
+const ABANDONED_RUN: &str = "run-abandoned";
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -138,6 +140,31 @@ fn manual_mode_and_replays_in_a_real_browser() {
         write(&expected, &format!("replay-{k}.png"), frame);
     }
 
+    // A run whose replay fails (a reward was altered), and one whose only episode was
+    // abandoned (ended by Reset All) after a few steps.
+    let short_spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "walk-short",
+        "episodes": 1,
+        "seeds": {"plan": "fixed", "seed": 8},
+        "max_steps": 6,
+        "operators": [{"id": "pair", "env": "walk", "agents": {"*": {"kind": "noop"}}}]
+    }))
+    .unwrap();
+    let (steps, mut abandoned) = common::run_experiment(ABANDONED_RUN, &short_spec);
+    for episode in &mut abandoned {
+        episode.terminated = false;
+        episode.truncated = false;
+        episode.error = Some("abandoned by reset".into());
+    }
+    common::write_run(&runs, ABANDONED_RUN, &short_spec, &steps, &abandoned);
+    let (mut steps, episodes) = common::run_experiment(TAMPERED_RUN, &short_spec);
+    for record in steps.iter_mut().flatten() {
+        if record.step_index == 2 && record.agent_id == "blue" {
+            record.reward = 0.5;
+        }
+    }
+    common::write_run(&runs, TAMPERED_RUN, &short_spec, &steps, &episodes);
+
     // The live experiment: a human against a noop, its mirror with baselines (same
     // environment, same seed), an AEC game and a single-agent game.
     let (seed, first, after_right) = seed_for_a_move_right();
@@ -184,6 +211,8 @@ fn manual_mode_and_replays_in_a_real_browser() {
         .env("MOSAIC_REPLAY", format!("pair/{}", replayed.episode_index))
         .env("MOSAIC_REPLAY_STEPS", replayed.steps.to_string())
         .env("MOSAIC_MANUAL_RUN", MANUAL_RUN)
+        .env("MOSAIC_TAMPERED_RUN", TAMPERED_RUN)
+        .env("MOSAIC_ABANDONED_RUN", ABANDONED_RUN)
         .env("MOSAIC_PLAYED", &played)
         .output()
         .expect("node runs (install nodejs)");
