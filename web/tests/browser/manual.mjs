@@ -2,16 +2,10 @@
 // web/tests/browser.rs, which starts the server and writes the expected frames; every
 // check failing here fails that test.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { launch, need } from './launch.mjs';
 
-const need = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
 const url = need('MOSAIC_URL');
 const token = need('MOSAIC_TOKEN');
 const expectedDir = need('MOSAIC_EXPECTED');
@@ -26,24 +20,12 @@ const abandonedRun = need('MOSAIC_ABANDONED_RUN');
 // Above 2^53: a JavaScript number would round it to 18446744073709551616.
 const bigSeed = '18446744073709551557';
 
-const require = createRequire(path.join(need('MOSAIC_PLAYWRIGHT_DIR'), 'node_modules', 'index.js'));
-const { chromium } = require('playwright-core');
-
 const expected = (name) => readFileSync(path.join(expectedDir, name));
 const log = (...args) => console.log('[browser]', ...args);
 
-const userDataDir = mkdtempSync(path.join(tmpdir(), 'mosaic-chromium-'));
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: need('MOSAIC_CHROMIUM'),
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1480, height: 1000 },
-});
+const { page, close } = await launch({ width: 1480, height: 1000 });
 const pageErrors = [];
-const page = context.pages()[0] ?? (await context.newPage());
 try {
-  page.setDefaultTimeout(15000);
   page.on('pageerror', (error) => pageErrors.push(error.message));
   page.on('console', (message) => {
     if (message.type() === 'error') log('console error:', message.text());
@@ -322,7 +304,6 @@ try {
   await page.screenshot({ path: path.join(artifacts, 'failure.png'), fullPage: true }).catch(() => {});
   throw error;
 } finally {
-  await context.close();
-  rmSync(userDataDir, { recursive: true, force: true });
+  await close();
 }
 log('all browser checks passed');
