@@ -281,10 +281,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     let served = actix_rt::System::new().block_on(async move {
         let served = match mosaic_web::start(config).await {
             Ok(server) => {
-                eprintln!(
-                    "mosaic: serving on http://{}/ (Ctrl-C stops)",
-                    server.local_addr()
-                );
+                eprintln!("mosaic: serving on {} (Ctrl-C stops)", server.login_url());
                 if let Some((run_id, dir)) = server.recording() {
                     eprintln!("mosaic: recording run {run_id} into {}", dir.display());
                 }

@@ -3,18 +3,8 @@
 'use strict';
 
 (() => {
-  // ---- access token -------------------------------------------------------------------
-  // Given once as ?token=...; kept for this tab and removed from the address bar so it
-  // does not end up in screenshots or shared links.
-  const params = new URLSearchParams(location.search);
-  let token = sessionStorage.getItem('mosaic-token') || '';
-  if (params.has('token')) {
-    token = params.get('token') || '';
-    sessionStorage.setItem('mosaic-token', token);
-    params.delete('token');
-    const rest = params.toString();
-    history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : '') + location.hash);
-  }
+  // Access: with a token, the server logged this browser in with a cookie, which every
+  // request of the page carries; no address here holds the token.
 
   const $ = (selector, root = document) => root.querySelector(selector);
   const el = (tag, props = {}, ...children) => {
@@ -45,12 +35,8 @@
     img.classList.toggle('smooth', !Number.isInteger(scale));
   }
 
-  const withToken = (url) =>
-    token ? `${url}${url.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}` : url;
-
   async function api(path, body) {
     const options = { headers: {} };
-    if (token) options.headers['X-Mosaic-Token'] = token;
     if (body !== undefined) {
       options.method = 'POST';
       options.headers['Content-Type'] = 'application/json';
@@ -75,6 +61,8 @@
   const BASELINES = new Set(['scripted', 'random', 'noop', 'external']);
   const badge = (paradigm) =>
     el('span', { class: `badge ${paradigm}${BASELINES.has(paradigm) ? ' baseline' : ''}`, text: paradigm });
+  /** `1 episode`, `2 episodes`. */
+  const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
   const formatReturn = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(2));
 
   // ---- tabs -------------------------------------------------------------------------------
@@ -181,7 +169,7 @@
   function loadFrame(view, version) {
     if (version == null || view.frameVersion === version || view.pendingFrame === version) return;
     view.pendingFrame = version;
-    const url = withToken(`/api/live/${encodeURIComponent(view.op.id)}/frame?v=${version}`);
+    const url = `/api/live/${encodeURIComponent(view.op.id)}/frame?v=${version}`;
     // Load off screen first so a running game does not flicker.
     const next = new Image();
     next.onload = () => {
@@ -221,6 +209,19 @@
     }
   }
 
+  /**
+   * How the arrow keys move this seat's agent: on the screen (up, down, left, right), or
+   * relative to the way it faces (turn left, turn right, forward).
+   */
+  function keyHint(labels, legal) {
+    const used = legal.map((a) => labels[a]);
+    const relative = used.includes('forward') || used.some((l) => l.startsWith('turn_'));
+    if (!relative) return null;
+    return el('p', { class: 'key-hint' },
+      'This agent moves relative to the way it faces: ', el('kbd', { text: '↑' }), ' forward, ',
+      el('kbd', { text: '←' }), ' ', el('kbd', { text: '→' }), ' turn on the spot. Arrows do not move it on the screen.');
+  }
+
   function renderWaiting(view, box, waiting) {
     box.hidden = waiting.length === 0;
     view.card.dataset.waiting = String(waiting.length > 0);
@@ -242,6 +243,7 @@
         el('span', { text: 'Waiting for ' }), el('span', { class: 'who', text: seat.agent_id }),
         el('span', { text: ` (human) to move at step ${seat.step}` }),
         el('div', { class: 'choices' }, ...choices),
+        keyHint(labels, seat.legal),
         seat.text ? el('details', { class: 'obs' }, el('summary', { text: 'what the agent sees' }),
           el('pre', { text: seat.text })) : null));
     }
@@ -282,7 +284,8 @@
       card.dataset.done = s ? String(s.done) : '';
       $('.episode', card).textContent = s ? `episode ${s.episode_index}` : '';
       $('.seed', card).textContent = s ? `seed ${s.seed}` : '';
-      $('.steps', card).textContent = s ? `step ${s.steps}` : 'no episode';
+      $('.steps', card).textContent = s
+        ? `step ${s.steps}${setup.max_steps != null ? ` / ${setup.max_steps}` : ''}` : 'no episode';
       $('.done', card).textContent = s && s.done ? 'done' : '';
       $('.turn', card).textContent = s && !s.done && op.stepping === 'sequential' && s.acting.length
         ? `turn: ${s.acting.map((a) => op.agents[a].id).join(', ')}` : '';
@@ -328,7 +331,7 @@
     note.dataset.run = setup.recording.name;
     note.dataset.runId = recording.run_id;
     note.dataset.state = recording.error ? 'failed' : 'on';
-    const episodes = `${recording.episodes} episode${recording.episodes === 1 ? '' : 's'}`;
+    const episodes = count(recording.episodes, 'episode');
     note.textContent = recording.error ? recording.error : `● recording to ${recording.run_id} · ${episodes}`;
     note.title = recording.error
       ? `Recording into run ${recording.run_id} stopped`
@@ -362,7 +365,6 @@
     appliedNextSeed = null;
     try {
       const headers = { 'Content-Type': 'application/json' };
-      if (token) headers['X-Mosaic-Token'] = token;
       const response = await fetch('/api/live/reset', { method: 'POST', headers, body: `{"seed":${text}}` });
       if (!response.ok) {
         const data = await response.json().catch(() => ({}));
@@ -406,7 +408,7 @@
 
   function connect() {
     const connection = $('#connection');
-    const source = new EventSource(withToken('/api/live/events'));
+    const source = new EventSource('/api/live/events');
     source.addEventListener('state', (event) => {
       connection.dataset.state = 'live';
       connection.textContent = 'live';
@@ -473,8 +475,37 @@
 
   const formatNumber = (x, digits = 2) => (x == null ? '–' : Number(x).toFixed(digits));
 
-  /** One operator's section of the recorder's report. */
-  function operatorReport(op) {
+  /** Episodes ended before their end by the person (Reset All) or by the server stopping. */
+  const abandoned = (e) => Boolean(e.error && e.error.startsWith('abandoned'));
+  const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
+
+  /**
+   * The figures of an operator's abandoned episodes, which the report leaves out of its
+   * averages: mean length, and mean return per operator and per agent.
+   */
+  function partialFigures(episodes) {
+    const returns = new Map();
+    for (const e of episodes) {
+      for (const a of e.agents) returns.set(a.agent_id, [...(returns.get(a.agent_id) || []), a.total_reward]);
+    }
+    return {
+      count: episodes.length,
+      length: mean(episodes.map((e) => e.steps)),
+      operator: mean(episodes.map((e) => e.agents.reduce((sum, a) => sum + a.total_reward, 0))),
+      agents: new Map([...returns].map(([id, xs]) => [id, mean(xs)])),
+    };
+  }
+
+  /** One operator's section of the recorder's report (`episodes`: the operator's records). */
+  function operatorReport(op, episodes) {
+    const left = episodes.filter(abandoned);
+    const partial = left.length ? partialFigures(left) : null;
+    /** A group's mean return: the report's, else that of its abandoned episodes (marked). */
+    const partialMean = (g) => {
+      if (!partial) return null;
+      const value = g.kind === 'operator' ? partial.operator : g.kind === 'agent' ? partial.agents.get(g.name) : null;
+      return value == null ? null : `${formatNumber(value, 3)} (partial)`;
+    };
     const withLlm = op.groups.some((g) => g.llm);
     const headers = [['group'], ['name'], ['who'], ['mean return', 1], ['95% CI', 1], ['W / D / L', 1]];
     if (withLlm) headers.push(['parsed', 1], ['tokens in / out', 1], ['messages', 1]);
@@ -485,7 +516,7 @@
         el('td', { class: `group-${g.kind}`, text: g.kind }),
         el('td', { class: 'mono' }, paradigm ? badge(paradigm) : null, paradigm ? ' ' : null, g.name),
         el('td', { class: 'muted', text: g.who }),
-        el('td', { class: 'num', text: ci ? formatNumber(ci.mean, 3) : '–' }),
+        el('td', { class: 'num', text: ci ? formatNumber(ci.mean, 3) : partialMean(g) || '–' }),
         el('td', { class: 'num', text: ci ? `[${formatNumber(ci.low, 3)}, ${formatNumber(ci.high, 3)}]` : '–' }),
         el('td', { class: 'num', text: `${g.outcomes.wins} / ${g.outcomes.draws} / ${g.outcomes.losses}` }),
       ];
@@ -501,9 +532,37 @@
     const metrics = Object.entries(op.metrics || {});
     return el('section', { class: 'operator-report', 'data-operator': op.operator_id },
       el('h4', {}, el('span', { class: 'mono', text: op.operator_id }),
-        el('span', { class: 'muted', text: ` · ${op.env} · ${op.episodes} episodes${op.failed ? ` (${op.failed} failed)` : ''} · mean length ${formatNumber(op.mean_length, 1)} · ${formatNumber(op.steps_per_s, 0)} steps/s` })),
+        el('span', { class: 'muted', text: ` · ${op.env} · ${episodeSummary(op, left.length)} · mean length ${
+          op.mean_length != null || !partial ? formatNumber(op.mean_length, 1) : `${formatNumber(partial.length, 1)} (partial)`} · ${formatNumber(op.steps_per_s, 0)} steps/s` })),
       table(headers, rows),
       metrics.length ? el('p', { class: 'metrics', text: `metrics: ${metrics.map(([k, v]) => `${k} ${formatNumber(v, 3)}`).join(', ')}` }) : null);
+  }
+
+  /** `3 episodes (1 abandoned, 1 failed)`: abandoned ones are not failures of anybody. */
+  function episodeSummary(op, abandonedCount) {
+    const failed = op.failed - abandonedCount;
+    const notes = [abandonedCount ? `${abandonedCount} abandoned` : null, failed > 0 ? `${failed} failed` : null].filter(Boolean);
+    return `${count(op.episodes, 'episode')}${notes.length ? ` (${notes.join(', ')})` : ''}`;
+  }
+
+  /** The returns plots, or why there are none. */
+  function plots(name, report) {
+    if (!report.operators.some((op) => op.episodes > op.failed)) {
+      return [el('p', { class: 'empty', 'data-testid': 'no-plots', text: 'Nothing to plot yet: no episode of this run has ended on its own (abandoned and failed episodes are not plotted).' })];
+    }
+    return ['returns', 'distribution'].map((plot) =>
+      el('img', { class: 'plot', alt: `${plot} plot`, src: `/api/runs/${enc(name)}/plots/${plot}` }));
+  }
+
+  /** Shows `message` in a row under `row` (where the person clicked); none clears it. */
+  function showRowError(row, message) {
+    const next = row.nextElementSibling;
+    if (next && next.classList.contains('row-error')) next.remove();
+    if (!message) return;
+    const shown = el('tr', { class: 'row-error' },
+      el('td', { colSpan: row.children.length, class: 'error', role: 'alert', text: message }));
+    row.after(shown);
+    shown.scrollIntoView({ block: 'nearest' });
   }
 
   async function openRun(name) {
@@ -516,9 +575,9 @@
       $('#run-detail').dataset.run = name;
       $('#run-title').textContent = `${run.experiment.name} — ${run.run_id}`;
       $('#run-meta').textContent = `${run.status} · ${run.done} / ${run.planned} episodes · started ${new Date(run.started).toLocaleString()}`;
-      $('#run-report').replaceChildren(...run.report.operators.map(operatorReport));
-      $('#run-plots').replaceChildren(...['returns', 'distribution'].map((plot) =>
-        el('img', { class: 'plot', alt: `${plot} plot`, src: withToken(`/api/runs/${enc(name)}/plots/${plot}`) })));
+      $('#run-report').replaceChildren(...run.report.operators.map((op) =>
+        operatorReport(op, run.episodes.filter((e) => e.operator_id === op.operator_id))));
+      $('#run-plots').replaceChildren(...plots(name, run.report));
       $('#run-episodes').replaceChildren(table(
         [['operator'], ['episode', 1], ['seed', 1], ['steps', 1], ['returns'], ['end'], ['']],
         run.episodes.map((e) => el('tr', { 'data-episode': `${e.operator_id}/${e.episode_index}` },
@@ -526,18 +585,23 @@
           el('td', { class: 'num', text: e.episode_index }), el('td', { class: 'num', text: e.seed }),
           el('td', { class: 'num', text: e.steps }),
           el('td', { class: 'mono', text: e.agents.map((a) => `${a.agent_id} ${formatReturn(a.total_reward)}`).join(', ') }),
-          el('td', { text: e.error ? `error: ${e.error}` : e.terminated ? 'terminated' : e.truncated ? 'truncated' : '' }),
-          el('td', {}, el('button', { class: 'replay-button', text: 'Replay', onclick: () => openReplay(name, e.operator_id, e.episode_index) }))))));
+          el('td', { text: abandoned(e) ? e.error : e.error ? `error: ${e.error}` : e.terminated ? 'terminated' : e.truncated ? 'truncated' : '' }),
+          el('td', {}, el('button', {
+            class: 'replay-button',
+            text: 'Replay',
+            onclick: (event) => openReplay(name, e.operator_id, e.episode_index, event.currentTarget.closest('tr')),
+          }))))));
     } catch (error) {
       showError($('#runs-error'), error.message);
     }
   }
 
-  async function openReplay(run, operator, episode) {
+  /** Opens a replay; a failure is shown under `row`, the episode clicked. */
+  async function openReplay(run, operator, episode, row) {
     stopPlaying();
     try {
       const data = await api(`/api/runs/${enc(run)}/replay/${enc(operator)}/${episode}`);
-      showError($('#runs-error'), '');
+      showRowError(row, '');
       replay = { run, operator, episode, data };
       const section = $('#replay');
       section.hidden = false;
@@ -551,7 +615,9 @@
       showStep(0);
       section.scrollIntoView({ behavior: 'smooth', block: 'start' });
     } catch (error) {
-      showError($('#runs-error'), error.message);
+      replay = null;
+      $('#replay').hidden = true;
+      showRowError(row, `Replay failed: ${error.message}`);
     }
   }
 
@@ -563,7 +629,7 @@
     $('#replay-step').textContent = `step ${step} / ${data.steps}`;
     const img = $('#replay-frame');
     if (data.frames > 0) {
-      img.src = withToken(`/api/runs/${enc(run)}/replay/${enc(operator)}/${episode}/frames/${step}`);
+      img.src = `/api/runs/${enc(run)}/replay/${enc(operator)}/${episode}/frames/${step}`;
       img.dataset.step = String(step);
     }
     // Frame k shows the world after k steps: the actions that led to it are step k - 1's.

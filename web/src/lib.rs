@@ -18,7 +18,8 @@
 //!
 //! Security: the server listens on a loopback address unless given a token; with a token
 //! every request must carry it (`Authorization: Bearer`, `X-Mosaic-Token`, the `token`
-//! query parameter, or the cookie the page receives after its first authorised load). No
+//! query parameter, or the cookie the page receives when it logs in at
+//! [`WebServer::login_url`]; the page's own addresses never hold the token). No
 //! endpoint runs anything that the loaded experiment file does not name; request bodies are
 //! limited to [`MAX_BODY_BYTES`].
 //!
@@ -45,6 +46,22 @@ use std::path::PathBuf;
 
 pub use record::RecordConfig;
 pub use security::{TOKEN_ENV, resolve_token};
+
+/// Turns the `seed` field of a JSON object into text: seeds are `u64`, and the page's
+/// JavaScript numbers would round those above 2^53 (showing a seed that gives another
+/// world).
+pub(crate) fn seed_as_text(object: &mut serde_json::Value) {
+    if let Some(seed) = object.get_mut("seed")
+        && let Some(number) = seed.as_u64()
+    {
+        *seed = serde_json::Value::String(number.to_string());
+    }
+}
+
+/// Serializes a seed as text (see [`seed_as_text`]).
+pub(crate) fn serialize_seed<S: serde::Serializer>(seed: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(seed)
+}
 
 /// The largest request body accepted, in bytes (controls are a few numbers).
 pub const MAX_BODY_BYTES: usize = 4096;
@@ -146,6 +163,7 @@ pub struct WebServer {
     addr: SocketAddr,
     server: actix_web::dev::Server,
     live: Option<std::sync::Arc<live::Live>>,
+    token: Option<String>,
 }
 
 impl std::fmt::Debug for WebServer {
@@ -160,6 +178,15 @@ impl WebServer {
     /// The address the server listens on (with the real port when port 0 was asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address to open the page at: with a token, the login address that hands the
+    /// browser its cookie (`http://ADDR/?token=...`; the page then moves to `/`).
+    pub fn login_url(&self) -> String {
+        match &self.token {
+            Some(token) => format!("http://{}/?token={token}", self.addr),
+            None => format!("http://{}/", self.addr),
+        }
     }
 
     /// A handle that stops the server.

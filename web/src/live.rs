@@ -43,6 +43,9 @@ const UNRECORDED_RUN: &str = "manual";
 /// The error recorded for the episodes in progress when the server stops.
 pub(crate) const CLOSED: &str = "abandoned: the server stopped";
 
+/// Why Step All and Run are refused once every episode has ended.
+const EVERY_EPISODE_OVER: &str = "every episode is over: Reset All first";
+
 /// A control could not be applied.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ControlError {
@@ -116,6 +119,15 @@ struct Board {
     viewports: Vec<Viewport>,
 }
 
+impl Board {
+    /// Whether no viewport has an episode left to step.
+    fn every_episode_over(&self) -> bool {
+        self.viewports
+            .iter()
+            .all(|v| v.status.as_ref().is_none_or(|s| s.done))
+    }
+}
+
 /// What the relay forwards.
 enum Heard {
     Step(StepEvent),
@@ -150,6 +162,7 @@ impl Handler<EpisodeEvent> for Relay {
 pub(crate) struct Live {
     name: String,
     seeds: SeedPlan,
+    max_steps: Option<u32>,
     recording: Option<Recording>,
     group: Addr<SessionGroup>,
     operators: Vec<LiveOperator>,
@@ -264,6 +277,7 @@ impl Live {
         let live = Arc::new(Live {
             name: spec.name.clone(),
             seeds: spec.seeds.clone(),
+            max_steps: spec.max_steps,
             recording,
             group: group.start(),
             operators,
@@ -352,7 +366,12 @@ impl Live {
             .recording
             .as_ref()
             .map(|r| json!({ "run_id": r.run_id(), "name": r.name() }));
-        json!({ "experiment": self.name, "operators": operators, "recording": recording })
+        json!({
+            "experiment": self.name,
+            "max_steps": self.max_steps,
+            "operators": operators,
+            "recording": recording,
+        })
     }
 
     /// Everything that changes, for the page.
@@ -365,9 +384,11 @@ impl Live {
             .zip(&self.operators)
             .map(|(v, o)| {
                 let waiting: Vec<_> = pending.iter().filter(|p| p.operator_id == o.id).collect();
+                let mut status = json!(v.status);
+                crate::seed_as_text(&mut status);
                 json!({
                     "id": o.id,
-                    "status": v.status,
+                    "status": status,
                     "frame": v.frame.as_ref().map(|_| v.frame_version),
                     "details": v.details,
                     "events": v.events,
@@ -467,6 +488,9 @@ impl Live {
                     "a Step All is in progress (is a human player's move awaited?)".into(),
                 ));
             }
+            if b.every_episode_over() {
+                return Err(ControlError::Conflict(EVERY_EPISODE_OVER.into()));
+            }
             b.stepping = true;
             b.error = None;
             Ok(())
@@ -496,14 +520,8 @@ impl Live {
                     "wait for the Reset All or Step All in progress".into(),
                 ));
             }
-            let over = b
-                .viewports
-                .iter()
-                .all(|v| v.status.as_ref().is_none_or(|s| s.done));
-            if over {
-                return Err(ControlError::Conflict(
-                    "every episode is over: Reset All first".into(),
-                ));
+            if b.every_episode_over() {
+                return Err(ControlError::Conflict(EVERY_EPISODE_OVER.into()));
             }
             b.running = true;
             b.pace_ms = pace_ms;
@@ -648,11 +666,7 @@ impl Live {
             if coalescing {
                 viewport.refreshing = again;
             }
-            if b.running
-                && b.viewports
-                    .iter()
-                    .all(|v| v.status.as_ref().is_none_or(|s| s.done))
-            {
+            if b.running && b.every_episode_over() {
                 b.running = false;
             }
             again

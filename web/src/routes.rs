@@ -24,9 +24,10 @@ use crate::live::{ControlError, Live};
 use crate::runs::{Runs, RunsError};
 use crate::security::{self, Security};
 use crate::{MAX_BODY_BYTES, WebError, WebServer, assets};
+use actix_web::dev::ServiceResponse;
 use actix_web::error::JsonPayloadError;
 use actix_web::http::{StatusCode, header};
-use actix_web::middleware::{DefaultHeaders, from_fn};
+use actix_web::middleware::{DefaultHeaders, ErrorHandlerResponse, ErrorHandlers, from_fn};
 use actix_web::web::{self, Bytes, Data, Json, Path};
 use actix_web::{App, HttpResponse, HttpServer, ResponseError};
 use mosaic_actors::human::ChoiceError;
@@ -106,13 +107,6 @@ impl From<ControlError> for ApiError {
     }
 }
 
-impl From<RunsError> for ApiError {
-    fn from(e: RunsError) -> Self {
-        let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        Self::new(status, e.to_string())
-    }
-}
-
 impl From<actix_web::error::BlockingError> for ApiError {
     fn from(e: actix_web::error::BlockingError) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
@@ -130,6 +124,34 @@ fn json_error(error: JsonPayloadError, _: &actix_web::HttpRequest) -> actix_web:
     ApiError::new(status, format!("request body: {error}")).into()
 }
 
+/// Answers a path that does not parse (e.g. an episode that is not a number) in JSON.
+fn path_error(error: actix_web::error::PathError, _: &actix_web::HttpRequest) -> actix_web::Error {
+    ApiError::new(StatusCode::NOT_FOUND, format!("not found: {error}")).into()
+}
+
+/// Turns the error answers the framework writes itself (a wrong method, an empty body) into
+/// this server's `{"error": ...}`; the login page stays a page.
+fn json_errors<B>(answer: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
+    let typed = answer
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|t| t.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json") || t.starts_with("text/html"));
+    if typed {
+        return Ok(ErrorHandlerResponse::Response(answer.map_into_left_body()));
+    }
+    let status = answer.status();
+    let message = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "method not allowed",
+        _ => status.canonical_reason().unwrap_or("error"),
+    };
+    let (request, _) = answer.into_parts();
+    let json = ApiError::new(status, message).error_response();
+    Ok(ErrorHandlerResponse::Response(
+        ServiceResponse::new(request, json).map_into_right_body(),
+    ))
+}
+
 /// Binds `bind` and builds the server (not yet running).
 pub(crate) fn bind(
     bind: SocketAddr,
@@ -137,6 +159,7 @@ pub(crate) fn bind(
     live: Option<Arc<Live>>,
     runs: Runs,
 ) -> Result<WebServer, WebError> {
+    let token = security.token().map(str::to_owned);
     let security = Data::new(security);
     let state = Data::new(AppState {
         live: live.clone(),
@@ -152,7 +175,9 @@ pub(crate) fn bind(
                     .error_handler(json_error),
             )
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+            .app_data(web::PathConfig::default().error_handler(path_error))
             .wrap(from_fn(security::guard))
+            .wrap(ErrorHandlers::new().default_handler(json_errors))
             .wrap(
                 DefaultHeaders::new()
                     .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
@@ -204,6 +229,7 @@ pub(crate) fn bind(
         addr,
         server: server.run(),
         live,
+        token,
     })
 }
 
@@ -359,15 +385,27 @@ async fn live_choose(
     Ok(accepted())
 }
 
-async fn runs_list(state: Data<AppState>) -> Result<HttpResponse, ApiError> {
+/// Runs `work` on the runs browser off the server's threads; its error answers with the
+/// fitting status and a message without server paths.
+async fn with_runs<T: Send + 'static>(
+    state: &AppState,
+    work: impl FnOnce(&Runs) -> Result<T, RunsError> + Send + 'static,
+) -> Result<T, ApiError> {
     let runs = state.runs.clone();
-    let list = web::block(move || runs.list()).await??;
+    web::block(move || work(&runs)).await?.map_err(|error| {
+        let status =
+            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        ApiError::new(status, state.runs.public_message(&error))
+    })
+}
+
+async fn runs_list(state: Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let list = with_runs(&state, Runs::list).await?;
     Ok(no_store().json(list))
 }
 
 async fn run_report(state: Data<AppState>, run: Path<String>) -> Result<HttpResponse, ApiError> {
-    let runs = state.runs.clone();
-    let report = web::block(move || runs.report(&run)).await??;
+    let report = with_runs(&state, move |runs| runs.report(&run)).await?;
     Ok(no_store().json(report.json()))
 }
 
@@ -375,9 +413,8 @@ async fn run_plot(
     state: Data<AppState>,
     path: Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
-    let runs = state.runs.clone();
     let (run, plot) = path.into_inner();
-    let report = web::block(move || runs.report(&run)).await??;
+    let report = with_runs(&state, move |runs| runs.report(&run)).await?;
     let svg = report.plot(&plot).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -391,9 +428,8 @@ async fn replay(
     state: Data<AppState>,
     path: Path<(String, String, u32)>,
 ) -> Result<HttpResponse, ApiError> {
-    let runs = state.runs.clone();
     let (run, operator, episode) = path.into_inner();
-    let replay = web::block(move || runs.replay(&run, &operator, episode)).await??;
+    let replay = with_runs(&state, move |runs| runs.replay(&run, &operator, episode)).await?;
     Ok(no_store().json(&*replay))
 }
 
@@ -401,9 +437,8 @@ async fn replay_frame(
     state: Data<AppState>,
     path: Path<(String, String, u32, usize)>,
 ) -> Result<HttpResponse, ApiError> {
-    let runs = state.runs.clone();
     let (run, operator, episode, step) = path.into_inner();
-    let replay = web::block(move || runs.replay(&run, &operator, episode)).await??;
+    let replay = with_runs(&state, move |runs| runs.replay(&run, &operator, episode)).await?;
     let frame = replay.frame(step).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,

@@ -108,6 +108,7 @@ struct ReplayStep {
 pub(crate) struct Replay {
     operator_id: String,
     episode_index: u32,
+    #[serde(serialize_with = "crate::serialize_seed")]
     seed: u64,
     env: String,
     steps: u32,
@@ -222,6 +223,24 @@ impl Runs {
         }
     }
 
+    /// The message of `error` for the page: paths relative to the runs directory (where
+    /// the server keeps its files is not the client's business).
+    pub(crate) fn public_message(&self, error: &RunsError) -> String {
+        let mut message = error.to_string();
+        let Some(dir) = &self.dir else {
+            return message;
+        };
+        let absolute = std::path::absolute(dir).ok();
+        let canonical = dir.canonicalize().ok();
+        for dir in [absolute, canonical].into_iter().flatten() {
+            let shown = dir.display().to_string();
+            message = message
+                .replace(&format!("{shown}/"), "")
+                .replace(&shown, ".");
+        }
+        message
+    }
+
     fn dir(&self) -> Result<&Path, RunsError> {
         self.dir.as_deref().ok_or(RunsError::NoDirectory)
     }
@@ -242,7 +261,7 @@ impl Runs {
                     "planned": summary.planned,
                     "started": summary.started,
                 }),
-                Err(error) => json!({ "error": error.to_string() }),
+                Err(error) => json!({ "error": self.public_message(&error.into()) }),
             })
             .collect();
         Ok(json!({ "runs": runs }))
@@ -280,8 +299,12 @@ impl Runs {
             return Ok(hit);
         }
         let report = report::build(&run, &records)?;
-        let episodes = records.episodes()?;
+        let mut episodes =
+            serde_json::to_value(records.episodes()?).map_err(RecorderError::from)?;
         drop(records);
+        if let Some(episodes) = episodes.as_array_mut() {
+            episodes.iter_mut().for_each(crate::seed_as_text);
+        }
         let plots = draw_plots(&report)?;
         let manifest = run.manifest();
         let built = Arc::new(BuiltReport {
@@ -379,7 +402,7 @@ fn draw_plots(report: &report::Report) -> Result<BTreeMap<&'static str, Vec<u8>>
             let path = scratch.path().join(file);
             std::fs::read(&path)
                 .map(|svg| (*name, svg))
-                .map_err(|e| RunsError::Plot(format!("{}: {e}", path.display())))
+                .map_err(|e| RunsError::Plot(format!("{file}: {e}")))
         })
         .collect()
 }

@@ -2,10 +2,13 @@
 //!
 //! - Without a token the server listens on loopback only, and accepts only requests whose
 //!   `Host` names the loopback (so a web site cannot reach it through DNS rebinding).
-//! - With a token every request carries it: `Authorization: Bearer <token>`,
-//!   `X-Mosaic-Token: <token>`, the `token` query parameter, or the cookie set when a
-//!   request authorised by the query parameter is answered (how the page's images, script
-//!   and event stream get it).
+//! - With a token every request carries it: `Authorization: Bearer <token>` (the scheme in
+//!   any case), `X-Mosaic-Token: <token>`, the `token` query parameter, or the cookie set
+//!   when a request authorised by the query parameter is answered. The page is logged in
+//!   once (`/?token=...`, the address printed at start, or the login form): it is
+//!   redirected to `/` with the cookie, which its script, images and event stream carry,
+//!   so no address the page uses holds the token. A page asked for without the token gets
+//!   a login form.
 //! - Requests that change state are JSON posts (a cross-site form cannot send them without
 //!   a preflight the server never answers) and must not come from another origin.
 
@@ -82,6 +85,11 @@ impl Security {
         }
     }
 
+    /// The token every request must carry, if any.
+    pub(crate) fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     fn verdict(&self, req: &ServiceRequest) -> Verdict {
         let headers = req.headers();
         let host = headers
@@ -115,7 +123,9 @@ impl Security {
         let bearer = headers
             .get(header::AUTHORIZATION)
             .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.strip_prefix("Bearer "));
+            .and_then(|h| h.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, given)| given.trim());
         let custom = headers.get("x-mosaic-token").and_then(|h| h.to_str().ok());
         let cookie = headers
             .get_all(header::COOKIE)
@@ -131,24 +141,80 @@ impl Security {
         {
             return Verdict::Allowed;
         }
-        let query = req
-            .query_string()
-            .split('&')
-            .filter_map(|pair| pair.split_once('='))
-            .find(|(name, _)| *name == "token")
-            .map(|(_, value)| value);
+        let query = query_token(req.query_string());
         if query.is_some_and(|given| same(given, token)) {
             return Verdict::AllowedByQuery;
+        }
+        if wants_page(req) {
+            return Verdict::Refused(login_page(query.is_some()));
         }
         Verdict::Refused(
             refusal(
                 HttpResponse::Unauthorized(),
-                "a valid token is required (start the page with ?token=...)",
+                "a valid token is required (log in at the address `mosaic serve` printed, or send it as `Authorization: Bearer <token>`)",
             )
             .map_into_boxed_body(),
         )
     }
+
+    /// The cookie that carries the token from now on.
+    fn cookie(&self, token: &str) -> Option<header::HeaderValue> {
+        let cookie = format!("{}={token}; Path=/; HttpOnly; SameSite=Strict", self.cookie);
+        header::HeaderValue::from_str(&cookie).ok()
+    }
 }
+
+/// The value of the `token` query parameter.
+fn query_token(query: &str) -> Option<&str> {
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(name, _)| *name == "token")
+        .map(|(_, value)| value)
+}
+
+/// The query without its `token` parameter.
+fn query_without_token(query: &str) -> String {
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some("token"))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Whether a person's browser asks for the page (rather than a script for data).
+fn wants_page(req: &ServiceRequest) -> bool {
+    req.method() == Method::GET
+        && req.path() == "/"
+        && req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|a| a.to_str().ok())
+            .is_some_and(|accept| accept.contains("text/html"))
+}
+
+/// The login form: a person who opened the page without the token types it in (the form
+/// sends it as `/?token=...`, answered with the cookie and a redirect).
+fn login_page(wrong_token: bool) -> HttpResponse {
+    let notice = if wrong_token {
+        "<p class=\"wrong\" role=\"alert\">That token is not the server's. Try again.</p>"
+    } else {
+        ""
+    };
+    HttpResponse::Unauthorized()
+        .content_type("text/html; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        // The page's policy refuses forms and inline styles; this page needs both.
+        .insert_header((
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
+        ))
+        .body(LOGIN_PAGE.replace("{notice}", notice))
+}
+
+/// The login form's page; `{notice}` is replaced by what went wrong, if anything.
+const LOGIN_PAGE: &str = include_str!("../assets/login.html");
 
 fn refusal(mut builder: actix_web::HttpResponseBuilder, message: &str) -> HttpResponse {
     builder
@@ -192,18 +258,30 @@ pub(crate) async fn guard(
         Verdict::Refused(response) => Ok(req.into_response(response)),
         Verdict::Allowed => Ok(next.call(req).await?.map_into_boxed_body()),
         Verdict::AllowedByQuery => {
-            let mut response = next.call(req).await?.map_into_boxed_body();
-            if let Some(token) = &security.token {
-                let cookie = format!(
-                    "{}={token}; Path=/; HttpOnly; SameSite=Strict",
-                    security.cookie
-                );
-                if let Ok(value) = header::HeaderValue::from_str(&cookie) {
-                    response
-                        .response_mut()
-                        .headers_mut()
-                        .append(header::SET_COOKIE, value);
+            let cookie = security.token.as_deref().and_then(|t| security.cookie(t));
+            if req.method() == Method::GET && req.path() == "/" {
+                // The page moves to an address without the token, carrying the cookie.
+                let rest = query_without_token(req.query_string());
+                let location = if rest.is_empty() {
+                    "/".to_owned()
+                } else {
+                    format!("/?{rest}")
+                };
+                let mut redirect = HttpResponse::SeeOther();
+                redirect
+                    .insert_header((header::LOCATION, location))
+                    .insert_header((header::CACHE_CONTROL, "no-store"));
+                if let Some(cookie) = cookie {
+                    redirect.insert_header((header::SET_COOKIE, cookie));
                 }
+                return Ok(req.into_response(redirect.finish()));
+            }
+            let mut response = next.call(req).await?.map_into_boxed_body();
+            if let Some(cookie) = cookie {
+                response
+                    .response_mut()
+                    .headers_mut()
+                    .append(header::SET_COOKIE, cookie);
             }
             Ok(response)
         }

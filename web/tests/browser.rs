@@ -19,6 +19,8 @@ use std::process::Command;
 
 const TOKEN: &str = "browser-test-token-7";
 const MANUAL_RUN: &str = "manual-walk";
+const TAMPERED_RUN: &str = "run-tampered";
+const ABANDONED_RUN: &str = "run-abandoned";
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -138,6 +140,31 @@ fn manual_mode_and_replays_in_a_real_browser() {
         write(&expected, &format!("replay-{k}.png"), frame);
     }
 
+    // A run whose replay fails (a reward was altered), and one whose only episode was
+    // abandoned (ended by Reset All) after a few steps.
+    let short_spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "walk-short",
+        "episodes": 1,
+        "seeds": {"plan": "fixed", "seed": 8},
+        "max_steps": 6,
+        "operators": [{"id": "pair", "env": "walk", "agents": {"*": {"kind": "noop"}}}]
+    }))
+    .unwrap();
+    let (steps, mut abandoned) = common::run_experiment(ABANDONED_RUN, &short_spec);
+    for episode in &mut abandoned {
+        episode.terminated = false;
+        episode.truncated = false;
+        episode.error = Some("abandoned by reset".into());
+    }
+    common::write_run(&runs, ABANDONED_RUN, &short_spec, &steps, &abandoned);
+    let (mut steps, episodes) = common::run_experiment(TAMPERED_RUN, &short_spec);
+    for record in steps.iter_mut().flatten() {
+        if record.step_index == 2 && record.agent_id == "blue" {
+            record.reward = 0.5;
+        }
+    }
+    common::write_run(&runs, TAMPERED_RUN, &short_spec, &steps, &episodes);
+
     // The live experiment: a human against a noop, its mirror with baselines (same
     // environment, same seed), an AEC game and a single-agent game.
     let (seed, first, after_right) = seed_for_a_move_right();
@@ -171,30 +198,19 @@ fn manual_mode_and_replays_in_a_real_browser() {
     });
     let server = serve_in_background(config).unwrap();
 
-    let script_dir = manifest_dir().join("tests/browser");
-    let output = Command::new("node")
-        .arg("manual.mjs")
-        .current_dir(&script_dir)
-        .envs(&tools)
-        .env("MOSAIC_URL", format!("http://{}", server.addr))
-        .env("MOSAIC_TOKEN", TOKEN)
-        .env("MOSAIC_EXPECTED", &expected)
-        .env("MOSAIC_ARTIFACTS", &artifacts)
-        .env("MOSAIC_RUN", "run-walk")
-        .env("MOSAIC_REPLAY", format!("pair/{}", replayed.episode_index))
-        .env("MOSAIC_REPLAY_STEPS", replayed.steps.to_string())
-        .env("MOSAIC_MANUAL_RUN", MANUAL_RUN)
-        .env("MOSAIC_PLAYED", &played)
-        .output()
-        .expect("node runs (install nodejs)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    println!("{stdout}");
-    eprintln!("{stderr}");
-    assert!(
-        output.status.success(),
-        "the browser script failed:\n{stdout}\n{stderr}"
-    );
+    run_script("manual.mjs", &tools, |node| {
+        node.env("MOSAIC_URL", format!("http://{}", server.addr))
+            .env("MOSAIC_TOKEN", TOKEN)
+            .env("MOSAIC_EXPECTED", &expected)
+            .env("MOSAIC_ARTIFACTS", &artifacts)
+            .env("MOSAIC_RUN", "run-walk")
+            .env("MOSAIC_REPLAY", format!("pair/{}", replayed.episode_index))
+            .env("MOSAIC_REPLAY_STEPS", replayed.steps.to_string())
+            .env("MOSAIC_MANUAL_RUN", MANUAL_RUN)
+            .env("MOSAIC_TAMPERED_RUN", TAMPERED_RUN)
+            .env("MOSAIC_ABANDONED_RUN", ABANDONED_RUN)
+            .env("MOSAIC_PLAYED", &played);
+    });
     for shot in [
         "manual-waiting.png",
         "manual.png",
@@ -206,6 +222,50 @@ fn manual_mode_and_replays_in_a_real_browser() {
     }
     drop(server);
     check_manual_run(&runs.join(MANUAL_RUN), &spec, &played, &after_right);
+}
+
+/// Runs the browser script `name` of `tests/browser` with the tools and what `configure`
+/// adds; fails when the script does.
+fn run_script(name: &str, tools: &HashMap<String, String>, configure: impl FnOnce(&mut Command)) {
+    let mut node = Command::new("node");
+    node.arg(name)
+        .current_dir(manifest_dir().join("tests/browser"))
+        .envs(tools);
+    configure(&mut node);
+    let output = node.output().expect("node runs (install nodejs)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    assert!(
+        output.status.success(),
+        "the browser script {name} failed:\n{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+fn relative_moves_are_explained_to_a_human_player() {
+    let tools = browser_tools();
+    let spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "pitch",
+        "episodes": 1,
+        "seeds": {"plan": "fixed", "seed": 3},
+        "max_steps": 30,
+        "operators": [{"id": "pitch", "env": "soccer-2v2", "agents": {
+            "green_0": {"kind": "human"}, "green_1": {"kind": "scripted"}, "*": {"kind": "random"}
+        }}]
+    }))
+    .unwrap();
+    let mut config = ServeConfig::new(
+        mosaic_adapters::native_envs(),
+        mosaic_actors::OperatorRegistry::baselines(),
+    );
+    config.experiment = Some(spec);
+    config.bind = "127.0.0.1:0".parse().unwrap();
+    let server = serve_in_background(config).unwrap();
+    run_script("human.mjs", &tools, |node| {
+        node.env("MOSAIC_URL", format!("http://{}", server.addr));
+    });
 }
 
 /// The run recorded while the browser played: consistent, complete, one record per agent

@@ -126,10 +126,40 @@ fn every_request_carries_the_token() {
     assert_eq!(answer.status, 200);
     assert_eq!(json_of(&answer)["operators"][0]["id"], "duel");
 
-    // The page, opened with the token in its address, sets the cookie its assets use.
-    let page = http(addr, "GET", &format!("/?token={TOKEN}"), &[], b"");
-    assert_eq!(page.status, 200);
-    assert!(page.text().contains("/assets/app.js"));
+    // The scheme of `Authorization` is case-insensitive.
+    let bearer = format!("bearer {TOKEN}");
+    let answer = http(
+        addr,
+        "GET",
+        "/api/live",
+        &[("Authorization", bearer.as_str())],
+        b"",
+    );
+    assert_eq!(answer.status, 200, "{}", answer.text());
+
+    // A person's browser without the token gets a login form, not JSON.
+    let html = [("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")];
+    for (path, notice) in [("/", false), ("/?token=wrong-token-000000", true)] {
+        let login = http(addr, "GET", path, &html, b"");
+        assert_eq!(login.status, 401, "{path}");
+        assert!(login.head.contains("text/html"), "{path}: {}", login.head);
+        assert!(
+            login.text().contains("<form") && login.text().contains("name=\"token\""),
+            "{path}: {}",
+            login.text()
+        );
+        assert_eq!(login.text().contains("not the server's"), notice, "{path}");
+        assert!(!login.text().contains("{notice}"));
+    }
+
+    // The login address (printed at start) sets the cookie and moves the page to an address
+    // without the token.
+    assert_eq!(server.login_url, format!("http://{addr}/?token={TOKEN}"));
+    let page = http(addr, "GET", &format!("/?token={TOKEN}"), &html, b"");
+    assert_eq!(page.status, 303, "{}", page.head);
+    assert!(page.head.contains("location: /\r\n"), "{}", page.head);
+    let kept = http(addr, "GET", &format!("/?a=1&token={TOKEN}"), &[], b"");
+    assert!(kept.head.contains("location: /?a=1\r\n"), "{}", kept.head);
     let cookie = page
         .head
         .lines()
@@ -142,6 +172,9 @@ fn every_request_carries_the_token() {
     assert!(cookie.starts_with("mosaic_token_"), "{cookie}");
     assert!(page.head.contains("SameSite=Strict"));
     assert!(page.head.contains("HttpOnly"));
+    let page = http(addr, "GET", "/", &[("Cookie", cookie.as_str())], b"");
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("/assets/app.js"));
     let script = http(
         addr,
         "GET",
@@ -711,7 +744,7 @@ fn manual_episodes_are_recorded_into_a_run() {
     let state = state_until(addr, "episode 1", |s| {
         s["viewports"][0]["status"]["episode_index"] == 1
     });
-    assert_eq!(state["viewports"][0]["status"]["seed"], 9);
+    assert_eq!(state["viewports"][0]["status"]["seed"], "9");
     assert_eq!(
         post(addr, "/api/live/reset", json!({"seed": 10})).status,
         202
@@ -850,4 +883,119 @@ fn stopping_with_a_move_awaited_records_the_step_it_ended() {
         (Some(0), Some(mosaic_core::DecisionSource::Error)),
         "the move awaited became the default action"
     );
+}
+
+#[test]
+fn seeds_above_2_pow_53_reach_the_page_as_exact_text() {
+    const SEED: u64 = (1 << 53) + 1;
+    let dir = tempfile::tempdir().unwrap();
+    let spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "big-seeds",
+        "episodes": 2,
+        "seeds": {"plan": "list", "seeds": [SEED, SEED + 2]},
+        "max_steps": 4,
+        "operators": [{"id": "pair", "env": "walk", "agents": {"*": {"kind": "noop"}}}]
+    }))
+    .unwrap();
+    record_run(dir.path(), "run-big", spec.clone());
+    let mut config = config(Some(spec));
+    config.runs_dir = Some(dir.path().to_owned());
+    config.replay_envs = common::registry();
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+
+    let state = state_until(addr, "the first episode", |s| {
+        s["viewports"][0]["status"].is_object()
+    });
+    assert_eq!(state["seed"], SEED.to_string());
+    assert_eq!(state["next_seed"], (SEED + 2).to_string());
+    assert_eq!(state["viewports"][0]["status"]["seed"], SEED.to_string());
+
+    let run = json_of(&get(addr, "/api/runs/run-big"));
+    let seeds: Vec<&Value> = run["episodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["seed"])
+        .collect();
+    assert_eq!(
+        seeds,
+        [&json!(SEED.to_string()), &json!((SEED + 2).to_string())]
+    );
+    let replay = json_of(&get(addr, "/api/runs/run-big/replay/pair/1"));
+    assert_eq!(replay["seed"], (SEED + 2).to_string());
+}
+
+#[test]
+fn step_all_after_every_episode_ended_answers_like_run() {
+    let spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "short",
+        "episodes": 1,
+        "seeds": {"plan": "fixed", "seed": 4},
+        "max_steps": 1,
+        "operators": [{"id": "pair", "env": "walk", "agents": {"*": {"kind": "noop"}}}]
+    }))
+    .unwrap();
+    let server = serve_in_background(config(Some(spec))).unwrap();
+    let addr = server.addr;
+    state_until(addr, "the first episode", |s| steps(s, 0) == Some(0));
+    assert_eq!(post(addr, "/api/live/step", json!({})).status, 202);
+    state_until(addr, "the episode's end", |s| {
+        s["viewports"][0]["status"]["done"] == true && s["stepping"] == false
+    });
+    let run = post(addr, "/api/live/run", json!({"pace_ms": 0}));
+    let step = post(addr, "/api/live/step", json!({}));
+    assert_eq!((run.status, step.status), (409, 409), "{}", step.text());
+    assert_eq!(json_of(&step), json_of(&run));
+    assert!(
+        json_of(&step)["error"]
+            .as_str()
+            .unwrap()
+            .contains("Reset All")
+    );
+}
+
+#[test]
+fn every_error_is_json_and_names_no_server_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("run-broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("run.json"), "{ not json").unwrap();
+    let mut config = config(Some(duel()));
+    config.runs_dir = Some(dir.path().to_owned());
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+    let shown = |answer: &Answer| {
+        assert!(
+            answer.head.contains("application/json"),
+            "{}\n{}",
+            answer.head,
+            answer.text()
+        );
+        json_of(answer)["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error: {}", answer.text()))
+            .to_owned()
+    };
+    for (method, path, status) in [
+        ("POST", "/api/runs", 404),
+        ("GET", "/api/live/step", 404),
+        ("DELETE", "/api/live/state", 404),
+        ("GET", "/api/runs/run-broken/replay/pair/first", 404),
+        ("GET", "/api/live/duel/frame/extra", 404),
+        ("GET", "/api/runs/run-broken", 422),
+    ] {
+        let answer = http(addr, method, path, &[], b"");
+        assert_eq!(answer.status, status, "{method} {path}: {}", answer.text());
+        let message = shown(&answer);
+        assert!(!message.is_empty(), "{method} {path}");
+        assert!(
+            !message.contains(&*dir.path().to_string_lossy()),
+            "{method} {path}: {message}"
+        );
+    }
+    let list = json_of(&get(addr, "/api/runs"));
+    let error = list["runs"][0]["error"].as_str().unwrap();
+    assert!(error.contains("run-broken"), "{error}");
+    assert!(!error.contains(&*dir.path().to_string_lossy()), "{error}");
 }

@@ -6,32 +6,12 @@
 //
 // It plays a few moves as the human players (soccer: forward; Connect Four: the middle
 // column), then leaves the soccer player waiting for the next move.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { launch, need } from './launch.mjs';
 
-const need = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
 const out = process.argv[2];
 if (!out) throw new Error('usage: node docs-screenshot.mjs OUTPUT.png');
-const require = createRequire(path.join(need('MOSAIC_PLAYWRIGHT_DIR'), 'node_modules', 'index.js'));
-const { chromium } = require('playwright-core');
-
-const userDataDir = mkdtempSync(path.join(tmpdir(), 'mosaic-chromium-'));
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: need('MOSAIC_CHROMIUM'),
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1500, height: 940 },
-});
+const { page, close } = await launch({ width: 1500, height: 940 });
 try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(15000);
   const token = process.env.MOSAIC_TOKEN;
   await page.goto(`${need('MOSAIC_URL')}/${token ? `?token=${token}` : ''}`);
   await page.waitForFunction(() => [...document.querySelectorAll('.viewport img.frame')].every(
@@ -60,6 +40,5 @@ try {
   await page.screenshot({ path: out });
   console.log(`saved ${out}`);
 } finally {
-  await context.close();
-  rmSync(userDataDir, { recursive: true, force: true });
+  await close();
 }

@@ -2,16 +2,10 @@
 // web/tests/browser.rs, which starts the server and writes the expected frames; every
 // check failing here fails that test.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { launch, need } from './launch.mjs';
 
-const need = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
 const url = need('MOSAIC_URL');
 const token = need('MOSAIC_TOKEN');
 const expectedDir = need('MOSAIC_EXPECTED');
@@ -21,41 +15,40 @@ const [replayOperator, replayEpisode] = need('MOSAIC_REPLAY').split('/');
 const replaySteps = Number(need('MOSAIC_REPLAY_STEPS'));
 const manualRun = need('MOSAIC_MANUAL_RUN');
 const playedDir = need('MOSAIC_PLAYED');
-
-const require = createRequire(path.join(need('MOSAIC_PLAYWRIGHT_DIR'), 'node_modules', 'index.js'));
-const { chromium } = require('playwright-core');
+const tamperedRun = need('MOSAIC_TAMPERED_RUN');
+const abandonedRun = need('MOSAIC_ABANDONED_RUN');
+// Above 2^53: a JavaScript number would round it to 18446744073709551616.
+const bigSeed = '18446744073709551557';
 
 const expected = (name) => readFileSync(path.join(expectedDir, name));
 const log = (...args) => console.log('[browser]', ...args);
 
-const userDataDir = mkdtempSync(path.join(tmpdir(), 'mosaic-chromium-'));
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: need('MOSAIC_CHROMIUM'),
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1480, height: 1000 },
-});
+const { page, close } = await launch({ width: 1480, height: 1000 });
 const pageErrors = [];
-const page = context.pages()[0] ?? (await context.newPage());
 try {
-  page.setDefaultTimeout(15000);
   page.on('pageerror', (error) => pageErrors.push(error.message));
   page.on('console', (message) => {
     if (message.type() === 'error') log('console error:', message.text());
   });
 
-  // ---- a bad token is refused ----------------------------------------------------------
+  // Every address the page asks for once logged in (the login itself is a navigation).
+  const requested = [];
+  page.on('request', (request) => { if (!request.isNavigationRequest()) requested.push(request.url()); });
+
+  // ---- a bad token is refused with a login form ----------------------------------------
   let response = await page.goto(`${url}/?token=not-the-right-token`);
   assert.equal(response.status(), 401, 'a bad token gets 401');
+  assert.match(await page.textContent('main'), /not the server's/, 'the login page says the token is wrong');
   response = await page.goto(`${url}/`);
   assert.equal(response.status(), 401, 'no token gets 401');
-  log('bad token: 401');
+  assert.match(await page.textContent('h1'), /needs its token/, 'a readable login page, not JSON');
+  log('bad token: 401 and a login form');
 
-  // ---- the page, with the token --------------------------------------------------------
-  response = await page.goto(`${url}/?token=${token}`);
+  // ---- logging in with the form: the page moves to an address without the token -------
+  await page.fill('#token', token);
+  [response] = await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
   assert.equal(response.status(), 200);
-  assert.ok(!page.url().includes('token='), 'the token leaves the address bar');
+  assert.equal(page.url(), `${url}/`, 'the token leaves the address bar');
 
   const ops = ['duel', 'mirror', 'turns', 'solo'];
   const viewport = (id) => page.locator(`.viewport[data-op="${id}"]`);
@@ -80,6 +73,7 @@ try {
   assert.ok((await liveFrame('duel')).equals(first), 'duel shows the seed\'s first frame');
   assert.ok((await liveFrame('mirror')).equals(first), 'mirror shows the identical first frame');
   assert.deepEqual(await stepCounters(), { duel: '0', mirror: '0', turns: '0', solo: '0' });
+  assert.equal(await viewport('duel').locator('.steps').textContent(), 'step 0 / 40', 'the step limit is shown');
   const badges = await viewport('duel').locator('.badge').allTextContents();
   assert.deepEqual(badges, ['human', 'noop']);
   assert.match(await viewport('turns').locator('.env').textContent(), /AEC/);
@@ -177,13 +171,19 @@ try {
     writeFileSync(path.join(playedDir, `live-${id}.png`), await liveFrame(id));
   }
   writeFileSync(path.join(playedDir, 'played.json'), JSON.stringify(played));
-  // Reset All: the episodes in progress are recorded as abandoned, a new one begins.
+  // Reset All with a seed above 2^53: the episodes in progress are recorded as abandoned,
+  // a new one begins with exactly that seed.
+  await page.fill('#seed', bigSeed);
   await page.click('#reset-all');
   await page.waitForFunction((ids) => ids.every((id) => {
     const card = document.querySelector(`.viewport[data-op="${id}"]`);
     return card.querySelector('.episode').textContent === 'episode 1' && card.dataset.steps === '0';
   }), ops);
-  log('played and shown:', JSON.stringify(played), '- then Reset All');
+  for (const id of ops) {
+    assert.equal(await viewport(id).locator('.seed').textContent(), `seed ${bigSeed}`, `${id} shows the exact seed`);
+  }
+  assert.equal(await page.textContent('#episode-counter'), `Episode 1 · seed ${bigSeed}`);
+  log('played and shown:', JSON.stringify(played), `- then Reset All with seed ${bigSeed}`);
 
   // ---- the runs browser: tables and a replay scrubbed frame by frame -------------------
   await page.click('.tab[data-tab="runs"]');
@@ -194,6 +194,9 @@ try {
   await page.waitForFunction(() => [...document.querySelectorAll('#run-plots img')].every(
     (img) => img.complete && img.naturalWidth > 0));
   assert.equal(await page.locator('#run-plots img').count(), 2, 'the returns plots');
+  const plotWidths = await page.locator('#run-plots img').evaluateAll(
+    (imgs) => imgs.map((img) => img.getBoundingClientRect().width / img.naturalWidth));
+  assert.ok(plotWidths.every((scale) => scale > 0.95), `plots at their own size, text readable (${plotWidths})`);
   await page.click(`tr[data-episode="${replayOperator}/${replayEpisode}"] .replay-button`);
   await page.locator('#replay').waitFor({ state: 'visible' });
   const replayImage = '#replay-frame';
@@ -225,6 +228,34 @@ try {
   assert.ok(!(await frameOf(replayImage)).equals(expected('replay-0.png')), 'frames change along the episode');
   await page.screenshot({ path: path.join(artifacts, 'replay.png'), fullPage: true });
   log(`replay of ${replayOperator} episode ${replayEpisode}: frames 0..${replaySteps} match the record`);
+
+  // ---- a replay that fails says so where it was asked for ------------------------------
+  await page.click(`tr[data-run="${tamperedRun}"]`);
+  await page.waitForFunction((run) => document.querySelector('#run-detail').dataset.run === run, tamperedRun);
+  const tamperedRow = page.locator('tr[data-episode="pair/0"]');
+  await tamperedRow.locator('.replay-button').click();
+  const rowError = page.locator('tr[data-episode="pair/0"] + tr.row-error');
+  await rowError.waitFor({ state: 'visible' });
+  assert.match(await rowError.textContent(), /Replay failed: .*does not reproduce/);
+  assert.ok(await page.isHidden('#replay'), 'no stale replay stays on show');
+  const box = await rowError.boundingBox();
+  // (scrolling stops at whole pixels)
+  assert.ok(box && box.y >= 0 && box.y + box.height <= 1001, `the error is on screen (${JSON.stringify(box)})`);
+  log('a failed replay shows its error under the episode clicked');
+
+  // ---- abandoned episodes: named so, with their partial figures, and no empty plots ----
+  await page.click(`tr[data-run="${abandonedRun}"]`);
+  await page.waitForFunction((run) => document.querySelector('#run-detail').dataset.run === run, abandonedRun);
+  const heading = await page.textContent('#run-report section.operator-report h4');
+  assert.match(heading, / 1 episode \(1 abandoned\) /, heading);
+  assert.match(heading, /mean length 6\.0 \(partial\)/, heading);
+  const operatorMean = await page.textContent('#run-report tr[data-group="operator:pair"] td:nth-child(4)');
+  assert.match(operatorMean, /\(partial\)$/, operatorMean);
+  assert.match(await page.textContent('tr[data-episode="pair/0"]'), /abandoned by reset/);
+  assert.doesNotMatch(await page.textContent('tr[data-episode="pair/0"]'), /error:/);
+  assert.equal(await page.locator('#run-plots img').count(), 0, 'no empty plots');
+  assert.match(await page.textContent('#run-plots'), /Nothing to plot yet/);
+  log('abandoned episodes reported with partial figures; no empty plots');
 
   // ---- the manual run in the runs browser: what was played replays frame by frame ------
   await page.click('.tab[data-tab="live"]');
@@ -260,6 +291,10 @@ try {
   }
 
   assert.deepEqual(pageErrors, [], 'no script errors on the page');
+  const leaking = requested.filter((address) => address.includes('token'));
+  assert.deepEqual(leaking, [], 'no address the page used holds the token');
+  assert.ok(requested.some((a) => a.includes('/frame')) && requested.some((a) => a.includes('/plots/')),
+    'frames and plots were loaded');
 } catch (error) {
   // What the page said, to tell a failed check from a failed request.
   for (const selector of ['#live-error', '#runs-error']) {
@@ -269,7 +304,6 @@ try {
   await page.screenshot({ path: path.join(artifacts, 'failure.png'), fullPage: true }).catch(() => {});
   throw error;
 } finally {
-  await context.close();
-  rmSync(userDataDir, { recursive: true, force: true });
+  await close();
 }
 log('all browser checks passed');

@@ -301,6 +301,8 @@ pub fn registry() -> EnvRegistry {
 /// A server running on its own thread (with its own actix system) until dropped.
 pub struct Running {
     pub addr: std::net::SocketAddr,
+    /// The address to open the page at, as `mosaic serve` prints it.
+    pub login_url: String,
     handle: actix_web::dev::ServerHandle,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -313,7 +315,11 @@ pub fn serve_in_background(
         actix_rt::System::new().block_on(async move {
             match mosaic_web::start(config).await {
                 Ok(server) => {
-                    let _ = sender.send(Ok((server.local_addr(), server.handle())));
+                    let _ = sender.send(Ok((
+                        server.local_addr(),
+                        server.login_url(),
+                        server.handle(),
+                    )));
                     server.run().await.unwrap();
                 }
                 Err(error) => {
@@ -323,8 +329,9 @@ pub fn serve_in_background(
         });
     });
     match receiver.recv().expect("server thread answers") {
-        Ok((addr, handle)) => Ok(Running {
+        Ok((addr, login_url, handle)) => Ok(Running {
             addr,
+            login_url,
             handle,
             thread: Some(thread),
         }),
