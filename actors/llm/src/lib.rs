@@ -1,21 +1,24 @@
-//! The LLM actor family: language-model (and vision-language-model) agents.
+//! The LLM actor family of mosaic: language-model (and vision-language-model) agents as
+//! operator kinds `llm` and `vlm`, built on the operators, sessions and message channel of
+//! `mosaic-actors`.
 //!
 //! - [`backend`]: chat requests and responses, the [`backend::ChatBackend`] trait, the
 //!   HTTP client for any OpenAI-compatible endpoint.
 //! - [`layers`]: retry with backoff honouring `Retry-After`, concurrency limit, timeout,
 //!   response cache (replay), run-wide accounting; composed around a backend.
-//! - [`prompt`]: templates as data (`actors/templates/default.toml`) and the prompt builder.
+//! - [`prompt`]: templates as data (`actors/llm/templates/default.toml`) and the prompt
+//!   builder.
 //! - [`parser`]: tagged, JSON-schema and grammar-constrained output.
 //! - [`operator`]: the operator actor (operator kinds `llm` and `vlm`).
 //! - [`server`]: the supervised local `llama-server` (`backend = "local"`).
 //!
-//! The session-level message channel is [`crate::channel`].
+//! The session-level message channel is [`mosaic_actors::channel`].
 //!
 //! Register the kinds with [`register`]:
 //!
 //! ```
 //! use mosaic_actors::OperatorRegistry;
-//! use mosaic_actors::llm::{LlmResources, register};
+//! use mosaic_llm::{LlmResources, register};
 //! use std::sync::Arc;
 //! let mut registry = OperatorRegistry::baselines();
 //! let resources = Arc::new(LlmResources::new());
@@ -30,8 +33,6 @@ pub mod parser;
 pub mod prompt;
 pub mod server;
 
-use crate::channel::{Join, Scope};
-use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
 use actix::{Actor, Addr};
 use backend::{
     ApiKey, BackendError, BackendIdentity, ChatBackend, ChatFuture, ChatRequest, OpenAiBackend,
@@ -40,6 +41,8 @@ use layers::{
     CacheMode, Cached, ConcurrencyLimit, Metered, Offline, ResponseCache, RetryPolicy, Stack,
     Timeout, UsageMeter, UsageTotals,
 };
+use mosaic_actors::channel::{Join, Scope};
+use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{ObsRequest, Paradigm};
 use operator::{LlmOperator, OperatorConfig, ReplayMiss, ReplayMisses};
@@ -660,8 +663,8 @@ pub fn register(registry: &mut OperatorRegistry, resources: Arc<LlmResources>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::{Channel, ChannelConfig};
-    use crate::operator::SessionResources;
+    use mosaic_actors::channel::{Channel, ChannelConfig};
+    use mosaic_actors::operator::SessionResources;
     use mosaic_core::{Action, AgentSpec, EnvSpec, Settings, SlotSpec, Stepping};
     use serde_json::{Value, json};
 

@@ -5,7 +5,7 @@
 
 pub mod proxy;
 
-use mosaic_actors::llm::server::{LlmServerConfig, MODEL_ENV, SERVER_ENV};
+use mosaic_llm::server::{LlmServerConfig, MODEL_ENV, SERVER_ENV};
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -20,7 +20,7 @@ pub fn server_config() -> LlmServerConfig {
         if let (Some(binary), Some(model)) = (std::env::var_os(SERVER_ENV), std::env::var_os(MODEL_ENV)) {
             return (binary.into(), model.into());
         }
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/setup/llm-server.sh");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/setup/llm-server.sh");
         assert!(
             script.is_file(),
             "{} is missing and {SERVER_ENV}/{MODEL_ENV} are not set: the local model cannot be set up",

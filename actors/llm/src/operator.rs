@@ -10,17 +10,17 @@
 //! volatile like `latency_ms`, since a replay serves every answer from it), and `error`
 //! when the backend failed.
 
-use super::backend::{
+use crate::backend::{
     BackendError, ChatBackend, ChatMessage, ChatRequest, Content, ContentPart, Role, Usage,
 };
-use super::layers::CacheKey;
-use super::parser::{Parsed, ResponseParser};
-use super::prompt::{CurrentTurn, PromptBuilder, Turn};
-use crate::channel::{Channel, Envelope, Inbox, Post, Scope};
-use crate::error::DEADLINE_MISSED;
-use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
+use crate::layers::CacheKey;
+use crate::parser::{Parsed, ResponseParser};
+use crate::prompt::{CurrentTurn, PromptBuilder, Turn};
 use actix::prelude::*;
 use base64::Engine as _;
+use mosaic_actors::channel::{Channel, Envelope, Inbox, Post, Scope};
+use mosaic_actors::error::DEADLINE_MISSED;
+use mosaic_actors::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
 use mosaic_core::{Action, Decision, DecisionSource, Observation};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -634,7 +634,7 @@ mod tests {
             role: Role::User,
             content: Content::Parts(vec![
                 ContentPart::ImageUrl {
-                    image_url: super::super::backend::ImageUrl {
+                    image_url: crate::backend::ImageUrl {
                         url: "data:image/png;base64,AAAA".into(),
                     },
                 },

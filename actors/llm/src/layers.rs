@@ -7,7 +7,7 @@
 //! (per attempt) -> the HTTP backend. Retries wait outside the concurrency limit so a
 //! backing-off request holds no permit.
 
-use super::backend::{
+use crate::backend::{
     BackendError, BackendIdentity, ChatBackend, ChatFuture, ChatRequest, ChatResponse, Usage,
 };
 use serde::{Deserialize, Serialize};
@@ -26,8 +26,8 @@ pub trait ChatLayer {
 /// Builds a backend stack: `Stack::new(http).layer(a).layer(b)` puts `b` outermost.
 ///
 /// ```
-/// use mosaic_actors::llm::backend::{ApiKey, OpenAiBackend};
-/// use mosaic_actors::llm::layers::{ConcurrencyLimit, RetryPolicy, Stack, Timeout};
+/// use mosaic_llm::backend::{ApiKey, OpenAiBackend};
+/// use mosaic_llm::layers::{ConcurrencyLimit, RetryPolicy, Stack, Timeout};
 /// use std::time::Duration;
 /// let http = OpenAiBackend::new("http://127.0.0.1:9/v1", "m", ApiKey::none(), "test");
 /// let backend = Stack::new(http)
@@ -653,7 +653,7 @@ impl ChatBackend for MeteredBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::backend::{ChatMessage, Constraint, Role};
+    use crate::backend::{ChatMessage, Constraint, Role};
 
     fn request(text: &str) -> ChatRequest {
         ChatRequest {

@@ -4,9 +4,6 @@
 mod support;
 
 use mosaic_actors::channel::{Channel, ChannelConfig};
-use mosaic_actors::llm::layers::{CacheMode, SledCache};
-use mosaic_actors::llm::server::{GetEndpoint, KillProcess, LlmServer, Starts, StopServer};
-use mosaic_actors::llm::{LlmResources, register};
 use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
 use mosaic_actors::{BeginEpisode, Decide};
 use mosaic_core::record::strip_volatile;
@@ -14,6 +11,9 @@ use mosaic_core::{
     Action, AgentContext, AgentSpec, Decision, DecisionSource, EnvSpec, Frame, ObsRequest,
     Observation, Settings, SlotSpec, Stepping,
 };
+use mosaic_llm::layers::{CacheMode, SledCache};
+use mosaic_llm::server::{GetEndpoint, KillProcess, LlmServer, Starts, StopServer};
+use mosaic_llm::{LlmResources, register};
 use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::Arc;
@@ -751,8 +751,8 @@ fn the_api_key_never_leaves_the_request() {
                 "--test-threads=1",
             ])
             .env(VAR, KEY)
-            .env(mosaic_actors::llm::server::SERVER_ENV, &config.binary)
-            .env(mosaic_actors::llm::server::MODEL_ENV, &config.model)
+            .env(mosaic_llm::server::SERVER_ENV, &config.binary)
+            .env(mosaic_llm::server::MODEL_ENV, &config.model)
             .output()
             .unwrap();
         let console = format!(
