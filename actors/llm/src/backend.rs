@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
 /// Who wrote a chat message.
@@ -402,10 +402,26 @@ impl fmt::Debug for OpenAiBackend {
     }
 }
 
+/// Makes `ring` the process's rustls crypto provider unless the application chose one
+/// before: reqwest is built without a provider of its own (its default, aws-lc, is a long C
+/// build) and takes the process's.
+fn ensure_crypto_provider() {
+    static CHOSEN: Once = Once::new();
+    CHOSEN.call_once(|| {
+        // An error means the application installed its own provider, which reqwest uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 impl OpenAiBackend {
     /// A client for `model` at `base_url` (e.g. `https://api.openai.com/v1`,
     /// `http://127.0.0.1:8000/v1`). `identity_url` names the endpoint in cache keys.
+    ///
+    /// HTTPS goes through rustls with the operating system's certificate verifier and the
+    /// process's rustls crypto provider: `ring`, installed by the first client, unless the
+    /// application installed another before.
     pub fn new(base_url: &str, model: &str, key: ApiKey, identity_url: &str) -> Self {
+        ensure_crypto_provider();
         let http = reqwest::Client::new();
         let service = tower::service_fn(move |factory: HttpRequestFactory| {
             let http = http.clone();
