@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::Captured;
 use support::proxy::{Fault, Proxy};
 
 const LABELS: [&str; 8] = [
@@ -719,20 +720,6 @@ fn local_server_is_supervised() {
     });
 }
 
-/// Collects log output.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Plants an API key in the environment of a child test process (this very test,
 /// re-run) and searches everything it produced: decisions, usage, errors, logs, the run
 /// store, its console output.
@@ -832,7 +819,7 @@ fn the_api_key_never_leaves_the_request() {
         db.flush().unwrap();
         server.send(StopServer).await.unwrap();
     });
-    let logs = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let logs = logs.text();
     assert!(
         logs.contains("retrying"),
         "the retries were not logged: nothing checked"
