@@ -98,6 +98,7 @@ impl ChatBackend for TimeoutBackend {
 /// the backend. Also reports the peak it has seen.
 #[derive(Clone)]
 pub struct ConcurrencyLimit {
+    permits: usize,
     semaphore: Arc<tokio::sync::Semaphore>,
     in_flight: Arc<AtomicUsize>,
     peak: Arc<AtomicUsize>,
@@ -106,11 +107,18 @@ pub struct ConcurrencyLimit {
 impl ConcurrencyLimit {
     /// A limit of `permits` (at least 1).
     pub fn layer(permits: usize) -> Self {
+        let permits = permits.max(1);
         Self {
-            semaphore: Arc::new(tokio::sync::Semaphore::new(permits.max(1))),
+            permits,
+            semaphore: Arc::new(tokio::sync::Semaphore::new(permits)),
             in_flight: Arc::default(),
             peak: Arc::default(),
         }
+    }
+
+    /// Requests allowed in flight at once.
+    pub fn permits(&self) -> usize {
+        self.permits
     }
 
     /// The most requests seen in flight at once.
