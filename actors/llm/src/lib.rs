@@ -138,6 +138,10 @@ pub struct LlmSettings {
     /// Completion token limit.
     #[serde(default = "max_tokens")]
     pub max_tokens: u32,
+    /// Longest answer kept in records and sent back in re-prompts, characters (servers may
+    /// not honour `max_tokens`); longer answers are still parsed whole.
+    #[serde(default = "max_answer_chars")]
+    pub max_answer_chars: usize,
     /// Format re-prompts before the default action.
     #[serde(default = "two")]
     pub retries: u32,
@@ -197,6 +201,9 @@ fn eight() -> usize {
 fn max_tokens() -> u32 {
     256
 }
+fn max_answer_chars() -> usize {
+    4000
+}
 fn timeout_ms() -> u64 {
     60_000
 }
@@ -215,6 +222,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "max_image_history = 0 (llm) / 1 (vlm): recent frames sent as PNG images",
     "temperature = 0.0: sampling temperature",
     "max_tokens = 256: completion token limit",
+    "max_answer_chars = 4000: longest answer kept in records and sent back in re-prompts",
     "retries = 2: re-prompts after an unusable answer, then the default action",
     "http_retries = 5: retries on 429, 5xx, connection errors and timeouts",
     "timeout_ms = 60000: timeout of one HTTP attempt",
@@ -648,6 +656,7 @@ fn spawn(
         max_image_history,
         temperature: settings.temperature,
         max_tokens: settings.max_tokens,
+        max_answer_chars: settings.max_answer_chars,
         retries: settings.retries,
         scope,
         visible_teammates: settings.observation_mode == ObservationMode::VisibleTeammates,
