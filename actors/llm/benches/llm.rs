@@ -228,7 +228,7 @@ impl Bench {
     fn plain(&self, bodies: &[Vec<String>]) -> Duration {
         let endpoint = format!("{}/chat/completions", self.url);
         self.runner.block_on(async {
-            let client = reqwest::Client::new();
+            let client = mosaic_llm::backend::http_client();
             let started = Instant::now();
             futures::future::join_all(bodies.iter().map(|agent| {
                 let client = client.clone();

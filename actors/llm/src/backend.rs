@@ -427,27 +427,25 @@ impl fmt::Debug for OpenAiBackend {
     }
 }
 
-/// Makes `ring` the process's rustls crypto provider unless the application chose one
-/// before: reqwest is built without a provider of its own (its default, aws-lc, is a long C
-/// build) and takes the process's.
-fn ensure_crypto_provider() {
+/// An HTTP client; build every one through here. HTTPS goes through rustls with the
+/// operating system's certificate verifier and the process's rustls crypto provider:
+/// `ring`, installed by the first client, unless the application installed another before
+/// (reqwest is built without a provider of its own: its default, aws-lc, is a long C build).
+pub fn http_client() -> reqwest::Client {
     static CHOSEN: Once = Once::new();
     CHOSEN.call_once(|| {
         // An error means the application installed its own provider, which reqwest uses.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+    reqwest::Client::new()
 }
 
 impl OpenAiBackend {
     /// A client for `model` at `base_url` (e.g. `https://api.openai.com/v1`,
     /// `http://127.0.0.1:8000/v1`). `identity_url` names the endpoint in cache keys.
-    ///
-    /// HTTPS goes through rustls with the operating system's certificate verifier and the
-    /// process's rustls crypto provider: `ring`, installed by the first client, unless the
-    /// application installed another before.
+    /// Its HTTP client is [`http_client`]'s.
     pub fn new(base_url: &str, model: &str, key: ApiKey, identity_url: &str) -> Self {
-        ensure_crypto_provider();
-        let http = reqwest::Client::new();
+        let http = http_client();
         let service_key = key.clone();
         let service = tower::service_fn(move |factory: HttpRequestFactory| {
             let (http, key) = (http.clone(), service_key.clone());

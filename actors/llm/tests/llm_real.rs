@@ -691,7 +691,7 @@ fn local_server_is_supervised() {
         let server = LlmServer::new(support::server_config()).start();
         let first = server.send(GetEndpoint).await.unwrap().expect("healthy");
         assert!(first.starts_with("http://127.0.0.1:"));
-        let http = reqwest::Client::new();
+        let http = mosaic_llm::backend::http_client();
         let health = |url: &str| {
             http.get(url.trim_end_matches("/v1").to_owned() + "/health")
                 .send()
