@@ -116,7 +116,6 @@ fn recorded(experiment: &Experiment, durability: Durability) -> (Duration, u64, 
         .run(&RunOptions {
             out: dir.path().to_owned(),
             run_id: Some(format!("{durability:?}")),
-            progress: false,
             durability,
             ..RunOptions::default()
         })

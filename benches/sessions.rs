@@ -66,7 +66,6 @@ fn actors(episodes: u32, durability: Durability, out: &std::path::Path) -> (Dura
         .run(&RunOptions {
             out: out.to_owned(),
             run_id: Some(format!("{durability:?}")),
-            progress: false,
             durability,
             ..RunOptions::default()
         })

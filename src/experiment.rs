@@ -12,12 +12,11 @@
 //! assert_eq!(experiment.spec().operators[0].agents.len(), 2);
 //! ```
 
-use mosaic_actors::llm::LlmResources;
+use crate::families::Families;
 use mosaic_actors::operator::{OperatorKind, OperatorRegistry};
 use mosaic_core::experiment::DEFAULT_SLOT;
 use mosaic_core::{EnvKind, EnvRegistry};
 use mosaic_core::{ExperimentSpec, OperatorSpec, SeedPlan, Settings, SlotSpec, SpecError};
-use std::sync::Arc;
 
 /// The environments every experiment can name: the native ones.
 pub fn default_envs() -> EnvRegistry {
@@ -25,11 +24,11 @@ pub fn default_envs() -> EnvRegistry {
 }
 
 /// The operator kinds every experiment can name: the baselines, external policy workers
-/// and the LLM family (sharing `llm`: the local model server, backends, usage).
-pub fn default_operators(llm: &Arc<LlmResources>) -> OperatorRegistry {
+/// and the families built in (the LLM family with feature `llm`), sharing `families`.
+pub fn default_operators(families: &Families) -> OperatorRegistry {
     let mut registry = OperatorRegistry::baselines();
     mosaic_actors::worker::register(&mut registry);
-    mosaic_actors::llm::register(&mut registry, llm.clone());
+    families.register(&mut registry);
     registry
 }
 
@@ -39,7 +38,7 @@ pub struct Experiment {
     spec: ExperimentSpec,
     envs: EnvRegistry,
     kinds: OperatorRegistry,
-    llm: Arc<LlmResources>,
+    families: Families,
 }
 
 impl std::fmt::Debug for Experiment {
@@ -58,12 +57,12 @@ impl Experiment {
 
     /// An experiment from a spec (e.g. read from a file) with the default registries.
     pub fn from_spec(spec: ExperimentSpec) -> Self {
-        let llm = Arc::new(LlmResources::new());
+        let families = Families::default();
         Self {
             spec,
             envs: default_envs(),
-            kinds: default_operators(&llm),
-            llm,
+            kinds: default_operators(&families),
+            families,
         }
     }
 
@@ -87,9 +86,10 @@ impl Experiment {
         &self.kinds
     }
 
-    /// What its LLM operators share (local server, backends, run-wide usage).
-    pub fn llm(&self) -> &Arc<LlmResources> {
-        &self.llm
+    /// What the operators of its families share (with feature `llm`: the local model
+    /// server, backends, run-wide usage).
+    pub fn families(&self) -> &Families {
+        &self.families
     }
 
     /// Adds an environment kind (e.g. one defined by the caller).
@@ -154,7 +154,7 @@ pub struct ExperimentBuilder {
     spec: ExperimentSpec,
     envs: EnvRegistry,
     kinds: OperatorRegistry,
-    llm: Arc<LlmResources>,
+    families: Families,
 }
 
 impl std::fmt::Debug for ExperimentBuilder {
@@ -167,7 +167,7 @@ impl std::fmt::Debug for ExperimentBuilder {
 
 impl ExperimentBuilder {
     fn new(name: impl Into<String>) -> Self {
-        let llm = Arc::new(LlmResources::new());
+        let families = Families::default();
         Self {
             spec: ExperimentSpec {
                 name: name.into(),
@@ -182,8 +182,8 @@ impl ExperimentBuilder {
                 operators: Vec::new(),
             },
             envs: default_envs(),
-            kinds: default_operators(&llm),
-            llm,
+            kinds: default_operators(&families),
+            families,
         }
     }
 
@@ -255,7 +255,7 @@ impl ExperimentBuilder {
             spec: self.spec,
             envs: self.envs,
             kinds: self.kinds,
-            llm: self.llm,
+            families: self.families,
         })
     }
 }

@@ -1,4 +1,5 @@
-//! The LLM response cache of a run (`mosaic run --llm-cache record|replay|off`).
+//! The LLM response cache of a run (`mosaic run --llm-cache record|replay|off`; cargo
+//! feature `llm`).
 //!
 //! - `record` (the default): every LLM request and how it ended (the answer, the failure,
 //!   or that the decision deadline passed first) is kept in the `llm-cache` tree of the
@@ -31,10 +32,10 @@
 //! let replayed = Experiment::from_spec(file.spec).run(&options).unwrap();
 //! ```
 
-use mosaic_actors::llm::LlmResources;
-use mosaic_actors::llm::backend::BackendError;
-use mosaic_actors::llm::layers::{CacheMode, SledCache};
-use mosaic_actors::llm::operator::ReplayMiss;
+use mosaic_llm::LlmResources;
+use mosaic_llm::backend::BackendError;
+use mosaic_llm::layers::{CacheMode, SledCache};
+use mosaic_llm::operator::ReplayMiss;
 use mosaic_recorder::{RecorderError, RunDir, RunStore};
 use std::path::PathBuf;
 use std::sync::Arc;

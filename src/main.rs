@@ -65,9 +65,30 @@ struct RunArgs {
     #[arg(long)]
     parallelism: Option<usize>,
     #[command(flatten)]
+    families: FamilyArgs,
+}
+
+/// The options of the operator families built in (with feature `llm`: the LLM response
+/// cache).
+#[derive(clap::Args)]
+struct FamilyArgs {
+    #[cfg(feature = "llm")]
+    #[command(flatten)]
     llm_cache: LlmCacheArgs,
 }
 
+impl FamilyArgs {
+    /// `options` with these set.
+    fn apply(self, options: RunOptions) -> RunOptions {
+        RunOptions {
+            #[cfg(feature = "llm")]
+            llm_cache: self.llm_cache.cache(),
+            ..options
+        }
+    }
+}
+
+#[cfg(feature = "llm")]
 #[derive(clap::Args)]
 struct LlmCacheArgs {
     /// LLM response cache: record (keep every answer in the run store), replay (answer
@@ -79,6 +100,7 @@ struct LlmCacheArgs {
     llm_cache_from: Option<PathBuf>,
 }
 
+#[cfg(feature = "llm")]
 impl LlmCacheArgs {
     fn cache(self) -> mosaic::llm_cache::LlmCache {
         mosaic::llm_cache::LlmCache {
@@ -96,7 +118,7 @@ struct ResumeArgs {
     #[arg(long)]
     parallelism: Option<usize>,
     #[command(flatten)]
-    llm_cache: LlmCacheArgs,
+    families: FamilyArgs,
 }
 
 #[derive(clap::Args)]
@@ -148,7 +170,7 @@ fn main() -> ExitCode {
             print!(
                 "{}",
                 mosaic::listing::operators(&mosaic::experiment::default_operators(
-                    &std::sync::Arc::new(mosaic::actors::llm::LlmResources::new()),
+                    &mosaic::families::Families::default(),
                 ))
             );
             ExitCode::SUCCESS
@@ -187,13 +209,12 @@ fn run(args: RunArgs) -> ExitCode {
     if let Some(lanes) = args.parallelism {
         experiment.spec_mut().parallelism = lanes.max(1);
     }
-    let options = RunOptions {
+    let options = args.families.apply(RunOptions {
         out: args.out,
         run_id: args.run_id,
         progress: std::io::stderr().is_terminal(),
-        llm_cache: args.llm_cache.cache(),
         ..RunOptions::default()
-    };
+    });
     match experiment.run(&options) {
         Err(mosaic::run::RunFailure::Spec(error)) => {
             eprintln!("error: {}", file.error_at(&error));
@@ -211,11 +232,10 @@ fn resume(args: ResumeArgs) -> ExitCode {
     if let Some(lanes) = args.parallelism {
         experiment.spec_mut().parallelism = lanes.max(1);
     }
-    let options = RunOptions {
+    let options = args.families.apply(RunOptions {
         progress: std::io::stderr().is_terminal(),
-        llm_cache: args.llm_cache.cache(),
         ..RunOptions::default()
-    };
+    });
     summarise(experiment.resume(&args.run, &options))
 }
 
@@ -240,10 +260,10 @@ fn summarise(result: Result<mosaic::run::RunOutcome, mosaic::run::RunFailure>) -
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    let llm = std::sync::Arc::new(mosaic::actors::llm::LlmResources::new());
+    let families = mosaic::families::Families::default();
     let mut config = mosaic_web::ServeConfig::new(
         mosaic::experiment::default_envs(),
-        mosaic::experiment::default_operators(&llm),
+        mosaic::experiment::default_operators(&families),
     );
     let file = match args
         .experiment
@@ -290,7 +310,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             Err(error) => Err(error),
         };
         // A local model server started for LLM agents stops with us.
-        llm.shutdown().await;
+        families.shutdown().await;
         served
     });
     match served {

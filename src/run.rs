@@ -1,6 +1,7 @@
 //! Script mode: run an experiment into a run directory.
 
 use crate::Experiment;
+#[cfg(feature = "llm")]
 use crate::llm_cache::{LlmCache, LlmCacheError};
 use mosaic_actors::error::SinkError;
 use mosaic_actors::runner::{RunError, RunTally, Runner, UnitPlan};
@@ -31,6 +32,7 @@ pub struct RunOptions {
     /// How far an episode's records must have gone before it counts as done.
     pub durability: Durability,
     /// How LLM answers are recorded into (or replayed from) a run store.
+    #[cfg(feature = "llm")]
     pub llm_cache: LlmCache,
 }
 
@@ -41,6 +43,7 @@ impl Default for RunOptions {
             run_id: None,
             progress: false,
             durability: Durability::Sync,
+            #[cfg(feature = "llm")]
             llm_cache: LlmCache::default(),
         }
     }
@@ -114,6 +117,7 @@ pub enum RunFailure {
         field: String,
     },
     /// The LLM response cache could not be used, or a replay missed requests.
+    #[cfg(feature = "llm")]
     #[error(transparent)]
     LlmCache(#[from] LlmCacheError),
 }
@@ -128,6 +132,7 @@ impl RunFailure {
             | RunFailure::Finished { .. }
             | RunFailure::Manual { .. }
             | RunFailure::OtherExperiment { .. } => 2,
+            #[cfg(feature = "llm")]
             RunFailure::LlmCache(e) if e.is_bad_input() => 2,
             _ => 1,
         }
@@ -179,7 +184,7 @@ impl Experiment {
             }
         }
         let runner = self.runner(&run_id);
-        let recorded_cache = options.llm_cache.prepare(self.llm())?;
+        let prepared = self.families().prepare(options)?;
         runner.validate().map_err(RunFailure::Spec)?;
         let manifest = RunManifest::new(run_id.clone(), self.spec().clone(), versions());
         let (_, store, sinks) = Sinks::create_run(&dir, &manifest, options.durability).map_err(
@@ -188,9 +193,7 @@ impl Experiment {
                 error => RunFailure::Sink(error),
             },
         )?;
-        options
-            .llm_cache
-            .attach(self.llm(), &store, recorded_cache)?;
+        self.families().attach(options, &store, prepared)?;
         let tally = self
             .run_units(&runner, sinks, UnitPlan::All, options)
             .await?;
@@ -233,10 +236,8 @@ impl Experiment {
             });
         }
         let store = run_dir.store()?;
-        let recorded_cache = options.llm_cache.prepare(self.llm())?;
-        options
-            .llm_cache
-            .attach(self.llm(), &store, recorded_cache)?;
+        let prepared = self.families().prepare(options)?;
+        self.families().attach(options, &store, prepared)?;
         let discarded = run_dir.discard_incomplete(&store)?;
         if !discarded.units.is_empty() {
             tracing::info!(target: "mosaic::run", "dropped the partial records of {} unfinished episodes", discarded.units.len());
@@ -315,12 +316,12 @@ impl Experiment {
             })
             .await;
         bar.finish_and_clear();
-        self.llm().shutdown().await;
+        self.families().shutdown().await;
         let closed = sinks.close().await;
         // A failed sink is the cause of any episode it could not confirm.
         closed.map_err(RunFailure::Sink)?;
         let tally = tally.map_err(RunFailure::Run)?;
-        options.llm_cache.check(self.llm())?;
+        self.families().check(options)?;
         Ok(tally)
     }
 }

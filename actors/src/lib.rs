@@ -11,8 +11,6 @@
 //! - [`publish`]: how sessions send step records (in batches) and roll-ups to subscribers.
 //! - [`sink::Sinks`]: the telemetry sink writing a run's records into its run directory.
 //! - [`channel::Channel`] carries messages between the agents of a session.
-//! - `llm` (cargo feature `llm`, on by default): the LLM and VLM operators, their
-//!   backends, prompts, parsers and the local model server.
 //!
 //! Sessions count their children's restarts with the `mosaic-supervisor` crate's
 //! `RestartWindow`; that crate also holds general supervision trees.
@@ -22,8 +20,6 @@ pub mod env_actor;
 pub mod error;
 pub mod group;
 pub mod human;
-#[cfg(feature = "llm")]
-pub mod llm;
 pub mod messages;
 pub mod operator;
 pub mod publish;

@@ -1,13 +1,13 @@
-//! Shared by the real-server tests and the LLM benchmark: the local model (through the
-//! project's set-up script) and a fault-injecting HTTP proxy.
+//! Shared by the LLM tests and benchmark: the local model (through the project's set-up
+//! script), a fault-injecting HTTP proxy and a log collector.
 
 #![allow(dead_code)]
 
 pub mod proxy;
 
-use mosaic_actors::llm::server::{LlmServerConfig, MODEL_ENV, SERVER_ENV};
+use mosaic_llm::server::{LlmServerConfig, MODEL_ENV, SERVER_ENV};
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// The local model server's binary and model: from `MOSAIC_LLAMA_SERVER` and
 /// `MOSAIC_LLM_MODEL` when both are set, else from `scripts/setup/llm-server.sh` (cached;
@@ -20,7 +20,7 @@ pub fn server_config() -> LlmServerConfig {
         if let (Some(binary), Some(model)) = (std::env::var_os(SERVER_ENV), std::env::var_os(MODEL_ENV)) {
             return (binary.into(), model.into());
         }
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/setup/llm-server.sh");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/setup/llm-server.sh");
         assert!(
             script.is_file(),
             "{} is missing and {SERVER_ENV}/{MODEL_ENV} are not set: the local model cannot be set up",
@@ -55,4 +55,29 @@ pub fn server_config() -> LlmServerConfig {
 pub fn exclusive() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Collects log output: a `tracing_subscriber` writer.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -4,23 +4,24 @@
 //!
 //! Each decision's `detail` records: `prompt` (the final request's messages, with
 //! `record_prompt = true`) or `prompt_key` (its response-cache key), `raw` (the last
-//! answer), `parse_ok`, `retries` (format re-prompts), `format_errors`, `message`,
+//! answer, cut to `max_answer_chars`; then `raw_chars` holds its whole length), `parse_ok`,
+//! `retries` (format re-prompts), `format_errors`, `message`,
 //! `scratchpad`, `received` (messages read), `usage.{prompt_tokens,completion_tokens}`,
 //! `latency_ms`, `http_attempts`, `cache_hits` (answers served from the response cache;
 //! volatile like `latency_ms`, since a replay serves every answer from it), and `error`
 //! when the backend failed.
 
-use super::backend::{
+use crate::backend::{
     BackendError, ChatBackend, ChatMessage, ChatRequest, Content, ContentPart, Role, Usage,
 };
-use super::layers::CacheKey;
-use super::parser::{Parsed, ResponseParser};
-use super::prompt::{CurrentTurn, PromptBuilder, Turn};
-use crate::channel::{Channel, Envelope, Inbox, Post, Scope};
-use crate::error::DEADLINE_MISSED;
-use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
+use crate::layers::CacheKey;
+use crate::parser::{Parsed, ResponseParser};
+use crate::prompt::{CurrentTurn, PromptBuilder, Turn};
 use actix::prelude::*;
 use base64::Engine as _;
+use mosaic_actors::channel::{Channel, Envelope, Inbox, Post, Scope};
+use mosaic_actors::error::DEADLINE_MISSED;
+use mosaic_actors::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
 use mosaic_core::{Action, Decision, DecisionSource, Observation};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -46,6 +47,8 @@ pub struct OperatorConfig {
     pub temperature: f32,
     /// Completion token limit.
     pub max_tokens: u32,
+    /// Longest answer kept in `raw` and sent back in re-prompts, characters.
+    pub max_answer_chars: usize,
     /// Format re-prompts before the default action.
     pub retries: u32,
     /// Message scope; `None` when the agent does not talk.
@@ -405,6 +408,7 @@ impl Job {
         };
         let mut format_errors = Vec::new();
         let mut raw: Option<String> = None;
+        let mut raw_chars = None;
         let mut http_attempts = 0;
         let mut cache_hits = 0u32;
         let mut backend_error = None;
@@ -439,28 +443,31 @@ impl Job {
             cache_hits += u32::from(response.cached);
             tally.usage += response.usage;
             tally.latency_ms += response.latency_ms;
-            match config.parser.parse(&response.text, &self.obs.legal) {
+            let parse = config.parser.parse(&response.text, &self.obs.legal);
+            let (kept, whole) = cut(response.text, config.max_answer_chars);
+            raw_chars = whole;
+            match parse {
                 Ok(ok) => {
-                    raw = Some(response.text);
+                    raw = Some(kept);
                     parsed = Some(ok);
                     break;
                 }
                 Err(error) => {
                     tally.format_errors += 1;
-                    format_errors.push(error.to_string());
-                    let retry = format_errors.len() as u32 <= config.retries;
+                    // The error may quote the answer: it is kept and sent back as cut.
+                    let (error, _) = cut(error.to_string(), config.max_answer_chars);
+                    let retry = (format_errors.len() as u32) < config.retries;
                     if retry {
-                        messages.push(ChatMessage::text(Role::Assistant, response.text.clone()));
+                        messages.push(ChatMessage::text(Role::Assistant, kept.clone()));
                         messages.push(ChatMessage::text(
                             Role::User,
-                            config.prompt.format_error(
-                                &error.to_string(),
-                                &self.obs.legal,
-                                &config.parser,
-                            ),
+                            config
+                                .prompt
+                                .format_error(&error, &self.obs.legal, &config.parser),
                         ));
                     }
-                    raw = Some(response.text);
+                    format_errors.push(error);
+                    raw = Some(kept);
                     if !retry {
                         break;
                     }
@@ -483,6 +490,9 @@ impl Job {
             detail.insert("prompt_key".into(), json!(key.0));
         }
         detail.insert("raw".into(), json!(raw));
+        if let Some(chars) = raw_chars {
+            detail.insert("raw_chars".into(), json!(chars));
+        }
         detail.insert("parse_ok".into(), json!(parse_ok));
         detail.insert("retries".into(), json!(tally.requests.saturating_sub(1)));
         if !format_errors.is_empty() {
@@ -536,6 +546,19 @@ impl Job {
             post,
             tally,
         }
+    }
+}
+
+/// `text` cut to its first `max` characters, and its whole length in characters when it
+/// was cut.
+fn cut(mut text: String, max: usize) -> (String, Option<usize>) {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => {
+            let chars = max + text[end..].chars().count();
+            text.truncate(end);
+            (text, Some(chars))
+        }
+        None => (text, None),
     }
 }
 
@@ -619,6 +642,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn answers_are_cut_on_character_boundaries() {
+        assert_eq!(cut("short".into(), 10), ("short".into(), None));
+        assert_eq!(cut("exactly".into(), 7), ("exactly".into(), None));
+        assert_eq!(cut("äöüäöü".into(), 4), ("äöüä".into(), Some(6)));
+    }
+
+    #[test]
     fn visible_teammates_render_one_per_line() {
         let info = json!(["green_1 two cells north", {"id": "green_2", "pos": [3, 4]}]);
         assert_eq!(
@@ -634,7 +664,7 @@ mod tests {
             role: Role::User,
             content: Content::Parts(vec![
                 ContentPart::ImageUrl {
-                    image_url: super::super::backend::ImageUrl {
+                    image_url: crate::backend::ImageUrl {
                         url: "data:image/png;base64,AAAA".into(),
                     },
                 },

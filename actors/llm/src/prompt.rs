@@ -1,17 +1,17 @@
-//! Prompts from data: templates (TOML, see `actors/templates/default.toml`) and the
+//! Prompts from data: templates (TOML, see `actors/llm/templates/default.toml`) and the
 //! [`PromptBuilder`] that assembles an agent's chat messages each step, stable content
 //! first: system prompt, past turns (oldest first), then the current turn.
 
-use super::backend::{ChatMessage, Content, ContentPart, ImageUrl, Role};
-use super::parser::{OutputFormat, ResponseParser};
-use crate::channel::{Envelope, Scope};
+use crate::backend::{ChatMessage, Content, ContentPart, ImageUrl, Role};
+use crate::parser::{OutputFormat, ResponseParser};
+use mosaic_actors::channel::{Envelope, Scope};
 use mosaic_core::EnvSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The built-in template.
-pub const DEFAULT_TEMPLATE: &str = include_str!("../../templates/default.toml");
+pub const DEFAULT_TEMPLATE: &str = include_str!("../templates/default.toml");
 
 /// A template could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

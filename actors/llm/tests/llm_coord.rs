@@ -6,12 +6,12 @@
 mod support;
 
 use actix::prelude::*;
-use mosaic_actors::llm::{LlmResources, register};
 use mosaic_actors::operator::OperatorRegistry;
 use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
 use mosaic_actors::{EpisodeEvent, StepEvent};
 use mosaic_core::record::StepRecord;
 use mosaic_core::{OperatorSpec, RunId};
+use mosaic_llm::{LlmResources, register};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 

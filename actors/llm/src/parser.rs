@@ -10,7 +10,7 @@
 //!
 //! Actions match exactly, then after normalisation (case, spaces, `_`, `-`).
 
-use super::backend::Constraint;
+use crate::backend::Constraint;
 use mosaic_core::Action;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

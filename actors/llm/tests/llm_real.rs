@@ -4,9 +4,6 @@
 mod support;
 
 use mosaic_actors::channel::{Channel, ChannelConfig};
-use mosaic_actors::llm::layers::{CacheMode, SledCache};
-use mosaic_actors::llm::server::{GetEndpoint, KillProcess, LlmServer, Starts, StopServer};
-use mosaic_actors::llm::{LlmResources, register};
 use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
 use mosaic_actors::{BeginEpisode, Decide};
 use mosaic_core::record::strip_volatile;
@@ -14,10 +11,14 @@ use mosaic_core::{
     Action, AgentContext, AgentSpec, Decision, DecisionSource, EnvSpec, Frame, ObsRequest,
     Observation, Settings, SlotSpec, Stepping,
 };
+use mosaic_llm::layers::{CacheMode, SledCache};
+use mosaic_llm::server::{GetEndpoint, KillProcess, LlmServer, Starts, StopServer};
+use mosaic_llm::{LlmResources, register};
 use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::Captured;
 use support::proxy::{Fault, Proxy};
 
 const LABELS: [&str; 8] = [
@@ -690,7 +691,7 @@ fn local_server_is_supervised() {
         let server = LlmServer::new(support::server_config()).start();
         let first = server.send(GetEndpoint).await.unwrap().expect("healthy");
         assert!(first.starts_with("http://127.0.0.1:"));
-        let http = reqwest::Client::new();
+        let http = mosaic_llm::backend::http_client();
         let health = |url: &str| {
             http.get(url.trim_end_matches("/v1").to_owned() + "/health")
                 .send()
@@ -719,20 +720,6 @@ fn local_server_is_supervised() {
     });
 }
 
-/// Collects log output.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Plants an API key in the environment of a child test process (this very test,
 /// re-run) and searches everything it produced: decisions, usage, errors, logs, the run
 /// store, its console output.
@@ -751,8 +738,8 @@ fn the_api_key_never_leaves_the_request() {
                 "--test-threads=1",
             ])
             .env(VAR, KEY)
-            .env(mosaic_actors::llm::server::SERVER_ENV, &config.binary)
-            .env(mosaic_actors::llm::server::MODEL_ENV, &config.model)
+            .env(mosaic_llm::server::SERVER_ENV, &config.binary)
+            .env(mosaic_llm::server::MODEL_ENV, &config.model)
             .output()
             .unwrap();
         let console = format!(
@@ -832,7 +819,7 @@ fn the_api_key_never_leaves_the_request() {
         db.flush().unwrap();
         server.send(StopServer).await.unwrap();
     });
-    let logs = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let logs = logs.text();
     assert!(
         logs.contains("retrying"),
         "the retries were not logged: nothing checked"

@@ -301,7 +301,7 @@ impl LlmServer {
         let base = format!("http://127.0.0.1:{port}");
         let timeout = config.ready_timeout;
         let health = async move {
-            let client = reqwest::Client::new();
+            let client = crate::backend::http_client();
             let deadline = Instant::now() + timeout;
             loop {
                 if let Ok(r) = client.get(format!("{base}/health")).send().await

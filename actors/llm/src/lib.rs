@@ -1,21 +1,24 @@
-//! The LLM actor family: language-model (and vision-language-model) agents.
+//! The LLM actor family of mosaic: language-model (and vision-language-model) agents as
+//! operator kinds `llm` and `vlm`, built on the operators, sessions and message channel of
+//! `mosaic-actors`.
 //!
 //! - [`backend`]: chat requests and responses, the [`backend::ChatBackend`] trait, the
 //!   HTTP client for any OpenAI-compatible endpoint.
 //! - [`layers`]: retry with backoff honouring `Retry-After`, concurrency limit, timeout,
 //!   response cache (replay), run-wide accounting; composed around a backend.
-//! - [`prompt`]: templates as data (`actors/templates/default.toml`) and the prompt builder.
+//! - [`prompt`]: templates as data (`actors/llm/templates/default.toml`) and the prompt
+//!   builder.
 //! - [`parser`]: tagged, JSON-schema and grammar-constrained output.
 //! - [`operator`]: the operator actor (operator kinds `llm` and `vlm`).
 //! - [`server`]: the supervised local `llama-server` (`backend = "local"`).
 //!
-//! The session-level message channel is [`crate::channel`].
+//! The session-level message channel is [`mosaic_actors::channel`].
 //!
 //! Register the kinds with [`register`]:
 //!
 //! ```
 //! use mosaic_actors::OperatorRegistry;
-//! use mosaic_actors::llm::{LlmResources, register};
+//! use mosaic_llm::{LlmResources, register};
 //! use std::sync::Arc;
 //! let mut registry = OperatorRegistry::baselines();
 //! let resources = Arc::new(LlmResources::new());
@@ -30,8 +33,6 @@ pub mod parser;
 pub mod prompt;
 pub mod server;
 
-use crate::channel::{Join, Scope};
-use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
 use actix::{Actor, Addr};
 use backend::{
     ApiKey, BackendError, BackendIdentity, ChatBackend, ChatFuture, ChatRequest, OpenAiBackend,
@@ -40,6 +41,8 @@ use layers::{
     CacheMode, Cached, ConcurrencyLimit, Metered, Offline, ResponseCache, RetryPolicy, Stack,
     Timeout, UsageMeter, UsageTotals,
 };
+use mosaic_actors::channel::{Join, Scope};
+use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{ObsRequest, Paradigm};
 use operator::{LlmOperator, OperatorConfig, ReplayMiss, ReplayMisses};
@@ -135,6 +138,10 @@ pub struct LlmSettings {
     /// Completion token limit.
     #[serde(default = "max_tokens")]
     pub max_tokens: u32,
+    /// Longest answer kept in records and sent back in re-prompts, characters (servers may
+    /// not honour `max_tokens`); longer answers are still parsed whole.
+    #[serde(default = "max_answer_chars")]
+    pub max_answer_chars: usize,
     /// Format re-prompts before the default action.
     #[serde(default = "two")]
     pub retries: u32,
@@ -194,6 +201,9 @@ fn eight() -> usize {
 fn max_tokens() -> u32 {
     256
 }
+fn max_answer_chars() -> usize {
+    4000
+}
 fn timeout_ms() -> u64 {
     60_000
 }
@@ -212,10 +222,11 @@ pub const SETTINGS_HELP: &[&str] = &[
     "max_image_history = 0 (llm) / 1 (vlm): recent frames sent as PNG images",
     "temperature = 0.0: sampling temperature",
     "max_tokens = 256: completion token limit",
+    "max_answer_chars = 4000: longest answer kept in records and sent back in re-prompts",
     "retries = 2: re-prompts after an unusable answer, then the default action",
     "http_retries = 5: retries on 429, 5xx, connection errors and timeouts",
     "timeout_ms = 60000: timeout of one HTTP attempt",
-    "concurrency = 4: requests in flight to this backend",
+    "concurrency = 4: requests in flight to this backend (base URL and model), the same for all its agents",
     "template = <built-in>: TOML file merged over the built-in prompt template",
     "observation_mode = \"egocentric\": egocentric | visible_teammates",
     "coordination = \"emergent\": emergent | hints | role_based",
@@ -228,19 +239,18 @@ pub const SETTINGS_HELP: &[&str] = &[
 ];
 
 /// What the LLM operators of a run share: the local server, backend stacks (one per
-/// backend configuration, so concurrency limits hold across agents), the response cache
-/// and run-wide accounting.
+/// backend configuration), one concurrency limit per backend (endpoint and model, so the
+/// limit holds across agents whatever their other settings), the response cache and
+/// run-wide accounting.
 pub struct LlmResources {
     cache: Mutex<Option<(Arc<dyn ResponseCache>, CacheMode)>>,
     meter: Arc<UsageMeter>,
     replay_misses: Arc<ReplayMisses>,
     local_config: Option<LlmServerConfig>,
     local: Mutex<Option<Addr<LlmServer>>>,
-    stacks: Mutex<BTreeMap<String, SharedStack>>,
+    stacks: Mutex<BTreeMap<String, Arc<dyn ChatBackend>>>,
+    limits: Mutex<BTreeMap<(String, String), ConcurrencyLimit>>,
 }
-
-/// A backend stack and its concurrency limit (for the peak it reports).
-type SharedStack = (Arc<dyn ChatBackend>, ConcurrencyLimit);
 
 impl Default for LlmResources {
     fn default() -> Self {
@@ -258,6 +268,7 @@ impl LlmResources {
             local_config: None,
             local: Mutex::new(None),
             stacks: Mutex::new(BTreeMap::new()),
+            limits: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -282,6 +293,10 @@ impl LlmResources {
         self.replay_misses.clear();
         match self.stacks.lock() {
             Ok(mut stacks) => stacks.clear(),
+            Err(poisoned) => poisoned.into_inner().clear(),
+        }
+        match self.limits.lock() {
+            Ok(mut limits) => limits.clear(),
             Err(poisoned) => poisoned.into_inner().clear(),
         }
     }
@@ -309,9 +324,9 @@ impl LlmResources {
 
     /// The most requests seen in flight at once on any backend.
     pub fn peak_concurrency(&self) -> usize {
-        self.stacks
+        self.limits
             .lock()
-            .map(|s| s.values().map(|(_, l)| l.peak()).max().unwrap_or(0))
+            .map(|l| l.values().map(ConcurrencyLimit::peak).max().unwrap_or(0))
             .unwrap_or(0)
     }
 
@@ -348,11 +363,13 @@ impl LlmResources {
         }
     }
 
-    /// The shared backend stack for these settings.
+    /// The shared backend stack for these settings. Its concurrency limit is the one of its
+    /// backend (base URL and model, or the local server), which every agent on it shares:
+    /// agents on one backend must ask for the same `concurrency`.
     pub fn backend(&self, settings: &LlmSettings) -> Result<Arc<dyn ChatBackend>, SpecError> {
         let key = format!(
-            "{:?}|{}|{}|{}",
-            settings.backend, settings.concurrency, settings.timeout_ms, settings.http_retries
+            "{:?}|{}|{}",
+            settings.backend, settings.timeout_ms, settings.http_retries
         );
         let cache = self
             .cache
@@ -363,10 +380,10 @@ impl LlmResources {
             .stacks
             .lock()
             .map_err(|_| SpecError::new("backend", "backend table poisoned"))?;
-        if let Some((stack, _)) = stacks.get(&key) {
+        let limit = self.limit(settings)?;
+        if let Some(stack) = stacks.get(&key) {
             return Ok(stack.clone());
         }
-        let limit = ConcurrencyLimit::layer(settings.concurrency);
         let stack = match cache {
             Some((cache, CacheMode::ReplayOnly)) => {
                 let identity = self.replay_identity(&settings.backend, cache.as_ref())?;
@@ -378,7 +395,7 @@ impl LlmResources {
             cache => {
                 let stack = Stack::from_arc(self.http_backend(&settings.backend)?)
                     .layer(Timeout(Duration::from_millis(settings.timeout_ms.max(1))))
-                    .layer(limit.clone())
+                    .layer(limit)
                     .layer(RetryPolicy {
                         max_retries: settings.http_retries,
                         ..RetryPolicy::default()
@@ -390,8 +407,36 @@ impl LlmResources {
             }
         };
         let stack = stack.layer(Metered(self.meter.clone())).build();
-        stacks.insert(key, (stack.clone(), limit));
+        stacks.insert(key, stack.clone());
         Ok(stack)
+    }
+
+    /// The concurrency limit of the backend `settings` name, made on first use.
+    fn limit(&self, settings: &LlmSettings) -> Result<ConcurrencyLimit, SpecError> {
+        let backend = match &settings.backend {
+            BackendSetting::Local => (LOCAL.to_owned(), String::new()),
+            BackendSetting::Remote {
+                base_url, model, ..
+            } => (base_url.trim_end_matches('/').to_owned(), model.clone()),
+        };
+        let mut limits = self
+            .limits
+            .lock()
+            .map_err(|_| SpecError::new("backend", "concurrency limits poisoned"))?;
+        let limit = limits
+            .entry(backend)
+            .or_insert_with(|| ConcurrencyLimit::layer(settings.concurrency));
+        if limit.permits() != settings.concurrency.max(1) {
+            return Err(SpecError::new(
+                "concurrency",
+                format!(
+                    "{} differs from the {} another agent asked for on this backend: the agents of a backend (base URL and model) share one limit",
+                    settings.concurrency,
+                    limit.permits()
+                ),
+            ));
+        }
+        Ok(limit.clone())
     }
 
     /// The HTTP backend (or the local server) for `setting`.
@@ -611,6 +656,7 @@ fn spawn(
         max_image_history,
         temperature: settings.temperature,
         max_tokens: settings.max_tokens,
+        max_answer_chars: settings.max_answer_chars,
         retries: settings.retries,
         scope,
         visible_teammates: settings.observation_mode == ObservationMode::VisibleTeammates,
@@ -660,8 +706,9 @@ pub fn register(registry: &mut OperatorRegistry, resources: Arc<LlmResources>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::{Channel, ChannelConfig};
-    use crate::operator::SessionResources;
+    use crate::backend::{ChatMessage, Constraint, Role};
+    use mosaic_actors::channel::{Channel, ChannelConfig};
+    use mosaic_actors::operator::SessionResources;
     use mosaic_core::{Action, AgentSpec, EnvSpec, Settings, SlotSpec, Stepping};
     use serde_json::{Value, json};
 
@@ -729,6 +776,65 @@ mod tests {
             scripted: None,
             session,
         })
+    }
+
+    /// A server that accepts connections and never answers: its base URL, and how many
+    /// connections it has accepted.
+    async fn silent_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                open.push(stream);
+            }
+        });
+        (url, accepted)
+    }
+
+    #[actix::test]
+    async fn agents_of_one_backend_share_its_concurrency_limit() {
+        let (base_url, connections) = silent_server().await;
+        let agent = |timeout_ms: u64, concurrency: usize| {
+            settings(json!({
+                "backend": {"base_url": base_url, "model": "m"},
+                "timeout_ms": timeout_ms,
+                "http_retries": 0,
+                "concurrency": concurrency,
+            }))
+            .unwrap()
+        };
+        let resources = LlmResources::new();
+        // Other settings differ, so the agents have stacks of their own.
+        let stacks = [
+            resources.backend(&agent(30_000, 2)).unwrap(),
+            resources.backend(&agent(40_000, 2)).unwrap(),
+        ];
+        let request = ChatRequest {
+            messages: vec![ChatMessage::text(Role::User, "hello")],
+            temperature: 0.0,
+            max_tokens: 4,
+            seed: None,
+            constraint: Constraint::None,
+        };
+        let pending = futures::future::join_all((0..4).map(|i| stacks[i % 2].chat(&request)));
+        let still_waiting = tokio::time::timeout(Duration::from_millis(500), pending).await;
+        assert!(still_waiting.is_err(), "the silent server answered");
+        assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(resources.peak_concurrency(), 2);
+
+        let error = resources.backend(&agent(30_000, 3)).err().unwrap();
+        assert_eq!(error.path, "concurrency");
+        assert!(error.message.contains("share one limit"), "{error}");
+        let other_model = settings(json!({
+            "backend": {"base_url": base_url, "model": "n"},
+            "concurrency": 3,
+        }))
+        .unwrap();
+        assert!(resources.backend(&other_model).is_ok());
     }
 
     #[actix::test]

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
 /// Who wrote a chat message.
@@ -323,6 +323,11 @@ impl ApiKey {
         Self(None)
     }
 
+    /// A key given directly (e.g. read from a secret store).
+    pub fn new(key: impl Into<Arc<str>>) -> Self {
+        Self(Some(key.into()))
+    }
+
     /// Reads the key from the environment variable `var`.
     pub fn from_env(var: &str) -> Result<Self, String> {
         match std::env::var(var) {
@@ -379,12 +384,32 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(3600.0)))
 }
 
-fn excerpt(text: &str) -> String {
+/// `text` with `key` redacted, then cut to [`BODY_EXCERPT`] characters: redacting first, so
+/// that a key straddling the cut leaves no prefix behind.
+fn excerpt(key: &ApiKey, text: &str) -> String {
+    let text = key.redact(text);
     match text.char_indices().nth(BODY_EXCERPT) {
         Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.to_owned(),
+        None => text,
     }
 }
+
+/// A successful answer whose body is not JSON, caught before `async-openai` reads it (which
+/// would log the whole body, key and all, at error level).
+#[derive(Debug)]
+struct NotJson {
+    error: serde_json::Error,
+    /// The start of the body, redacted.
+    body: String,
+}
+
+impl fmt::Display for NotJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "not JSON ({}): {}", self.error, self.body)
+    }
+}
+
+impl std::error::Error for NotJson {}
 
 /// Any OpenAI-compatible chat endpoint over HTTP, without retries of its own (layers add
 /// them).
@@ -402,27 +427,54 @@ impl fmt::Debug for OpenAiBackend {
     }
 }
 
+/// An HTTP client; build every one through here. HTTPS goes through rustls with the
+/// operating system's certificate verifier and the process's rustls crypto provider:
+/// `ring`, installed by the first client, unless the application installed another before
+/// (reqwest is built without a provider of its own: its default, aws-lc, is a long C build).
+pub fn http_client() -> reqwest::Client {
+    static CHOSEN: Once = Once::new();
+    CHOSEN.call_once(|| {
+        // An error means the application installed its own provider, which reqwest uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::new()
+}
+
 impl OpenAiBackend {
     /// A client for `model` at `base_url` (e.g. `https://api.openai.com/v1`,
     /// `http://127.0.0.1:8000/v1`). `identity_url` names the endpoint in cache keys.
+    /// Its HTTP client is [`http_client`]'s.
     pub fn new(base_url: &str, model: &str, key: ApiKey, identity_url: &str) -> Self {
-        let http = reqwest::Client::new();
+        let http = http_client();
+        let service_key = key.clone();
         let service = tower::service_fn(move |factory: HttpRequestFactory| {
-            let http = http.clone();
+            let (http, key) = (http.clone(), service_key.clone());
             async move {
                 let request = factory.build().await?;
                 let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
                 let status = response.status();
-                if status.is_success() {
-                    return Ok(response);
+                if !status.is_success() {
+                    let retry_after = retry_after(response.headers());
+                    let body = response.text().await.unwrap_or_default();
+                    return Err(OpenAIError::Boxed(Box::new(HttpStatus {
+                        status: status.as_u16(),
+                        retry_after,
+                        body: excerpt(&key, &body),
+                    })));
                 }
-                let retry_after = retry_after(response.headers());
-                let body = response.text().await.unwrap_or_default();
-                Err(OpenAIError::Boxed(Box::new(HttpStatus {
-                    status: status.as_u16(),
-                    retry_after,
-                    body: excerpt(&body),
-                })))
+                // The body is checked here so that async-openai only ever reads JSON.
+                let headers = response.headers().clone();
+                let body = response.bytes().await.map_err(OpenAIError::Reqwest)?;
+                if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+                    return Err(OpenAIError::Boxed(Box::new(NotJson {
+                        error,
+                        body: excerpt(&key, &String::from_utf8_lossy(&body)),
+                    })));
+                }
+                let mut checked = http::Response::new(body);
+                *checked.status_mut() = status;
+                *checked.headers_mut() = headers;
+                Ok(reqwest::Response::from(checked))
             }
         });
         let mut config = OpenAIConfig::new().with_api_base(base_url.trim_end_matches('/'));
@@ -455,16 +507,17 @@ impl OpenAiBackend {
             OpenAIError::ApiError(api) => BackendError::Status {
                 status: api.status_code.as_u16(),
                 retry_after: None,
-                body: excerpt(&api.api_error.message),
+                body: excerpt(&self.key, &api.api_error.message),
             },
             OpenAIError::JSONDeserialize(e, content) => {
-                BackendError::BadResponse(format!("{e}: {}", excerpt(&content)))
+                BackendError::BadResponse(format!("{e}: {}", excerpt(&self.key, &content)))
             }
             other => BackendError::BadResponse(other.to_string()),
         };
         self.redact(error)
     }
 
+    /// The error with the key redacted from its texts, and each cut to an excerpt.
     fn redact(&self, error: BackendError) -> BackendError {
         match error {
             BackendError::Status {
@@ -474,10 +527,10 @@ impl OpenAiBackend {
             } => BackendError::Status {
                 status,
                 retry_after,
-                body: self.key.redact(&body),
+                body: excerpt(&self.key, &body),
             },
-            BackendError::Connect(m) => BackendError::Connect(self.key.redact(&m)),
-            BackendError::BadResponse(m) => BackendError::BadResponse(self.key.redact(&m)),
+            BackendError::Connect(m) => BackendError::Connect(excerpt(&self.key, &m)),
+            BackendError::BadResponse(m) => BackendError::BadResponse(excerpt(&self.key, &m)),
             other => other,
         }
     }

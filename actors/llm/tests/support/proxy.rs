@@ -26,6 +26,8 @@ pub enum Fault {
     EmptyChoices,
     /// `200` with this body (an answer the server gave before).
     Answer(String),
+    /// This error status with this body.
+    Failure(u16, String),
 }
 
 /// One request as the proxy saw it.
@@ -231,6 +233,7 @@ async fn serve(mut client: TcpStream, upstream: &str, state: &Shared) {
             r#"{"object":"chat.completion","choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}"#,
         )),
         Fault::Answer(body) => Some(reply("200 OK", "", body)),
+        Fault::Failure(status, body) => Some(reply(&format!("{status} Failure"), "", body)),
     };
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
     if let Some(bytes) = answer

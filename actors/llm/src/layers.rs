@@ -7,7 +7,7 @@
 //! (per attempt) -> the HTTP backend. Retries wait outside the concurrency limit so a
 //! backing-off request holds no permit.
 
-use super::backend::{
+use crate::backend::{
     BackendError, BackendIdentity, ChatBackend, ChatFuture, ChatRequest, ChatResponse, Usage,
 };
 use serde::{Deserialize, Serialize};
@@ -26,8 +26,8 @@ pub trait ChatLayer {
 /// Builds a backend stack: `Stack::new(http).layer(a).layer(b)` puts `b` outermost.
 ///
 /// ```
-/// use mosaic_actors::llm::backend::{ApiKey, OpenAiBackend};
-/// use mosaic_actors::llm::layers::{ConcurrencyLimit, RetryPolicy, Stack, Timeout};
+/// use mosaic_llm::backend::{ApiKey, OpenAiBackend};
+/// use mosaic_llm::layers::{ConcurrencyLimit, RetryPolicy, Stack, Timeout};
 /// use std::time::Duration;
 /// let http = OpenAiBackend::new("http://127.0.0.1:9/v1", "m", ApiKey::none(), "test");
 /// let backend = Stack::new(http)
@@ -98,6 +98,7 @@ impl ChatBackend for TimeoutBackend {
 /// the backend. Also reports the peak it has seen.
 #[derive(Clone)]
 pub struct ConcurrencyLimit {
+    permits: usize,
     semaphore: Arc<tokio::sync::Semaphore>,
     in_flight: Arc<AtomicUsize>,
     peak: Arc<AtomicUsize>,
@@ -106,11 +107,18 @@ pub struct ConcurrencyLimit {
 impl ConcurrencyLimit {
     /// A limit of `permits` (at least 1).
     pub fn layer(permits: usize) -> Self {
+        let permits = permits.max(1);
         Self {
-            semaphore: Arc::new(tokio::sync::Semaphore::new(permits.max(1))),
+            permits,
+            semaphore: Arc::new(tokio::sync::Semaphore::new(permits)),
             in_flight: Arc::default(),
             peak: Arc::default(),
         }
+    }
+
+    /// Requests allowed in flight at once.
+    pub fn permits(&self) -> usize {
+        self.permits
     }
 
     /// The most requests seen in flight at once.
@@ -653,7 +661,7 @@ impl ChatBackend for MeteredBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::backend::{ChatMessage, Constraint, Role};
+    use crate::backend::{ChatMessage, Constraint, Role};
 
     fn request(text: &str) -> ChatRequest {
         ChatRequest {

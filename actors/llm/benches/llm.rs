@@ -18,14 +18,14 @@ mod support;
 
 use actix::{Actor, SystemRunner};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mosaic_actors::llm::server::{GetEndpoint, LlmServer, StopServer};
-use mosaic_actors::llm::{LlmResources, register};
 use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
 use mosaic_actors::{BeginEpisode, Decide};
 use mosaic_core::{
     Action, AgentContext, AgentSpec, DecisionSource, EnvSpec, ObsRequest, Observation, Settings,
     SlotSpec, Stepping,
 };
+use mosaic_llm::server::{GetEndpoint, LlmServer, StopServer};
+use mosaic_llm::{LlmResources, register};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -228,7 +228,7 @@ impl Bench {
     fn plain(&self, bodies: &[Vec<String>]) -> Duration {
         let endpoint = format!("{}/chat/completions", self.url);
         self.runner.block_on(async {
-            let client = reqwest::Client::new();
+            let client = mosaic_llm::backend::http_client();
             let started = Instant::now();
             futures::future::join_all(bodies.iter().map(|agent| {
                 let client = client.clone();
@@ -339,7 +339,7 @@ fn benches(c: &mut Criterion) {
     });
     group.finish();
     let pairs = pairs.into_inner();
-    let share = |usage: mosaic_actors::llm::backend::Usage| {
+    let share = |usage: mosaic_llm::backend::Usage| {
         100.0 * usage.cached_prompt_tokens as f64 / usage.prompt_tokens.max(1) as f64
     };
     println!(
