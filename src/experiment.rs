@@ -24,12 +24,15 @@ pub fn default_envs() -> EnvRegistry {
     mosaic_adapters::native_envs()
 }
 
-/// The operator kinds every experiment can name: the baselines, external policy workers
-/// and the LLM family (sharing `llm`: the local model server, backends, usage).
+/// The operator kinds every experiment can name: the baselines, external policy workers,
+/// the LLM family (sharing `llm`: the local model server, backends, usage) and, with the
+/// `rl` feature, trained policies (`rl`).
 pub fn default_operators(llm: &Arc<LlmResources>) -> OperatorRegistry {
     let mut registry = OperatorRegistry::baselines();
     mosaic_actors::worker::register(&mut registry);
     mosaic_actors::llm::register(&mut registry, llm.clone());
+    #[cfg(feature = "rl")]
+    mosaic_rl::register(&mut registry);
     registry
 }
 

@@ -19,6 +19,8 @@ pub use mosaic_actors as actors;
 pub use mosaic_adapters as adapters;
 pub use mosaic_core as core;
 pub use mosaic_recorder as recorder;
+#[cfg(feature = "rl")]
+pub use mosaic_rl as rl;
 pub use mosaic_supervisor as supervisor;
 
 /// The names most experiments need.
