@@ -22,11 +22,7 @@ const OBS_LEN: usize = 57;
 const AGENTS: usize = 4;
 
 fn decisions(c: &mut Criterion) {
-    let shape = NetShape {
-        obs_shape: vec![OBS_LEN],
-        actions: 8,
-        architecture: Architecture::default(),
-    };
+    let shape = NetShape::new(vec![OBS_LEN], 8, Architecture::default());
     let net = Inference::new(&ActorCritic::new(shape, 1).expect("a valid network"))
         .expect("inference of a valid network");
     let obs: Vec<f32> = (0..OBS_LEN * AGENTS)

@@ -28,6 +28,9 @@ pub struct Manifest {
     pub action_labels: Vec<String>,
     /// The network.
     pub architecture: Architecture,
+    /// Agents the critic reads (the team's size for MAPPO's centralised critic).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub critic_agents: usize,
     /// The training run that wrote it.
     pub run_id: String,
     /// Environment steps trained when it was written.
@@ -43,9 +46,12 @@ impl Manifest {
     /// The network shape it describes.
     pub fn net_shape(&self) -> NetShape {
         NetShape {
-            obs_shape: self.obs_shape.clone(),
-            actions: self.action_labels.len(),
-            architecture: self.architecture.clone(),
+            critic_agents: self.critic_agents,
+            ..NetShape::new(
+                self.obs_shape.clone(),
+                self.action_labels.len(),
+                self.architecture.clone(),
+            )
         }
     }
 
@@ -80,6 +86,14 @@ impl Manifest {
         }
         Ok(())
     }
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 /// The two files of the checkpoint named by `path` (either file, or their stem).
@@ -209,6 +223,7 @@ mod tests {
             obs_shape: vec![3],
             action_labels: vec!["left".into(), "right".into()],
             architecture: Architecture::default(),
+            critic_agents: 1,
             run_id: "r".into(),
             step: 10,
             update: 1,

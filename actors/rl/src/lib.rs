@@ -7,7 +7,7 @@
 //!   environment;
 //! - [`policy`]: batched inference and [`RlPolicy`], one agent's seeded policy;
 //! - [`operator`]: the `rl` operator kind;
-//! - [`train`]: PPO (IPPO, parameter sharing per team) over vectorised native
+//! - [`train`]: PPO (IPPO or MAPPO, parameter sharing per team) over vectorised native
 //!   environments on worker threads, writing a run directory with checkpoints.
 //!
 //! # Tensor library

@@ -262,12 +262,41 @@ pub struct NetShape {
     pub actions: usize,
     /// The layers.
     pub architecture: Architecture,
+    /// Agents whose observations the critic reads (the agent's own first, then its
+    /// teammates'): 1 for independent critics, the team's size for a centralised one
+    /// (MAPPO).
+    pub critic_agents: usize,
 }
 
 impl NetShape {
+    /// A network with an independent critic.
+    pub fn new(obs_shape: Vec<usize>, actions: usize, architecture: Architecture) -> Self {
+        Self {
+            obs_shape,
+            actions,
+            architecture,
+            critic_agents: 1,
+        }
+    }
+
     /// Values in one observation.
     pub fn obs_len(&self) -> usize {
         self.obs_shape.iter().product()
+    }
+
+    /// Values in one critic input.
+    pub fn critic_len(&self) -> usize {
+        self.obs_len() * self.critic_agents
+    }
+
+    /// The critic input's shape: the observations stacked along the first dimension (for
+    /// planes, as more channels).
+    fn critic_shape(&self) -> Vec<usize> {
+        let mut shape = self.obs_shape.clone();
+        if let Some(first) = shape.first_mut() {
+            *first *= self.critic_agents;
+        }
+        shape
     }
 }
 
@@ -297,6 +326,11 @@ impl ActorCritic {
         shape
             .architecture
             .check(&shape.obs_shape)
+            .and_then(|()| {
+                (shape.critic_agents > 0)
+                    .then_some(())
+                    .ok_or_else(|| "the critic reads no agent".to_owned())
+            })
             .map_err(|problem| RlError::Corrupt {
                 path: Default::default(),
                 problem,
@@ -308,7 +342,7 @@ impl ActorCritic {
         let (actor, width) = Trunk::build(&mut b, "actor", &shape.architecture, &shape.obs_shape)?;
         let policy_head = b.linear("actor.head", width, shape.actions, 0.01)?;
         let (critic, width) =
-            Trunk::build(&mut b, "critic", &shape.architecture, &shape.obs_shape)?;
+            Trunk::build(&mut b, "critic", &shape.architecture, &shape.critic_shape())?;
         let value_head = b.linear("critic.head", width, 1, 1.0)?;
         if let Source::Loaded(rest) = &b.source
             && let Some(name) = rest.keys().min()
@@ -355,7 +389,7 @@ impl ActorCritic {
         )))
     }
 
-    /// State values `[batch]` for observations `[batch, obs_len]`.
+    /// State values `[batch]` for critic inputs `[batch, critic_len]`.
     pub fn values(&self, obs: &Tensor) -> Result<Tensor> {
         Ok(self
             .value_head
@@ -441,11 +475,7 @@ mod tests {
     use super::*;
 
     fn shape(architecture: Architecture, obs_shape: Vec<usize>) -> NetShape {
-        NetShape {
-            obs_shape,
-            actions: 5,
-            architecture,
-        }
+        NetShape::new(obs_shape, 5, architecture)
     }
 
     #[test]

@@ -62,13 +62,13 @@ impl Inference {
         }
     }
 
-    /// State values of `rows` observations.
-    pub fn values(&self, obs: &[f32], rows: usize) -> Result<Vec<f32>> {
+    /// State values of `rows` critic inputs (row after row in `inputs`).
+    pub fn values(&self, inputs: &[f32], rows: usize) -> Result<Vec<f32>> {
         match &self.dense {
-            Some((_, critic)) => Ok(critic.forward(obs, rows)),
+            Some((_, critic)) => Ok(critic.forward(inputs, rows)),
             None => Ok(self
                 .net
-                .values(&batch(obs, rows, self.net.shape().obs_len())?)?
+                .values(&batch(inputs, rows, self.net.shape().critic_len())?)?
                 .to_vec1::<f32>()?),
         }
     }
@@ -82,7 +82,7 @@ impl Inference {
 /// use mosaic_rl::net::{ActorCritic, NetShape};
 /// use mosaic_rl::Architecture;
 /// use mosaic_rl::policy::{Inference, decide_batch};
-/// let net = ActorCritic::new(NetShape { obs_shape: vec![4], actions: 3, architecture: Architecture::default() }, 1).unwrap();
+/// let net = ActorCritic::new(NetShape::new(vec![4], 3, Architecture::default()), 1).unwrap();
 /// let legal = [vec![true, false, false], vec![false, true, true]];
 /// let choices = decide_batch(&Inference::new(&net).unwrap(), &[0.1; 8], &[&legal[0], &legal[1]], None).unwrap();
 /// assert_eq!(choices[0].0, 0);
@@ -182,23 +182,19 @@ mod tests {
     }
 
     fn net() -> Arc<Inference> {
-        let shape = NetShape {
-            obs_shape: vec![3],
-            actions: 4,
-            architecture: Architecture::default(),
-        };
+        let shape = NetShape::new(vec![3], 4, Architecture::default());
         Arc::new(Inference::new(&ActorCritic::new(shape, 2).unwrap()).unwrap())
     }
 
     #[test]
     fn plain_rust_inference_agrees_with_candle() {
-        let shape = NetShape {
-            obs_shape: vec![10],
-            actions: 6,
-            architecture: Architecture::Mlp {
+        let shape = NetShape::new(
+            vec![10],
+            6,
+            Architecture::Mlp {
                 hidden: vec![64, 64],
             },
-        };
+        );
         let net = ActorCritic::new(shape, 8).unwrap();
         let inference = Inference::new(&net).unwrap();
         assert!(inference.dense.is_some());

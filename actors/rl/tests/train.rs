@@ -8,7 +8,7 @@ use mosaic_core::{
 };
 use mosaic_rl::Checkpoint;
 use mosaic_rl::policy::{Inference, RlPolicy};
-use mosaic_rl::train::{TrainOptions, Trainer, TrainerBuilder};
+use mosaic_rl::train::{Algorithm, TrainOptions, Trainer, TrainerBuilder};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -297,4 +297,44 @@ fn training_specs_are_checked_against_the_environment() {
         err.to_string().contains("not a native environment"),
         "{err}"
     );
+}
+
+#[test]
+fn mappo_trains_a_centralised_critic_and_its_policy_acts_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = |algorithm, name: &str| {
+        Trainer::builder("soccer", "soccer-2v2")
+            .learn("green")
+            .agent("*", mosaic_core::SlotSpec::kind("random"))
+            .algorithm(algorithm)
+            .total_steps(256)
+            .parallel(2, 2)
+            .rollout(32)
+            .checkpoint_every(2)
+            .build()
+            .unwrap()
+            .run(&options(&dir.path().join(name)))
+            .unwrap()
+    };
+    let mappo = train(Algorithm::Mappo, "mappo");
+    let checkpoint = Checkpoint::load(&mappo.policies[0].1).unwrap();
+    assert_eq!(checkpoint.manifest.critic_agents, 2);
+    assert_eq!(checkpoint.manifest.agents, ["green_0", "green_1"]);
+    // The policy reads one agent's observation, so it plays any green slot by itself.
+    let spec = mosaic_adapters::in_process_envs()
+        .make("soccer-2v2", &Settings::new())
+        .unwrap()
+        .spec()
+        .clone();
+    let mut settings = Settings::new();
+    settings.insert(
+        "checkpoint".into(),
+        mappo.policies[0].1.to_string_lossy().into_owned().into(),
+    );
+    mosaic_rl::operator::policy(&settings, &spec).unwrap();
+    let ippo = train(Algorithm::Ippo, "ippo");
+    let checkpoint = Checkpoint::load(&ippo.policies[0].1).unwrap();
+    assert_eq!(checkpoint.manifest.critic_agents, 1);
+    let json = std::fs::read_to_string(ippo.policies[0].1.with_extension("json")).unwrap();
+    assert!(!json.contains("critic_agents"), "{json}");
 }

@@ -11,6 +11,19 @@ use std::path::Path;
 /// The operator kind that marks the slots being trained.
 pub const LEARN: &str = "learn";
 
+/// How the critics of a team see the game.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    /// Independent PPO: each agent's critic reads its own observation.
+    #[default]
+    Ippo,
+    /// Multi-agent PPO: a centralised critic reads the observations of the agent's whole
+    /// team (its own first, then its teammates' in agent order); the policy still reads the
+    /// agent's own, so it acts alone.
+    Mappo,
+}
+
 /// PPO's hyperparameters (CleanRL's defaults for discrete actions).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -100,6 +113,9 @@ pub struct TrainSpec {
     /// Updates between checkpoints (every environment starts a new episode after one).
     #[serde(default = "default_checkpoint_every")]
     pub checkpoint_every: u64,
+    /// IPPO (independent critics, the default) or MAPPO (a centralised critic per team).
+    #[serde(default)]
+    pub algorithm: Algorithm,
     /// The network; default: an MLP of two 64-unit layers (a small CNN over planes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub architecture: Option<Architecture>,

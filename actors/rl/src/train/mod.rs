@@ -1,9 +1,10 @@
 //! PPO training on the native worlds, without actors: `mosaic train TRAIN.toml`, or
 //! [`Trainer::builder`] in Rust.
 //!
-//! Independent PPO (IPPO): every team with `learn` slots trains one policy shared by its
-//! agents (parameter sharing), against fixed players in the other slots (random, noop,
-//! cycling, scripted, or any `rl` checkpoint). Environments are stepped in lock-step on
+//! PPO with independent critics (IPPO) or a centralised critic per team (MAPPO): every
+//! team with `learn` slots trains one policy shared by its agents (parameter sharing),
+//! against fixed players in the other slots (random, noop, cycling, scripted, or any `rl`
+//! checkpoint). Environments are stepped in lock-step on
 //! worker threads; the result depends on the seed only (not on the thread count).
 //!
 //! A run directory holds, besides the usual `run.json` and records (one episode record
@@ -24,7 +25,7 @@ pub mod config;
 pub mod ppo;
 pub mod rollout;
 
-pub use config::{Group, LEARN, PpoConfig, TrainSpec};
+pub use config::{Algorithm, Group, LEARN, PpoConfig, TrainSpec};
 
 use crate::checkpoint::{self, Checkpoint, Manifest, write_atomically};
 use crate::error::{Result, RlError};
@@ -172,6 +173,12 @@ impl TrainerBuilder {
         self
     }
 
+    /// IPPO (the default) or MAPPO.
+    pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.spec.algorithm = algorithm;
+        self
+    }
+
     /// The network.
     pub fn architecture(mut self, architecture: crate::Architecture) -> Self {
         self.spec.architecture = Some(architecture);
@@ -241,6 +248,7 @@ impl Trainer {
                 threads: 2,
                 rollout: 128,
                 checkpoint_every: 10,
+                algorithm: Algorithm::Ippo,
                 architecture: None,
                 ppo: PpoConfig::default(),
             },
@@ -305,11 +313,7 @@ impl Trainer {
         architecture
             .check(&obs_shape)
             .map_err(|m| RlError::Spec(SpecError::new("architecture", m)))?;
-        let shape = NetShape {
-            obs_shape,
-            actions: env_spec.action_labels.len(),
-            architecture,
-        };
+        let shape = NetShape::new(obs_shape, env_spec.action_labels.len(), architecture);
         let mut runners = Vec::with_capacity(self.spec.envs);
         let mut kinds = Vec::new();
         for index in 0..self.spec.envs {
@@ -341,7 +345,8 @@ impl Trainer {
                 let env = env
                     .or_else(|| probe.take())
                     .ok_or_else(|| RlError::Spec(SpecError::new("env", "environment missing")))?;
-                Ok(EnvRunner::new(index, self.spec.seed, env, players))
+                let teams = groups.iter().map(|g| g.agents.clone()).collect();
+                Ok(EnvRunner::new(index, self.spec.seed, env, players, teams))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Setup {
@@ -351,6 +356,29 @@ impl Trainer {
             runners,
             kinds,
         })
+    }
+
+    /// The network shape of `group`: its critic reads the whole team under MAPPO.
+    fn group_shape(&self, shape: &NetShape, group: &Group) -> NetShape {
+        NetShape {
+            critic_agents: match self.spec.algorithm {
+                Algorithm::Ippo => 1,
+                Algorithm::Mappo => group.agents.len(),
+            },
+            ..shape.clone()
+        }
+    }
+
+    /// Fresh networks of every group, seeded from the run's seed and the group's name.
+    fn fresh_nets(&self, setup: &Setup) -> Result<Vec<ActorCritic>> {
+        setup
+            .groups
+            .iter()
+            .map(|g| {
+                let seed = derive_seed(self.spec.seed, &format!("net-{}", g.name));
+                ActorCritic::new(self.group_shape(&setup.shape, g), seed)
+            })
+            .collect()
     }
 
     /// The fixed policy of agent `agent`'s slot.
@@ -422,16 +450,7 @@ impl Trainer {
     /// Trains from scratch into `options.dir`.
     pub fn run(&self, options: &TrainOptions) -> Result<TrainOutcome> {
         let setup = self.setup()?;
-        let nets = setup
-            .groups
-            .iter()
-            .map(|g| {
-                ActorCritic::new(
-                    setup.shape.clone(),
-                    derive_seed(self.spec.seed, &format!("net-{}", g.name)),
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let nets = self.fresh_nets(&setup)?;
         let adams = nets.iter().map(Adam::new).collect::<Result<Vec<_>>>()?;
         let mut versions = options.versions.clone();
         versions.insert("mode".into(), TRAINING_MODE.into());
@@ -495,16 +514,7 @@ impl Trainer {
                 adam_steps: vec![0; setup.groups.len()],
                 ..TrainerState::default()
             };
-            let nets = setup
-                .groups
-                .iter()
-                .map(|g| {
-                    ActorCritic::new(
-                        setup.shape.clone(),
-                        derive_seed(trainer.spec.seed, &format!("net-{}", g.name)),
-                    )
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let nets = trainer.fresh_nets(&setup)?;
             let adams = nets.iter().map(Adam::new).collect::<Result<Vec<_>>>()?;
             return Session {
                 trainer: &trainer,
@@ -777,16 +787,15 @@ impl Session<'_> {
     /// PPO's update of every group on the rollout's complete transitions.
     fn learn(&mut self, update: u64, lr: f64) -> Result<Vec<Losses>> {
         let spec = &self.trainer.spec;
-        let (obs_len, actions) = (self.setup.shape.obs_len(), self.setup.shape.actions);
         let mut all = Vec::with_capacity(self.setup.groups.len());
         for (index, group) in self.setup.groups.iter().enumerate() {
+            let shape = self.nets[index].shape();
             let mut batch = Batch::default();
             for runner in &self.setup.runners {
                 for &agent in &group.agents {
                     batch.push(
                         &runner.streams[agent],
-                        obs_len,
-                        actions,
+                        shape,
                         spec.ppo.gamma,
                         spec.ppo.gae_lambda,
                     );
@@ -806,8 +815,10 @@ impl Session<'_> {
             )?);
         }
         for runner in &mut self.setup.runners {
-            for stream in &mut runner.streams {
-                stream.keep_open(obs_len, actions);
+            for (group, net) in self.setup.groups.iter().zip(&self.nets) {
+                for &agent in &group.agents {
+                    runner.streams[agent].keep_open(net.shape());
+                }
             }
         }
         Ok(all)
@@ -866,6 +877,7 @@ impl Session<'_> {
                     obs_shape: self.setup.shape.obs_shape.clone(),
                     action_labels: self.setup.env_spec.action_labels.clone(),
                     architecture: self.setup.shape.architecture.clone(),
+                    critic_agents: self.nets[index].shape().critic_agents,
                     run_id: run_id.to_string(),
                     step: self.state.steps,
                     update: self.state.update,

@@ -4,7 +4,7 @@
 use super::config::PpoConfig;
 use super::rollout::Stream;
 use crate::error::Result;
-use crate::net::ActorCritic;
+use crate::net::{ActorCritic, NetShape};
 use candle_core::backprop::GradStore;
 use candle_core::{D, DType, Device, Tensor};
 use mosaic_core::rng::Rng;
@@ -107,6 +107,7 @@ impl Adam {
 #[derive(Debug, Default)]
 pub struct Batch {
     obs: Vec<f32>,
+    critic: Vec<f32>,
     masks: Vec<f32>,
     actions: Vec<u32>,
     logps: Vec<f32>,
@@ -127,14 +128,8 @@ impl Batch {
 
     /// Adds the complete transitions of `stream`, with GAE advantages; the value of an
     /// open last transition bootstraps the one before it.
-    pub fn push(
-        &mut self,
-        stream: &Stream,
-        obs_len: usize,
-        actions: usize,
-        gamma: f32,
-        lambda: f32,
-    ) {
+    pub fn push(&mut self, stream: &Stream, shape: &NetShape, gamma: f32, lambda: f32) {
+        let (obs_len, actions) = (shape.obs_len(), shape.actions);
         let complete = stream.complete();
         let start = self.advantages.len();
         self.advantages.resize(start + complete, 0.0);
@@ -154,6 +149,8 @@ impl Batch {
         );
         self.obs
             .extend_from_slice(&stream.obs[..complete * obs_len]);
+        self.critic
+            .extend_from_slice(&stream.critic[..complete * shape.critic_len()]);
         self.masks
             .extend_from_slice(&stream.masks[..complete * actions]);
         self.actions.extend_from_slice(&stream.actions[..complete]);
@@ -192,6 +189,7 @@ pub fn update(
     let (obs_len, actions) = (net.shape().obs_len(), net.shape().actions);
     let dev = Device::Cpu;
     let obs = Tensor::from_slice(&batch.obs, (n, obs_len), &dev)?;
+    let critic = Tensor::from_slice(&batch.critic, (n, net.shape().critic_len()), &dev)?;
     let masks = Tensor::from_slice(&batch.masks, (n, actions), &dev)?;
     let acts = Tensor::from_slice(&batch.actions, (n, 1), &dev)?;
     let old_logps = Tensor::from_slice(&batch.logps, n, &dev)?;
@@ -224,7 +222,7 @@ pub fn update(
             let surrogate = (&ratio * &adv)?.minimum(&(clipped * &adv)?)?;
             let policy_loss = surrogate.mean_all()?.neg()?;
             let entropy = (log_probs.exp()? * &log_probs)?.sum(1)?.mean_all()?.neg()?;
-            let values = net.values(&pick(&obs)?)?;
+            let values = net.values(&pick(&critic)?)?;
             let value_loss = ((values - pick(&returns)?)?.sqr()?.mean_all()? * 0.5)?;
             let loss = ((&policy_loss - (&entropy * f64::from(config.entropy_coef))?)?
                 + (&value_loss * f64::from(config.value_coef))?)?;
@@ -256,6 +254,7 @@ mod tests {
     fn gae_bootstraps_from_the_open_transition_and_stops_at_episode_ends() {
         let stream = Stream {
             obs: vec![0.0; 4],
+            critic: vec![0.0; 4],
             masks: vec![0.0; 4],
             actions: vec![0, 0, 0, 0],
             logps: vec![0.0; 4],
@@ -264,7 +263,12 @@ mod tests {
             dones: vec![false, true, false, false],
         };
         let mut batch = Batch::default();
-        batch.push(&stream, 1, 1, 0.5, 1.0);
+        batch.push(
+            &stream,
+            &NetShape::new(vec![1], 1, Default::default()),
+            0.5,
+            1.0,
+        );
         // The open last transition is not trained on; it bootstraps the third.
         assert_eq!(batch.len(), 3);
         let third = 0.0 + 0.5 * 2.0 - 1.0;

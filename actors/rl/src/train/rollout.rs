@@ -7,7 +7,7 @@
 //! agents' turns, are credited right.
 
 use crate::error::Result;
-use crate::net::{choose, mask_row};
+use crate::net::{NetShape, choose, mask_row};
 use crate::policy::{Inference, push_observation};
 use mosaic_core::rng::{Rng, derive_seed, seeded};
 use mosaic_core::{
@@ -19,6 +19,8 @@ use mosaic_core::{
 pub struct Stream {
     /// Observations, row after row.
     pub obs: Vec<f32>,
+    /// The critic's inputs, row after row (the observation, or the team's under MAPPO).
+    pub critic: Vec<f32>,
     /// Additive action masks, row after row.
     pub masks: Vec<f32>,
     /// Actions taken.
@@ -53,10 +55,11 @@ impl Stream {
     }
 
     /// Keeps only the open transition (if any), dropping the `complete` ones before it.
-    pub fn keep_open(&mut self, obs_len: usize, actions: usize) {
+    pub fn keep_open(&mut self, shape: &NetShape) {
         let done = self.complete();
-        self.obs.drain(..done * obs_len);
-        self.masks.drain(..done * actions);
+        self.obs.drain(..done * shape.obs_len());
+        self.critic.drain(..done * shape.critic_len());
+        self.masks.drain(..done * shape.actions);
         for v in [&mut self.logps, &mut self.values, &mut self.rewards] {
             v.drain(..done);
         }
@@ -103,6 +106,10 @@ pub struct EnvRunner {
     base_seed: u64,
     env: Box<dyn Environment>,
     players: Vec<Player>,
+    /// Each group's agents, in agent order.
+    teams: Vec<Vec<usize>>,
+    /// Per acting agent (as in `observations`): a learner's critic input.
+    critic_inputs: Vec<Vec<f32>>,
     /// Per agent.
     pub streams: Vec<Stream>,
     /// Episodes started so far (seeds the next).
@@ -122,12 +129,14 @@ pub struct EnvRunner {
 }
 
 impl EnvRunner {
-    /// Environment `index` of a run seeded `base_seed`, with one player per agent.
+    /// Environment `index` of a run seeded `base_seed`, with one player per agent and
+    /// the agents of each learning group.
     pub fn new(
         index: usize,
         base_seed: u64,
         env: Box<dyn Environment>,
         players: Vec<Player>,
+        teams: Vec<Vec<usize>>,
     ) -> Self {
         let agents = env.spec().agents.len();
         Self {
@@ -135,6 +144,8 @@ impl EnvRunner {
             base_seed,
             env,
             players,
+            teams,
+            critic_inputs: Vec::new(),
             streams: vec![Stream::default(); agents],
             episodes_started: 0,
             running: false,
@@ -179,14 +190,15 @@ impl EnvRunner {
         Ok(())
     }
 
-    /// Observes the acting agents; appends each learning agent's observation and mask to
-    /// its group's request.
-    fn observe(&mut self, requests: &mut [Request], obs_len: usize) -> Result<()> {
+    /// Observes the acting agents; appends each learning agent's observation, critic input
+    /// and mask to its group's request.
+    fn observe(&mut self, requests: &mut [Request], shapes: &[&NetShape]) -> Result<()> {
         if !self.running {
             self.start_episode()?;
         }
         self.acting = self.env.acting();
         self.observations.clear();
+        self.critic_inputs.clear();
         let actions = self.env.spec().action_labels.len();
         for &agent in &self.acting {
             let want = match &self.players[agent] {
@@ -194,9 +206,20 @@ impl EnvRunner {
                 Player::Fixed(policy) => policy.wants(),
             };
             let obs = self.env.observe(agent, want);
+            let mut critic = Vec::new();
             if let Player::Learner(group) = self.players[agent] {
+                let shape = shapes[group];
+                let obs_len = shape.obs_len();
+                push_observation(&obs, obs_len, &mut critic)?;
+                if shape.critic_agents > 1 {
+                    for &mate in self.teams[group].iter().filter(|&&m| m != agent) {
+                        let seen = self.env.observe(mate, ObsRequest::SYMBOLIC);
+                        push_observation(&seen, obs_len, &mut critic)?;
+                    }
+                }
                 let request = &mut requests[group];
-                push_observation(&obs, obs_len, &mut request.obs)?;
+                request.obs.extend_from_slice(&critic[..obs_len]);
+                request.critic.extend_from_slice(&critic);
                 let all = obs.legal.is_empty();
                 request
                     .legal
@@ -204,13 +227,14 @@ impl EnvRunner {
                 request.rows.push((self.index, agent));
             }
             self.observations.push(obs);
+            self.critic_inputs.push(critic);
         }
         Ok(())
     }
 
     /// Takes one step with the learners' `choices` (per group, in request order) and the
     /// fixed players' decisions.
-    fn step(&mut self, answers: &mut [Answers], obs_len: usize) -> Result<()> {
+    fn step(&mut self, answers: &mut [Answers], shapes: &[&NetShape]) -> Result<()> {
         let spec = self.env.spec();
         let actions = spec.action_labels.len();
         self.actions.iter_mut().for_each(|a| *a = None);
@@ -221,9 +245,11 @@ impl EnvRunner {
                 Player::Learner(group) => {
                     let answer = answers[*group].next();
                     let stream = &mut self.streams[agent];
-                    if let Some(symbolic) = &obs.symbolic {
-                        stream.obs.extend_from_slice(&symbolic.data[..obs_len]);
-                    }
+                    let critic = &self.critic_inputs[slot];
+                    stream
+                        .obs
+                        .extend_from_slice(&critic[..shapes[*group].obs_len()]);
+                    stream.critic.extend_from_slice(critic);
                     mask_row(&obs.legal, actions, &mut stream.masks);
                     stream.actions.push(answer.action as u32);
                     stream.logps.push(answer.logp);
@@ -270,6 +296,7 @@ impl EnvRunner {
 #[derive(Default)]
 struct Request {
     obs: Vec<f32>,
+    critic: Vec<f32>,
     legal: Vec<bool>,
     /// (environment index, agent) of each row.
     rows: Vec<(usize, usize)>,
@@ -315,14 +342,11 @@ pub fn collect(
         runner.finished.clear();
         runner.steps = 0;
     }
-    let Some(first) = nets.first() else {
-        return Ok(());
-    };
-    let (obs_len, actions) = (first.net().shape().obs_len(), first.net().shape().actions);
+    let shapes: Vec<&NetShape> = nets.iter().map(|n| n.net().shape()).collect();
     for _ in 0..steps {
         let mut requests: Vec<Request> = nets.iter().map(|_| Request::default()).collect();
         for runner in runners.iter_mut() {
-            runner.observe(&mut requests, obs_len)?;
+            runner.observe(&mut requests, &shapes)?;
         }
         let mut answers = Vec::with_capacity(nets.len());
         for (net, request) in nets.iter().zip(&requests) {
@@ -331,7 +355,8 @@ pub fn collect(
                 Vec::new()
             } else {
                 let logits = net.logits(&request.obs, rows)?;
-                let values = net.values(&request.obs, rows)?;
+                let values = net.values(&request.critic, rows)?;
+                let actions = net.net().shape().actions;
                 let first_env = runners.first().map_or(0, |r| r.index);
                 (0..rows)
                     .map(|row| {
@@ -353,7 +378,7 @@ pub fn collect(
             answers.push(Answers { list, next: 0 });
         }
         for runner in runners.iter_mut() {
-            runner.step(&mut answers, obs_len)?;
+            runner.step(&mut answers, &shapes)?;
         }
     }
     Ok(())
