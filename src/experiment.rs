@@ -24,11 +24,14 @@ pub fn default_envs() -> EnvRegistry {
 }
 
 /// The operator kinds every experiment can name: the baselines, external policy workers
-/// and the families built in (the LLM family with feature `llm`), sharing `families`.
+/// and the families built in (the LLM family with feature `llm`, sharing `families`;
+/// trained policies, `rl`, with feature `rl`).
 pub fn default_operators(families: &Families) -> OperatorRegistry {
     let mut registry = OperatorRegistry::baselines();
     mosaic_actors::worker::register(&mut registry);
     families.register(&mut registry);
+    #[cfg(feature = "rl")]
+    mosaic_rl::register(&mut registry);
     registry
 }
 

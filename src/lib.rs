@@ -23,6 +23,8 @@ pub use mosaic_core as core;
 #[cfg(feature = "llm")]
 pub use mosaic_llm as llm;
 pub use mosaic_recorder as recorder;
+#[cfg(feature = "rl")]
+pub use mosaic_rl as rl;
 pub use mosaic_supervisor as supervisor;
 
 /// The names most experiments need.

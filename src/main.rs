@@ -46,6 +46,10 @@ enum Command {
     Compare(commands::compare::CompareArgs),
     /// Replay an episode from its seed and recorded actions, checking it against the records.
     Replay(commands::replay::ReplayArgs),
+    /// Train RL policies (PPO) on a native environment into a run directory, or resume a
+    /// killed training run.
+    #[cfg(feature = "rl")]
+    Train(commands::train::TrainArgs),
 }
 
 #[derive(clap::Args)]
@@ -180,6 +184,8 @@ fn main() -> ExitCode {
         Command::Export(args) => finish(commands::export::run(&args)),
         Command::Compare(args) => finish(commands::compare::run(&args)),
         Command::Replay(args) => finish(commands::replay::run(&args)),
+        #[cfg(feature = "rl")]
+        Command::Train(args) => finish(commands::train::run(&args)),
     }
 }
 

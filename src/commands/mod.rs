@@ -5,6 +5,8 @@ pub mod export;
 pub mod replay;
 pub mod report;
 pub mod runs;
+#[cfg(feature = "rl")]
+pub mod train;
 
 use mosaic_recorder::RecorderError;
 use mosaic_recorder::replay::ReplayError;
@@ -28,6 +30,10 @@ pub enum CliError {
     /// `compare`: the runs differ (already reported on stdout).
     #[error("the runs differ")]
     RunsDiffer,
+    /// `train`: the training failed.
+    #[cfg(feature = "rl")]
+    #[error(transparent)]
+    Train(#[from] mosaic_rl::RlError),
 }
 
 impl CliError {
@@ -39,6 +45,8 @@ impl CliError {
             CliError::Recorder(e) if e.is_bad_input() => 2,
             CliError::Usage(_) => 2,
             CliError::Replay(ReplayError::NoSteps { .. } | ReplayError::UnknownAgent { .. }) => 2,
+            #[cfg(feature = "rl")]
+            CliError::Train(e) if e.is_bad_input() => 2,
             _ => 1,
         }
     }

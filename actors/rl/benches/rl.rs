@@ -1,0 +1,92 @@
+//! Speed of the RL stack: batched inference per decision (goal ≤ 5 µs for the 64-64 MLP,
+//! a batch of 4 soccer-2v2 agents sharing one policy) and end-to-end PPO training
+//! throughput on soccer-2v2 (goal ≥ 50,000 environment steps/s, collection plus updates).
+//!
+//! Run with `cargo bench -p mosaic-rl --bench rl`; besides criterion's figures it prints
+//! µs per decision and training steps/s against the goals.
+
+use criterion::{Criterion, Throughput};
+use mosaic_core::SlotSpec;
+use mosaic_core::rng::{Rng, seeded};
+use mosaic_rl::Architecture;
+use mosaic_rl::net::{ActorCritic, NetShape};
+use mosaic_rl::policy::{Inference, decide_batch};
+use mosaic_rl::train::{TrainOptions, Trainer};
+use std::hint::black_box;
+use std::time::Instant;
+
+const DECISION_GOAL_US: f64 = 5.0;
+const TRAINING_GOAL_STEPS_PER_S: f64 = 50_000.0;
+/// Soccer's symbolic observation with the default 3×3 view.
+const OBS_LEN: usize = 57;
+const AGENTS: usize = 4;
+
+fn decisions(c: &mut Criterion) {
+    let shape = NetShape::new(vec![OBS_LEN], 8, Architecture::default());
+    let net = Inference::new(&ActorCritic::new(shape, 1).expect("a valid network"))
+        .expect("inference of a valid network");
+    let obs: Vec<f32> = (0..OBS_LEN * AGENTS)
+        .map(|i| (i % 7) as f32 * 0.3)
+        .collect();
+    let legal = vec![true; 8];
+    let masks: Vec<&[bool]> = (0..AGENTS).map(|_| legal.as_slice()).collect();
+    let mut rngs: Vec<Rng> = (0..AGENTS as u64).map(seeded).collect();
+    let mut group = c.benchmark_group("rl");
+    group.throughput(Throughput::Elements(AGENTS as u64));
+    group.bench_function("mlp_batch4_decisions", |b| {
+        b.iter(|| decide_batch(&net, black_box(&obs), &masks, Some(&mut rngs)).expect("decides"))
+    });
+    group.finish();
+    let rounds = 20_000;
+    let started = Instant::now();
+    for _ in 0..rounds {
+        black_box(decide_batch(&net, &obs, &masks, Some(&mut rngs)).expect("decides"));
+    }
+    let per_decision = started.elapsed().as_secs_f64() * 1e6 / (rounds * AGENTS) as f64;
+    println!(
+        "rl: {per_decision:.2} µs per decision (MLP 64-64, batch of {AGENTS}; goal ≤ {DECISION_GOAL_US} µs: {})",
+        if per_decision <= DECISION_GOAL_US {
+            "met"
+        } else {
+            "missed"
+        }
+    );
+}
+
+/// IPPO for the green team against random blues: 16 environments × 128 steps per update,
+/// 8 updates, on two worker threads.
+fn training() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let trainer = Trainer::builder("bench", "soccer-2v2")
+        .learn("green")
+        .agent("*", SlotSpec::kind("random"))
+        .total_steps(16 * 128 * 8)
+        .parallel(16, 2)
+        .checkpoint_every(8)
+        .build()
+        .expect("a valid training spec");
+    let outcome = trainer
+        .run(&TrainOptions {
+            dir: dir.path().join("run"),
+            run_id: "bench".into(),
+            versions: Default::default(),
+            progress: false,
+        })
+        .expect("training runs");
+    println!(
+        "rl: training soccer-2v2 (IPPO, MLP 64-64): {:.0} environment steps/s (goal ≥ {TRAINING_GOAL_STEPS_PER_S}: {})",
+        outcome.steps_per_s,
+        if outcome.steps_per_s >= TRAINING_GOAL_STEPS_PER_S {
+            "met"
+        } else {
+            "missed"
+        }
+    );
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    decisions(&mut criterion);
+    training();
+    criterion.final_summary();
+}

@@ -1,0 +1,972 @@
+//! PPO training on the native worlds, without actors: `mosaic train TRAIN.toml`, or
+//! [`Trainer::builder`] in Rust.
+//!
+//! PPO with independent critics (IPPO) or a centralised critic per team (MAPPO): every
+//! team with `learn` slots trains one policy shared by its agents (parameter sharing),
+//! against fixed players in the other slots (random, noop, cycling, scripted, or any `rl`
+//! checkpoint). Environments are stepped in lock-step on
+//! worker threads; the result depends on the seed only (not on the thread count).
+//!
+//! A run directory holds, besides the usual `run.json` and records (one episode record
+//! per training episode, so `mosaic report` plots the learning curve):
+//!
+//! - `train.json`: the training spec;
+//! - `updates.jsonl`: one line per update (losses, entropy, mean return, steps/s);
+//! - `checkpoints/update-NNNNNN/`: each group's policy (`GROUP.json` +
+//!   `GROUP.safetensors`), optimiser state and `state.json`, every `checkpoint_every`
+//!   updates; `policies/GROUP.*`: the latest policy, what experiments name with
+//!   `kind = "rl"`.
+//!
+//! Records are written with each checkpoint, and every environment starts a new episode
+//! after one, so a run resumed after a kill ([`Trainer::resume`]) continues exactly as if it
+//! had never stopped.
+
+pub mod config;
+pub mod ppo;
+pub mod rollout;
+
+pub use config::{Algorithm, Group, LEARN, PpoConfig, TrainSpec};
+
+use crate::checkpoint::{self, Checkpoint, Manifest, write_atomically};
+use crate::error::{Result, RlError};
+use crate::net::{ActorCritic, NetShape};
+use crate::policy::Inference;
+use candle_core::Device;
+use mosaic_core::experiment::{ExperimentSpec, OperatorSpec, SeedPlan, SlotSpec};
+use mosaic_core::record::{AgentResult, EpisodeRecord, RunManifest, now_ms};
+use mosaic_core::rng::{derive_seed, seeded};
+use mosaic_core::{EnvKind, EnvRegistry, EnvSpec, OperatorId, Paradigm, Policy, RunId, SpecError};
+use mosaic_recorder::{Durability, RunDir, RunStore, Unit};
+use ppo::{Adam, Batch, Losses};
+use rollout::{EnvRunner, Finished, Player};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The operator id of a training run's records.
+pub const OPERATOR_ID: &str = "train";
+/// The value of `versions.mode` in a training run's `run.json`.
+pub const TRAINING_MODE: &str = "training";
+
+const SPEC_FILE: &str = "train.json";
+const UPDATES_FILE: &str = "updates.jsonl";
+const CHECKPOINTS_DIR: &str = "checkpoints";
+const POLICIES_DIR: &str = "policies";
+const STATE_FILE: &str = "state.json";
+
+/// Where a training run goes.
+#[derive(Clone, Debug)]
+pub struct TrainOptions {
+    /// The run directory (created; must not hold a run yet).
+    pub dir: PathBuf,
+    /// The run id.
+    pub run_id: String,
+    /// Software versions recorded in `run.json`.
+    pub versions: serde_json::Map<String, serde_json::Value>,
+    /// Show a progress bar on standard error.
+    pub progress: bool,
+}
+
+/// What a finished training run reports.
+#[derive(Clone, Debug)]
+pub struct TrainOutcome {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// PPO updates done.
+    pub updates: u64,
+    /// Environment steps taken.
+    pub steps: u64,
+    /// Training episodes finished.
+    pub episodes: u64,
+    /// Each group's name and latest policy (stem of its checkpoint).
+    pub policies: Vec<(String, PathBuf)>,
+    /// Mean return of each group's agents over the episodes of the last checkpoint period.
+    pub mean_returns: Vec<f64>,
+    /// Environment steps per second of this process's share of the run.
+    pub steps_per_s: f64,
+}
+
+/// Progress saved with every checkpoint.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrainerState {
+    update: u64,
+    steps: u64,
+    episodes: u64,
+    episodes_started: Vec<u64>,
+    adam_steps: Vec<u64>,
+    seeds: Vec<u64>,
+}
+
+/// One line of `updates.jsonl`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct UpdateLine {
+    update: u64,
+    step: u64,
+    learning_rate: f64,
+    /// Per group: mean return of the episodes that ended in this update (null: none did).
+    mean_return: Vec<Option<f64>>,
+    losses: Vec<serde_json::Value>,
+    steps_per_s: f64,
+}
+
+/// A training run, ready to start or resume.
+#[derive(Clone, Debug)]
+pub struct Trainer {
+    spec: TrainSpec,
+    envs: EnvRegistry,
+}
+
+/// Builds a [`Trainer`] in code; see [`Trainer::builder`].
+#[derive(Clone, Debug)]
+pub struct TrainerBuilder {
+    spec: TrainSpec,
+    envs: EnvRegistry,
+}
+
+impl TrainerBuilder {
+    /// Sets an environment setting.
+    pub fn env_setting(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.spec.env_settings.insert(key.into(), value.into());
+        self
+    }
+
+    /// Trains the agents of `slot` (an agent id, a team or `*`).
+    pub fn learn(self, slot: &str) -> Self {
+        self.agent(slot, SlotSpec::kind(LEARN))
+    }
+
+    /// Puts a fixed player on `slot`.
+    pub fn agent(mut self, slot: &str, spec: SlotSpec) -> Self {
+        self.spec.agents.insert(slot.into(), spec);
+        self
+    }
+
+    /// The seed of everything.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.spec.seed = seed;
+        self
+    }
+
+    /// Environment steps to train for.
+    pub fn total_steps(mut self, steps: u64) -> Self {
+        self.spec.total_steps = steps;
+        self
+    }
+
+    /// Environments stepped in parallel, and the worker threads stepping them.
+    pub fn parallel(mut self, envs: usize, threads: usize) -> Self {
+        self.spec.envs = envs;
+        self.spec.threads = threads;
+        self
+    }
+
+    /// Steps of each environment per update.
+    pub fn rollout(mut self, steps: usize) -> Self {
+        self.spec.rollout = steps;
+        self
+    }
+
+    /// Updates between checkpoints.
+    pub fn checkpoint_every(mut self, updates: u64) -> Self {
+        self.spec.checkpoint_every = updates;
+        self
+    }
+
+    /// IPPO (the default) or MAPPO.
+    pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.spec.algorithm = algorithm;
+        self
+    }
+
+    /// The network.
+    pub fn architecture(mut self, architecture: crate::Architecture) -> Self {
+        self.spec.architecture = Some(architecture);
+        self
+    }
+
+    /// PPO's hyperparameters.
+    pub fn ppo(mut self, ppo: PpoConfig) -> Self {
+        self.spec.ppo = ppo;
+        self
+    }
+
+    /// Trains in environments from `envs` instead of the native ones.
+    pub fn envs(mut self, envs: EnvRegistry) -> Self {
+        self.envs = envs;
+        self
+    }
+
+    /// Checks the spec and returns the trainer.
+    pub fn build(self) -> Result<Trainer> {
+        self.spec.validate()?;
+        Ok(Trainer {
+            spec: self.spec,
+            envs: self.envs,
+        })
+    }
+}
+
+/// Everything built from the spec: the environments with their players, the groups and
+/// their networks.
+struct Setup {
+    env_spec: EnvSpec,
+    groups: Vec<Group>,
+    shape: NetShape,
+    runners: Vec<EnvRunner>,
+    kinds: Vec<(Paradigm, String)>,
+}
+
+impl Trainer {
+    /// Starts building a training run `name` on environment `env`.
+    ///
+    /// ```no_run
+    /// use mosaic_rl::train::{TrainOptions, Trainer};
+    /// let trainer = Trainer::builder("doorkey", "gridworld")
+    ///     .learn("*")
+    ///     .total_steps(300_000)
+    ///     .build()
+    ///     .unwrap();
+    /// let outcome = trainer.run(&TrainOptions {
+    ///     dir: "runs/doorkey".into(),
+    ///     run_id: "doorkey".into(),
+    ///     versions: Default::default(),
+    ///     progress: true,
+    /// }).unwrap();
+    /// println!("policy in {}", outcome.policies[0].1.display());
+    /// ```
+    pub fn builder(name: &str, env: &str) -> TrainerBuilder {
+        TrainerBuilder {
+            spec: TrainSpec {
+                name: name.into(),
+                env: env.into(),
+                env_settings: Default::default(),
+                agents: Default::default(),
+                seed: 0,
+                total_steps: 100_000,
+                envs: 8,
+                threads: 2,
+                rollout: 128,
+                checkpoint_every: 10,
+                algorithm: Algorithm::Ippo,
+                architecture: None,
+                ppo: PpoConfig::default(),
+            },
+            envs: mosaic_adapters::in_process_envs(),
+        }
+    }
+
+    /// A trainer for `spec` on the native environments.
+    pub fn from_spec(spec: TrainSpec) -> Result<Self> {
+        spec.validate()?;
+        Ok(Self {
+            spec,
+            envs: mosaic_adapters::in_process_envs(),
+        })
+    }
+
+    /// The spec.
+    pub fn spec(&self) -> &TrainSpec {
+        &self.spec
+    }
+
+    fn env_kind(&self) -> Result<&EnvKind> {
+        self.envs.get(&self.spec.env).ok_or_else(|| {
+            let known: Vec<&str> = self.envs.kinds().iter().map(|k| k.name).collect();
+            RlError::Spec(SpecError::new(
+                "env",
+                format!(
+                    "`{}` is not a native environment (training runs: {})",
+                    self.spec.env,
+                    known.join(", ")
+                ),
+            ))
+        })
+    }
+
+    /// Builds environments, players and groups; checks everything against the
+    /// environment.
+    fn setup(&self) -> Result<Setup> {
+        let kind = self.env_kind()?;
+        let make = || {
+            self.envs
+                .make(&self.spec.env, &self.spec.env_settings)
+                .map_err(RlError::Spec)
+        };
+        let probe = make()?;
+        let env_spec = probe.spec().clone();
+        let groups = self.spec.groups(&env_spec)?;
+        let obs_shape = env_spec.symbolic_shape.clone().ok_or_else(|| {
+            RlError::Spec(SpecError::new(
+                "env",
+                format!(
+                    "`{}` has no symbolic observation to learn from",
+                    env_spec.name
+                ),
+            ))
+        })?;
+        let architecture = self
+            .spec
+            .architecture
+            .clone()
+            .unwrap_or_else(|| crate::Architecture::for_shape(&obs_shape));
+        architecture
+            .check(&obs_shape)
+            .map_err(|m| RlError::Spec(SpecError::new("architecture", m)))?;
+        let shape = NetShape::new(obs_shape, env_spec.action_labels.len(), architecture);
+        let mut runners = Vec::with_capacity(self.spec.envs);
+        let mut kinds = Vec::new();
+        for index in 0..self.spec.envs {
+            let env = if index == 0 { None } else { Some(make()?) };
+            let mut players = Vec::new();
+            kinds.clear();
+            for agent in 0..env_spec.agents.len() {
+                let player = match groups.iter().position(|g| g.agents.contains(&agent)) {
+                    Some(group) => Player::Learner(group),
+                    None => Player::Fixed(self.fixed_player(kind, &env_spec, agent)?),
+                };
+                kinds.push(match &player {
+                    Player::Learner(_) => (Paradigm::Rl, "rl".to_owned()),
+                    Player::Fixed(policy) => (
+                        policy.paradigm(),
+                        self.spec
+                            .slot_for(&env_spec, agent)
+                            .map_or_else(String::new, |s| s.kind.clone()),
+                    ),
+                });
+                players.push(player);
+            }
+            runners.push((index, env, players));
+        }
+        let mut probe = Some(probe);
+        let runners = runners
+            .into_iter()
+            .map(|(index, env, players)| {
+                let env = env
+                    .or_else(|| probe.take())
+                    .ok_or_else(|| RlError::Spec(SpecError::new("env", "environment missing")))?;
+                let teams = groups.iter().map(|g| g.agents.clone()).collect();
+                Ok(EnvRunner::new(index, self.spec.seed, env, players, teams))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Setup {
+            env_spec,
+            groups,
+            shape,
+            runners,
+            kinds,
+        })
+    }
+
+    /// The network shape of `group`: its critic reads the whole team under MAPPO.
+    fn group_shape(&self, shape: &NetShape, group: &Group) -> NetShape {
+        NetShape {
+            critic_agents: match self.spec.algorithm {
+                Algorithm::Ippo => 1,
+                Algorithm::Mappo => group.agents.len(),
+            },
+            ..shape.clone()
+        }
+    }
+
+    /// Fresh networks of every group, seeded from the run's seed and the group's name.
+    fn fresh_nets(&self, setup: &Setup) -> Result<Vec<ActorCritic>> {
+        setup
+            .groups
+            .iter()
+            .map(|g| {
+                let seed = derive_seed(self.spec.seed, &format!("net-{}", g.name));
+                ActorCritic::new(self.group_shape(&setup.shape, g), seed)
+            })
+            .collect()
+    }
+
+    /// The fixed policy of agent `agent`'s slot.
+    fn fixed_player(
+        &self,
+        kind: &EnvKind,
+        spec: &EnvSpec,
+        agent: usize,
+    ) -> Result<Box<dyn Policy>> {
+        let slot = self
+            .spec
+            .slot_for(spec, agent)
+            .ok_or_else(|| SpecError::new("agents", "no slot"))?;
+        let at = |e: SpecError| {
+            let path = format!("agents.{}", spec.agents[agent].id);
+            let path = if e.path.is_empty() {
+                path
+            } else {
+                format!("{path}.{}", e.path)
+            };
+            RlError::Spec(e.at(path))
+        };
+        let no_settings = || -> std::result::Result<(), SpecError> {
+            match slot.settings.keys().next() {
+                Some(key) => Err(SpecError::new(
+                    key.as_str(),
+                    format!("`{}` takes no settings", slot.kind),
+                )),
+                None => Ok(()),
+            }
+        };
+        let policy: Box<dyn Policy> = match slot.kind.as_str() {
+            "random" => {
+                no_settings().map_err(at)?;
+                Box::new(mosaic_core::baseline::Random::default())
+            }
+            "cycling" => {
+                no_settings().map_err(at)?;
+                Box::new(mosaic_core::baseline::Cycling::default())
+            }
+            "noop" => {
+                no_settings().map_err(at)?;
+                Box::new(mosaic_core::baseline::Noop {
+                    action: Some(spec.default_action),
+                })
+            }
+            "scripted" => {
+                let make = kind.scripted.ok_or_else(|| {
+                    at(SpecError::new(
+                        "kind",
+                        format!("`{}` has no scripted heuristic", spec.name),
+                    ))
+                })?;
+                make(&self.spec.env_settings, &slot.settings).map_err(at)?
+            }
+            "rl" => Box::new(crate::operator::policy(&slot.settings, spec).map_err(at)?),
+            other => {
+                return Err(at(SpecError::new(
+                    "kind",
+                    format!(
+                        "`{other}` cannot play during training (fixed players: random, noop, cycling, scripted, rl)"
+                    ),
+                )));
+            }
+        };
+        Ok(policy)
+    }
+
+    /// Trains from scratch into `options.dir`.
+    pub fn run(&self, options: &TrainOptions) -> Result<TrainOutcome> {
+        let setup = self.setup()?;
+        let nets = self.fresh_nets(&setup)?;
+        let adams = nets.iter().map(Adam::new).collect::<Result<Vec<_>>>()?;
+        let mut versions = options.versions.clone();
+        versions.insert("mode".into(), TRAINING_MODE.into());
+        versions.insert("mosaic-rl".into(), env!("CARGO_PKG_VERSION").into());
+        let manifest = RunManifest {
+            schema: mosaic_core::record::RUN_SCHEMA.into(),
+            run_id: options.run_id.clone(),
+            experiment: self.experiment(&setup, &[]),
+            seeds: Vec::new(),
+            versions,
+            started: now_ms(),
+        };
+        let (run_dir, store) = RunDir::create(&options.dir, &manifest)?;
+        let spec_path = options.dir.join(SPEC_FILE);
+        let text = serde_json::to_vec_pretty(&self.spec).map_err(|source| RlError::Json {
+            path: spec_path.clone(),
+            source,
+        })?;
+        write_atomically(&spec_path, &text)?;
+        let state = TrainerState {
+            episodes_started: vec![0; self.spec.envs],
+            adam_steps: vec![0; nets.len()],
+            ..TrainerState::default()
+        };
+        Session {
+            trainer: self,
+            setup,
+            nets,
+            adams,
+            state,
+            run_dir,
+            store,
+            progress: options.progress,
+        }
+        .train()
+    }
+
+    /// Continues the training run in `dir` from its last checkpoint.
+    pub fn resume(dir: &Path, progress: bool) -> Result<TrainOutcome> {
+        Self::resume_with(dir, progress, mosaic_adapters::in_process_envs())
+    }
+
+    /// Continues the training run in `dir`, made with environments from `envs`, from its
+    /// last checkpoint.
+    pub fn resume_with(dir: &Path, progress: bool, envs: EnvRegistry) -> Result<TrainOutcome> {
+        let spec_path = dir.join(SPEC_FILE);
+        let bytes = std::fs::read(&spec_path).map_err(|e| RlError::io(&spec_path, e))?;
+        let spec: TrainSpec = serde_json::from_slice(&bytes).map_err(|source| RlError::Json {
+            path: spec_path.clone(),
+            source,
+        })?;
+        spec.validate()?;
+        let trainer = Self { spec, envs };
+        let mut setup = trainer.setup()?;
+        let run_dir = RunDir::open(dir)?;
+        let store = run_dir.store()?;
+        let Some(last) = last_checkpoint(dir)? else {
+            // Killed before its first checkpoint: nothing to keep but the directory.
+            let state = TrainerState {
+                episodes_started: vec![0; trainer.spec.envs],
+                adam_steps: vec![0; setup.groups.len()],
+                ..TrainerState::default()
+            };
+            let nets = trainer.fresh_nets(&setup)?;
+            let adams = nets.iter().map(Adam::new).collect::<Result<Vec<_>>>()?;
+            return Session {
+                trainer: &trainer,
+                setup,
+                nets,
+                adams,
+                state,
+                run_dir,
+                store,
+                progress,
+            }
+            .train();
+        };
+        let state_path = last.join(STATE_FILE);
+        let bytes = std::fs::read(&state_path).map_err(|e| RlError::io(&state_path, e))?;
+        let state: TrainerState =
+            serde_json::from_slice(&bytes).map_err(|source| RlError::Json {
+                path: state_path.clone(),
+                source,
+            })?;
+        let mut nets = Vec::new();
+        let mut adams = Vec::new();
+        for (group, adam_steps) in setup.groups.iter().zip(&state.adam_steps) {
+            let checkpoint = Checkpoint::load(&last.join(&group.name))?;
+            checkpoint
+                .manifest
+                .check(&setup.env_spec, &last.join(&group.name))?;
+            let moments_path = last.join(format!("{}.adam.safetensors", group.name));
+            let moments = candle_core::safetensors::load(&moments_path, &Device::Cpu)?;
+            adams.push(Adam::from_tensors(&checkpoint.net, *adam_steps, moments)?);
+            nets.push(checkpoint.net);
+        }
+        for (runner, started) in setup.runners.iter_mut().zip(&state.episodes_started) {
+            runner.episodes_started = *started;
+        }
+        truncate_updates(&dir.join(UPDATES_FILE), state.update)?;
+        Session {
+            trainer: &trainer,
+            setup,
+            nets,
+            adams,
+            state,
+            run_dir,
+            store,
+            progress,
+        }
+        .train()
+    }
+
+    /// The experiment a training run records: one operator `train` whose learning slots
+    /// are `rl` agents playing the run's latest policies.
+    fn experiment(&self, setup: &Setup, seeds: &[u64]) -> ExperimentSpec {
+        let mut agents = self.spec.agents.clone();
+        for group in &setup.groups {
+            for &agent in &group.agents {
+                let mut slot = SlotSpec::kind("rl");
+                slot.settings.insert(
+                    "checkpoint".into(),
+                    format!("{POLICIES_DIR}/{}", group.name).into(),
+                );
+                agents.insert(setup.env_spec.agents[agent].id.clone(), slot);
+            }
+        }
+        agents.retain(|_, slot| slot.kind != LEARN);
+        ExperimentSpec {
+            name: self.spec.name.clone(),
+            episodes: seeds.len() as u32,
+            seeds: SeedPlan::List {
+                seeds: seeds.to_vec(),
+            },
+            max_steps: None,
+            parallelism: 1,
+            pace_ms: 0,
+            decision_timeout_ms: None,
+            record_observations: false,
+            supervision: Default::default(),
+            operators: vec![OperatorSpec {
+                id: OPERATOR_ID.into(),
+                env: self.spec.env.clone(),
+                env_settings: self.spec.env_settings.clone(),
+                agents,
+            }],
+        }
+    }
+}
+
+/// The newest checkpoint directory whose state file was written (the last file of one).
+fn last_checkpoint(dir: &Path) -> Result<Option<PathBuf>> {
+    let root = dir.join(CHECKPOINTS_DIR);
+    let entries = match std::fs::read_dir(&root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(RlError::io(&root, e)),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| RlError::io(&root, e))?.path();
+        if path.join(STATE_FILE).is_file() {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found.pop())
+}
+
+/// Drops the lines of updates after `update` (written after the checkpoint resumed from).
+fn truncate_updates(path: &Path, update: u64) -> Result<()> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(RlError::io(path, e)),
+    };
+    let kept: String = text
+        .lines()
+        .filter(|line| serde_json::from_str::<UpdateLine>(line).is_ok_and(|l| l.update <= update))
+        .flat_map(|line| [line, "\n"])
+        .collect();
+    write_atomically(path, kept.as_bytes())
+}
+
+/// A training run in progress.
+struct Session<'a> {
+    trainer: &'a Trainer,
+    setup: Setup,
+    nets: Vec<ActorCritic>,
+    adams: Vec<Adam>,
+    state: TrainerState,
+    run_dir: RunDir,
+    store: RunStore,
+    progress: bool,
+}
+
+/// What waits for the next checkpoint to be written.
+#[derive(Default)]
+struct Pending {
+    episodes: Vec<Finished>,
+    updates: Vec<UpdateLine>,
+}
+
+impl Session<'_> {
+    fn train(mut self) -> Result<TrainOutcome> {
+        let spec = &self.trainer.spec;
+        let per_update = (spec.envs * spec.rollout) as u64;
+        let total_updates = spec.total_steps.div_ceil(per_update);
+        let bar = progress_bar(self.progress, total_updates * per_update, self.state.steps);
+        let started = Instant::now();
+        let first_step = self.state.steps;
+        let mut pending = Pending::default();
+        let mut last_returns = vec![0.0; self.setup.groups.len()];
+        while self.state.update < total_updates {
+            let update = self.state.update + 1;
+            let tick = Instant::now();
+            let lr = if spec.ppo.anneal_lr {
+                spec.ppo.learning_rate * (1.0 - (update - 1) as f64 / total_updates as f64)
+            } else {
+                spec.ppo.learning_rate
+            };
+            self.collect(update)?;
+            let finished: Vec<Finished> = self
+                .setup
+                .runners
+                .iter_mut()
+                .flat_map(|r| r.finished.drain(..))
+                .collect();
+            let losses = self.learn(update, lr)?;
+            self.state.update = update;
+            self.state.steps += per_update;
+            let mean_return: Vec<Option<f64>> = self
+                .setup
+                .groups
+                .iter()
+                .map(|g| mean_group_return(&finished, g))
+                .collect();
+            let line = UpdateLine {
+                update,
+                step: self.state.steps,
+                learning_rate: lr,
+                mean_return: mean_return.clone(),
+                losses: losses
+                    .iter()
+                    .map(|l| serde_json::to_value(l).unwrap_or_default())
+                    .collect(),
+                steps_per_s: per_update as f64 / tick.elapsed().as_secs_f64().max(1e-9),
+            };
+            pending.episodes.extend(finished);
+            pending.updates.push(line);
+            let period: Vec<Option<f64>> = self
+                .setup
+                .groups
+                .iter()
+                .map(|g| mean_group_return(&pending.episodes, g))
+                .collect();
+            bar.set_position(self.state.steps);
+            let rate =
+                (self.state.steps - first_step) as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            bar.set_message(format!(
+                "{rate:.0} steps/s, mean return {}",
+                period
+                    .iter()
+                    .map(|r| r.map_or_else(|| "–".to_owned(), |r| format!("{r:.3}")))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            ));
+            if update % spec.checkpoint_every == 0 || update == total_updates {
+                for (into, value) in last_returns.iter_mut().zip(&period) {
+                    *into = value.unwrap_or(*into);
+                }
+                self.checkpoint(std::mem::take(&mut pending))?;
+            }
+        }
+        bar.finish_and_clear();
+        let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+        let policies = self
+            .setup
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.name.clone(),
+                    self.run_dir.path().join(POLICIES_DIR).join(&g.name),
+                )
+            })
+            .collect();
+        Ok(TrainOutcome {
+            dir: self.run_dir.path().to_owned(),
+            updates: self.state.update,
+            steps: self.state.steps,
+            episodes: self.state.episodes,
+            policies,
+            mean_returns: last_returns,
+            steps_per_s: (self.state.steps - first_step) as f64 / elapsed,
+        })
+    }
+
+    /// One rollout on the worker threads.
+    fn collect(&mut self, update: u64) -> Result<()> {
+        let spec = &self.trainer.spec;
+        let per_thread = spec.envs.div_ceil(spec.threads.max(1));
+        let nets = self
+            .nets
+            .iter()
+            .map(Inference::new)
+            .collect::<Result<Vec<_>>>()?;
+        let nets = &nets;
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = self
+                .setup
+                .runners
+                .chunks_mut(per_thread)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        rollout::collect(chunk, nets, spec.rollout, spec.seed, update)
+                    })
+                })
+                .collect();
+            workers.into_iter().try_for_each(|w| {
+                w.join().unwrap_or_else(|panic| {
+                    Err(RlError::Spec(SpecError::new(
+                        "env",
+                        format!(
+                            "a training worker panicked: {}",
+                            mosaic_core::experiment::panic_message(&*panic)
+                        ),
+                    )))
+                })
+            })
+        })
+    }
+
+    /// PPO's update of every group on the rollout's complete transitions.
+    fn learn(&mut self, update: u64, lr: f64) -> Result<Vec<Losses>> {
+        let spec = &self.trainer.spec;
+        let mut all = Vec::with_capacity(self.setup.groups.len());
+        for (index, group) in self.setup.groups.iter().enumerate() {
+            let shape = self.nets[index].shape();
+            let mut batch = Batch::default();
+            for runner in &self.setup.runners {
+                for &agent in &group.agents {
+                    batch.push(
+                        &runner.streams[agent],
+                        shape,
+                        spec.ppo.gamma,
+                        spec.ppo.gae_lambda,
+                    );
+                }
+            }
+            let mut rng = seeded(derive_seed(
+                spec.seed,
+                &format!("update{update}-{}", group.name),
+            ));
+            all.push(ppo::update(
+                &self.nets[index],
+                &mut self.adams[index],
+                &batch,
+                &spec.ppo,
+                lr,
+                &mut rng,
+            )?);
+        }
+        for runner in &mut self.setup.runners {
+            for (group, net) in self.setup.groups.iter().zip(&self.nets) {
+                for &agent in &group.agents {
+                    runner.streams[agent].keep_open(net.shape());
+                }
+            }
+        }
+        Ok(all)
+    }
+
+    /// Writes the records of the period, the checkpoint and the latest policies; every
+    /// environment then starts a new episode.
+    fn checkpoint(&mut self, pending: Pending) -> Result<()> {
+        let run_id = RunId::from(self.run_dir.manifest().run_id.as_str());
+        let operator = OperatorId::from(OPERATOR_ID);
+        let first = self.state.episodes;
+        self.state
+            .seeds
+            .extend(pending.episodes.iter().map(|e| e.seed));
+        self.state.episodes += pending.episodes.len() as u64;
+        let mut manifest = self.run_dir.manifest().clone();
+        manifest.experiment = self.trainer.experiment(&self.setup, &self.state.seeds);
+        manifest.seeds = self.state.seeds.clone();
+        self.run_dir.update_manifest(&mut self.store, manifest)?;
+        let mut writer = self.run_dir.writer(&self.store, Durability::Sync)?;
+        for (offset, episode) in pending.episodes.iter().enumerate() {
+            let index = (first + offset as u64) as u32;
+            // A run killed between its records and its checkpoint wrote these already
+            // (identically: training is deterministic).
+            if self.store.is_complete(&Unit::new(OPERATOR_ID, index))? {
+                continue;
+            }
+            let record = self.record(&run_id, &operator, index, episode);
+            writer.write_episode(&record)?;
+            writer.commit()?;
+            writer.mark_complete(&record)?;
+        }
+        writer.close()?;
+        let updates_path = self.run_dir.path().join(UPDATES_FILE);
+        let mut lines = std::fs::read(&updates_path).unwrap_or_default();
+        for line in &pending.updates {
+            let mut text = serde_json::to_vec(line).map_err(|source| RlError::Json {
+                path: updates_path.clone(),
+                source,
+            })?;
+            text.push(b'\n');
+            lines.extend(text);
+        }
+        write_atomically(&updates_path, &lines)?;
+        let dir = self
+            .run_dir
+            .path()
+            .join(CHECKPOINTS_DIR)
+            .join(format!("update-{:06}", self.state.update));
+        std::fs::create_dir_all(&dir).map_err(|e| RlError::io(&dir, e))?;
+        for (index, group) in self.setup.groups.iter().enumerate() {
+            let checkpoint = Checkpoint {
+                manifest: Manifest {
+                    schema: checkpoint::MANIFEST_SCHEMA.into(),
+                    env: self.setup.env_spec.name.clone(),
+                    obs_shape: self.setup.shape.obs_shape.clone(),
+                    action_labels: self.setup.env_spec.action_labels.clone(),
+                    architecture: self.setup.shape.architecture.clone(),
+                    critic_agents: self.nets[index].shape().critic_agents,
+                    run_id: run_id.to_string(),
+                    step: self.state.steps,
+                    update: self.state.update,
+                    agents: group
+                        .agents
+                        .iter()
+                        .map(|&a| self.setup.env_spec.agents[a].id.clone())
+                        .collect(),
+                },
+                net: self.nets[index].clone(),
+            };
+            checkpoint.save(&dir.join(&group.name))?;
+            let moments = dir.join(format!("{}.adam.safetensors", group.name));
+            candle_core::safetensors::save(&self.adams[index].tensors(), &moments)?;
+            checkpoint.save(&self.run_dir.path().join(POLICIES_DIR).join(&group.name))?;
+            self.state.adam_steps[index] = self.adams[index].t;
+        }
+        for runner in &mut self.setup.runners {
+            runner.cut();
+        }
+        self.state.episodes_started = self
+            .setup
+            .runners
+            .iter()
+            .map(|r| r.episodes_started)
+            .collect();
+        let state_path = dir.join(STATE_FILE);
+        let text = serde_json::to_vec_pretty(&self.state).map_err(|source| RlError::Json {
+            path: state_path.clone(),
+            source,
+        })?;
+        write_atomically(&state_path, &text)
+    }
+
+    /// The episode record of a finished training episode.
+    fn record(
+        &self,
+        run: &RunId,
+        operator: &OperatorId,
+        index: u32,
+        episode: &Finished,
+    ) -> EpisodeRecord {
+        let spec = &self.setup.env_spec;
+        let agents = spec
+            .agents
+            .iter()
+            .enumerate()
+            .map(|(i, agent)| AgentResult {
+                agent_id: agent.id.clone(),
+                team: agent.team.clone(),
+                paradigm: self.setup.kinds[i].0,
+                kind: self.setup.kinds[i].1.clone(),
+                total_reward: episode.returns[i],
+                outcome: episode.outcome.as_ref().and_then(|o| o.get(i).copied()),
+                decisions: episode.decisions[i],
+                timeouts: 0,
+                errors: 0,
+            })
+            .collect();
+        EpisodeRecord {
+            steps: episode.steps,
+            terminated: episode.terminated,
+            truncated: !episode.terminated,
+            agents,
+            metrics: episode.metrics.clone(),
+            ..EpisodeRecord::new(run, operator, index, episode.seed, spec.name.clone())
+        }
+    }
+}
+
+fn mean_group_return(episodes: &[Finished], group: &Group) -> Option<f64> {
+    let returns: Vec<f64> = episodes
+        .iter()
+        .flat_map(|e| group.agents.iter().map(|&a| e.returns[a]))
+        .collect();
+    (!returns.is_empty()).then(|| returns.iter().sum::<f64>() / returns.len() as f64)
+}
+
+fn progress_bar(show: bool, total: u64, done: u64) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {human_pos}/{human_len} steps  {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_position(done);
+    bar
+}

@@ -1,0 +1,280 @@
+//! PPO's update: generalised advantage estimation, the clipped surrogate loss with masked
+//! actions, and Adam with a global gradient-norm limit.
+
+use super::config::PpoConfig;
+use super::rollout::Stream;
+use crate::error::Result;
+use crate::net::{ActorCritic, NetShape};
+use candle_core::backprop::GradStore;
+use candle_core::{D, DType, Device, Tensor};
+use mosaic_core::rng::Rng;
+use rand::seq::SliceRandom as _;
+use std::collections::HashMap;
+
+/// Adam over a network's parameters, with state that checkpoints can save.
+#[derive(Debug)]
+pub struct Adam {
+    /// Steps taken.
+    pub t: u64,
+    /// First and second moments per parameter name.
+    moments: HashMap<String, (Tensor, Tensor)>,
+}
+
+impl Adam {
+    const BETA1: f64 = 0.9;
+    const BETA2: f64 = 0.999;
+    const EPS: f64 = 1e-5;
+
+    /// Fresh state for `net`.
+    pub fn new(net: &ActorCritic) -> Result<Self> {
+        let mut moments = HashMap::new();
+        for (name, var) in net.params().iter() {
+            let zeros = var.zeros_like()?;
+            moments.insert(name.clone(), (zeros.clone(), zeros));
+        }
+        Ok(Self { t: 0, moments })
+    }
+
+    /// State saved by [`Adam::tensors`] (with its step count).
+    pub fn from_tensors(
+        net: &ActorCritic,
+        t: u64,
+        mut tensors: HashMap<String, Tensor>,
+    ) -> Result<Self> {
+        let mut adam = Self::new(net)?;
+        adam.t = t;
+        for (name, (m, v)) in adam.moments.iter_mut() {
+            if let (Some(saved_m), Some(saved_v)) = (
+                tensors.remove(&format!("m.{name}")),
+                tensors.remove(&format!("v.{name}")),
+            ) {
+                *m = saved_m;
+                *v = saved_v;
+            }
+        }
+        Ok(adam)
+    }
+
+    /// The moments by name, for a checkpoint.
+    pub fn tensors(&self) -> HashMap<String, Tensor> {
+        self.moments
+            .iter()
+            .flat_map(|(name, (m, v))| {
+                [
+                    (format!("m.{name}"), m.clone()),
+                    (format!("v.{name}"), v.clone()),
+                ]
+            })
+            .collect()
+    }
+
+    /// One step of size `lr` after scaling the gradients to a global norm of at most
+    /// `max_norm`.
+    fn step(&mut self, net: &ActorCritic, grads: &GradStore, lr: f64, max_norm: f32) -> Result<()> {
+        let mut squares = 0f32;
+        for (_, var) in net.params().iter() {
+            if let Some(g) = grads.get(var.as_tensor()) {
+                squares += g.sqr()?.sum_all()?.to_scalar::<f32>()?;
+            }
+        }
+        let norm = squares.sqrt();
+        let scale = if norm > max_norm {
+            f64::from(max_norm / (norm + 1e-6))
+        } else {
+            1.0
+        };
+        self.t += 1;
+        let t = self.t as i32;
+        let (bias1, bias2) = (1.0 - Self::BETA1.powi(t), 1.0 - Self::BETA2.powi(t));
+        for (name, var) in net.params().iter() {
+            let Some(g) = grads.get(var.as_tensor()) else {
+                continue;
+            };
+            let g = (g * scale)?;
+            let Some((m, v)) = self.moments.get_mut(name) else {
+                continue;
+            };
+            *m = ((&*m * Self::BETA1)? + (&g * (1.0 - Self::BETA1))?)?;
+            *v = ((&*v * Self::BETA2)? + (g.sqr()? * (1.0 - Self::BETA2))?)?;
+            let step = ((&*m / bias1)? / ((&*v / bias2)?.sqrt()? + Self::EPS)?)?;
+            var.set(&(var.as_tensor() - (step * lr)?)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// Training batch of one group: its agents' complete transitions with advantages.
+#[derive(Debug, Default)]
+pub struct Batch {
+    obs: Vec<f32>,
+    critic: Vec<f32>,
+    masks: Vec<f32>,
+    actions: Vec<u32>,
+    logps: Vec<f32>,
+    advantages: Vec<f32>,
+    returns: Vec<f32>,
+}
+
+impl Batch {
+    /// Transitions held.
+    pub fn len(&self) -> usize {
+        self.actions.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+
+    /// Adds the complete transitions of `stream`, with GAE advantages; the value of an
+    /// open last transition bootstraps the one before it.
+    pub fn push(&mut self, stream: &Stream, shape: &NetShape, gamma: f32, lambda: f32) {
+        let (obs_len, actions) = (shape.obs_len(), shape.actions);
+        let complete = stream.complete();
+        let start = self.advantages.len();
+        self.advantages.resize(start + complete, 0.0);
+        let mut gae = 0f32;
+        for t in (0..complete).rev() {
+            let live = if stream.dones[t] { 0.0 } else { 1.0 };
+            let next_value = stream.values.get(t + 1).copied().unwrap_or(0.0);
+            let delta = stream.rewards[t] + gamma * next_value * live - stream.values[t];
+            gae = delta + gamma * lambda * live * gae;
+            self.advantages[start + t] = gae;
+        }
+        self.returns.extend(
+            self.advantages[start..]
+                .iter()
+                .zip(&stream.values)
+                .map(|(a, v)| a + v),
+        );
+        self.obs
+            .extend_from_slice(&stream.obs[..complete * obs_len]);
+        self.critic
+            .extend_from_slice(&stream.critic[..complete * shape.critic_len()]);
+        self.masks
+            .extend_from_slice(&stream.masks[..complete * actions]);
+        self.actions.extend_from_slice(&stream.actions[..complete]);
+        self.logps.extend_from_slice(&stream.logps[..complete]);
+    }
+}
+
+/// Losses of one update, averaged over its minibatches.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Losses {
+    /// Clipped surrogate (policy) loss.
+    pub policy: f32,
+    /// Value loss.
+    pub value: f32,
+    /// Mean policy entropy.
+    pub entropy: f32,
+    /// Mean approximate KL divergence from the collecting policy.
+    pub approx_kl: f32,
+    /// Transitions trained on.
+    pub transitions: usize,
+}
+
+/// PPO's update of `net` on `batch`; minibatch order drawn from `rng`.
+pub fn update(
+    net: &ActorCritic,
+    adam: &mut Adam,
+    batch: &Batch,
+    config: &PpoConfig,
+    lr: f64,
+    rng: &mut Rng,
+) -> Result<Losses> {
+    let n = batch.len();
+    if n == 0 {
+        return Ok(Losses::default());
+    }
+    let (obs_len, actions) = (net.shape().obs_len(), net.shape().actions);
+    let dev = Device::Cpu;
+    let obs = Tensor::from_slice(&batch.obs, (n, obs_len), &dev)?;
+    let critic = Tensor::from_slice(&batch.critic, (n, net.shape().critic_len()), &dev)?;
+    let masks = Tensor::from_slice(&batch.masks, (n, actions), &dev)?;
+    let acts = Tensor::from_slice(&batch.actions, (n, 1), &dev)?;
+    let old_logps = Tensor::from_slice(&batch.logps, n, &dev)?;
+    let advantages = Tensor::from_slice(&batch.advantages, n, &dev)?;
+    let returns = Tensor::from_slice(&batch.returns, n, &dev)?;
+    let size = n.div_ceil(config.minibatches).max(1);
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    let mut sums = Losses::default();
+    let mut count = 0f32;
+    for _ in 0..config.epochs {
+        order.shuffle(rng);
+        for chunk in order.chunks(size) {
+            let idx = Tensor::from_slice(chunk, chunk.len(), &dev)?;
+            let pick = |t: &Tensor| t.index_select(&idx, 0);
+            let adv = pick(&advantages)?;
+            let adv = if chunk.len() > 1 {
+                let mean = adv.mean_all()?;
+                let centred = adv.broadcast_sub(&mean)?;
+                let std = centred.sqr()?.mean_all()?.sqrt()?;
+                centred.broadcast_div(&(std + 1e-8)?)?
+            } else {
+                adv
+            };
+            let logits = net.logits(&pick(&obs)?)?.add(&pick(&masks)?)?;
+            let log_probs = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
+            let logp = log_probs.gather(&pick(&acts)?, 1)?.squeeze(1)?;
+            let log_ratio = (&logp - pick(&old_logps)?)?;
+            let ratio = log_ratio.exp()?;
+            let clipped = ratio.clamp(1.0 - config.clip, 1.0 + config.clip)?;
+            let surrogate = (&ratio * &adv)?.minimum(&(clipped * &adv)?)?;
+            let policy_loss = surrogate.mean_all()?.neg()?;
+            let entropy = (log_probs.exp()? * &log_probs)?.sum(1)?.mean_all()?.neg()?;
+            let values = net.values(&pick(&critic)?)?;
+            let value_loss = ((values - pick(&returns)?)?.sqr()?.mean_all()? * 0.5)?;
+            let loss = ((&policy_loss - (&entropy * f64::from(config.entropy_coef))?)?
+                + (&value_loss * f64::from(config.value_coef))?)?;
+            let grads = loss.backward()?;
+            adam.step(net, &grads, lr, config.max_grad_norm)?;
+            // k3 estimator of KL(old || new): (r - 1) - log r.
+            let kl = ((&ratio - 1.0)? - &log_ratio)?.mean_all()?;
+            sums.policy += policy_loss.to_dtype(DType::F32)?.to_scalar::<f32>()?;
+            sums.value += value_loss.to_scalar::<f32>()?;
+            sums.entropy += entropy.to_scalar::<f32>()?;
+            sums.approx_kl += kl.to_scalar::<f32>()?;
+            count += 1.0;
+        }
+    }
+    Ok(Losses {
+        policy: sums.policy / count,
+        value: sums.value / count,
+        entropy: sums.entropy / count,
+        approx_kl: sums.approx_kl / count,
+        transitions: n,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gae_bootstraps_from_the_open_transition_and_stops_at_episode_ends() {
+        let stream = Stream {
+            obs: vec![0.0; 4],
+            critic: vec![0.0; 4],
+            masks: vec![0.0; 4],
+            actions: vec![0, 0, 0, 0],
+            logps: vec![0.0; 4],
+            values: vec![0.5, 0.5, 1.0, 2.0],
+            rewards: vec![0.0, 1.0, 0.0, 0.0],
+            dones: vec![false, true, false, false],
+        };
+        let mut batch = Batch::default();
+        batch.push(
+            &stream,
+            &NetShape::new(vec![1], 1, Default::default()),
+            0.5,
+            1.0,
+        );
+        // The open last transition is not trained on; it bootstraps the third.
+        assert_eq!(batch.len(), 3);
+        let third = 0.0 + 0.5 * 2.0 - 1.0;
+        let second = 1.0 - 0.5;
+        let first = 0.0 + 0.5 * 0.5 - 0.5 + 0.5 * second;
+        assert_eq!(batch.advantages, vec![first, second, third]);
+        assert_eq!(batch.returns[1], 1.0);
+    }
+}

@@ -1,0 +1,340 @@
+//! Training end to end: a short run learns what a random policy cannot, results depend on
+//! the seed only, and a resumed run ends exactly where an uninterrupted one does.
+
+use mosaic_core::experiment::SpecError;
+use mosaic_core::{
+    Action, AgentContext, AgentSpec, EnvError, EnvKind, EnvRegistry, EnvSpec, Environment,
+    ObsRequest, Observation, Policy, Settings, Stepping, Tensor, Transition,
+};
+use mosaic_rl::Checkpoint;
+use mosaic_rl::policy::{Inference, RlPolicy};
+use mosaic_rl::train::{Algorithm, TrainOptions, Trainer, TrainerBuilder};
+use std::path::Path;
+use std::sync::Arc;
+
+const LENGTH: usize = 8;
+const LIMIT: u32 = 16;
+
+/// A corridor of `LENGTH` cells: start at the left end, reach the right end within `LIMIT`
+/// steps (reward 1). Actions: left, right, stay; the observation is the position, one-hot.
+struct Corridor {
+    spec: EnvSpec,
+    position: usize,
+    steps: u32,
+    over: bool,
+}
+
+fn make_corridor(_: &Settings) -> Result<Box<dyn Environment>, SpecError> {
+    Ok(Box::new(Corridor {
+        spec: EnvSpec {
+            name: "corridor".into(),
+            agents: vec![AgentSpec {
+                id: "walker".into(),
+                team: None,
+            }],
+            action_labels: vec!["left".into(), "right".into(), "stay".into()],
+            default_action: Action(2),
+            stepping: Stepping::Single,
+            max_steps: Some(LIMIT),
+            symbolic_shape: Some(vec![LENGTH]),
+            offers: ObsRequest::SYMBOLIC,
+        },
+        position: 0,
+        steps: 0,
+        over: true,
+    }))
+}
+
+impl Environment for Corridor {
+    fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    fn reset(&mut self, _seed: u64) -> Result<(), EnvError> {
+        (self.position, self.steps, self.over) = (0, 0, false);
+        Ok(())
+    }
+
+    fn acting(&self) -> Vec<usize> {
+        if self.over { Vec::new() } else { vec![0] }
+    }
+
+    fn observe(&self, agent: usize, _want: ObsRequest) -> Observation {
+        let mut data = vec![0.0; LENGTH];
+        data[self.position] = 1.0;
+        Observation {
+            symbolic: Some(Tensor {
+                shape: vec![LENGTH],
+                data,
+            }),
+            // Standing still is never allowed: the mask must be honoured.
+            ..Observation::with_mask(agent, vec![true, true, false])
+        }
+    }
+
+    fn step(&mut self, actions: &[Option<Action>], out: &mut Transition) -> Result<(), EnvError> {
+        out.clear(1);
+        match actions[0] {
+            Some(Action(0)) => self.position = self.position.saturating_sub(1),
+            Some(Action(1)) => self.position = (self.position + 1).min(LENGTH - 1),
+            other => {
+                return Err(EnvError::InvalidAction {
+                    agent: 0,
+                    reason: format!("{other:?}"),
+                });
+            }
+        }
+        self.steps += 1;
+        if self.position == LENGTH - 1 {
+            out.rewards[0] = 1.0;
+            out.terminated[0] = true;
+            self.over = true;
+        } else if self.steps >= LIMIT {
+            out.truncated[0] = true;
+            self.over = true;
+        }
+        Ok(())
+    }
+
+    fn steps(&self) -> u32 {
+        self.steps
+    }
+}
+
+fn corridor_envs() -> EnvRegistry {
+    let mut envs = EnvRegistry::default();
+    envs.register(EnvKind {
+        name: "corridor",
+        summary: "test corridor",
+        settings: &[],
+        make: make_corridor,
+        scripted: None,
+    });
+    envs
+}
+
+fn builder(steps: u64) -> TrainerBuilder {
+    Trainer::builder("corridor", "corridor")
+        .envs(corridor_envs())
+        .learn("*")
+        .seed(5)
+        .total_steps(steps)
+        .parallel(4, 2)
+        .rollout(32)
+        .checkpoint_every(2)
+}
+
+fn options(dir: &Path) -> TrainOptions {
+    TrainOptions {
+        dir: dir.to_owned(),
+        run_id: "corridor-test".into(),
+        versions: Default::default(),
+        progress: false,
+    }
+}
+
+/// Success rate of `policy` over `episodes` corridor episodes.
+fn success_rate(policy: &mut dyn Policy, episodes: u64) -> f64 {
+    let mut wins = 0;
+    for seed in 0..episodes {
+        let mut env = make_corridor(&Settings::new()).unwrap();
+        env.reset(seed).unwrap();
+        policy.reset(&AgentContext::new(seed, 0, "walker".into(), 3));
+        let mut out = Transition::new(1);
+        while !env.acting().is_empty() {
+            let action = policy.decide(&env.observe(0, ObsRequest::SYMBOLIC)).action;
+            env.step(&[Some(action)], &mut out).unwrap();
+        }
+        wins += u32::from(out.terminated[0]);
+    }
+    f64::from(wins) / episodes as f64
+}
+
+#[test]
+fn a_short_run_learns_what_random_play_cannot() {
+    const BOUND: f64 = 0.9;
+    let mut random = mosaic_core::baseline::Random::default();
+    let random_rate = success_rate(&mut random, 200);
+    assert!(
+        random_rate < BOUND,
+        "random play already succeeds: {random_rate}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = builder(6_000)
+        .build()
+        .unwrap()
+        .run(&options(&dir.path().join("run")))
+        .unwrap();
+    assert_eq!(outcome.steps, 6_016);
+    let checkpoint = Checkpoint::load(&outcome.policies[0].1).unwrap();
+    assert_eq!(checkpoint.manifest.env, "corridor");
+    assert_eq!(checkpoint.manifest.step, 6_016);
+    let inference = Inference::new(&checkpoint.net).unwrap();
+    let mut trained = RlPolicy::new(Arc::new(inference), false);
+    let trained_rate = success_rate(&mut trained, 200);
+    assert!(
+        trained_rate >= BOUND,
+        "trained {trained_rate}, random {random_rate}"
+    );
+
+    // The run directory is a run like any other: episodes recorded, report builds.
+    let run = mosaic_recorder::RunDir::open(&outcome.dir).unwrap();
+    let records = run.records().unwrap();
+    let episodes = records.episodes().unwrap();
+    assert_eq!(episodes.len() as u64, outcome.episodes);
+    assert!(episodes.len() > 300);
+    let report = mosaic_recorder::report::build(&run, &records).unwrap();
+    assert!(
+        !report
+            .render(mosaic_recorder::report::Format::Markdown)
+            .is_empty()
+    );
+    let updates = std::fs::read_to_string(outcome.dir.join("updates.jsonl")).unwrap();
+    assert_eq!(updates.lines().count() as u64, outcome.updates);
+}
+
+#[test]
+fn results_depend_on_the_seed_not_on_threads_and_resume_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let weights = |run: &Path| std::fs::read(run.join("policies/walker.safetensors")).unwrap();
+    let episodes = |run: &Path| {
+        let text = std::fs::read_to_string(run.join("episodes.jsonl")).unwrap();
+        text.lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                mosaic_core::record::strip_volatile(&mut v);
+                v
+            })
+            .collect::<Vec<_>>()
+    };
+    let straight = dir.path().join("straight");
+    builder(512)
+        .build()
+        .unwrap()
+        .run(&options(&straight))
+        .unwrap();
+    let single = dir.path().join("single");
+    builder(512)
+        .parallel(4, 1)
+        .build()
+        .unwrap()
+        .run(&options(&single))
+        .unwrap();
+    assert_eq!(weights(&straight), weights(&single));
+    assert_eq!(episodes(&straight), episodes(&single));
+    let other_seed = dir.path().join("other");
+    builder(512)
+        .seed(6)
+        .build()
+        .unwrap()
+        .run(&options(&other_seed))
+        .unwrap();
+    assert_ne!(weights(&straight), weights(&other_seed));
+
+    // A run killed after its second checkpoint (of four updates, one every two) resumes
+    // from it and ends where the uninterrupted run did.
+    let killed = dir.path().join("killed");
+    builder(512)
+        .build()
+        .unwrap()
+        .run(&options(&killed))
+        .unwrap();
+    std::fs::remove_dir_all(killed.join("checkpoints/update-000004")).unwrap();
+    std::fs::write(killed.join("policies/walker.safetensors"), b"stale").unwrap();
+    let resumed = Trainer::resume_with(&killed, false, corridor_envs()).unwrap();
+    assert_eq!(resumed.updates, 4);
+    assert_eq!(weights(&straight), weights(&killed));
+    assert_eq!(episodes(&straight), episodes(&killed));
+    let lines = |run: &Path| {
+        std::fs::read_to_string(run.join("updates.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    assert_eq!(lines(&killed), 4);
+}
+
+#[test]
+fn training_specs_are_checked_against_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Trainer::builder("t", "soccer-2v2")
+        .learn("purple")
+        .agent("*", mosaic_core::SlotSpec::kind("random"))
+        .total_steps(64)
+        .build()
+        .unwrap()
+        .run(&options(&dir.path().join("a")))
+        .unwrap_err();
+    assert!(
+        err.is_bad_input() && err.to_string().contains("no agent"),
+        "{err}"
+    );
+    let err = Trainer::builder("t", "soccer-2v2")
+        .learn("green")
+        .agent("*", mosaic_core::SlotSpec::kind("llm"))
+        .total_steps(64)
+        .build()
+        .unwrap()
+        .run(&options(&dir.path().join("b")))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("cannot play during training"),
+        "{err}"
+    );
+    let err = Trainer::builder("t", "soccer-2v2")
+        .total_steps(64)
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("learn"), "{err}");
+    let err = Trainer::builder("t", "nowhere")
+        .learn("*")
+        .build()
+        .unwrap()
+        .run(&options(&dir.path().join("c")))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("not a native environment"),
+        "{err}"
+    );
+}
+
+#[test]
+fn mappo_trains_a_centralised_critic_and_its_policy_acts_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = |algorithm, name: &str| {
+        Trainer::builder("soccer", "soccer-2v2")
+            .learn("green")
+            .agent("*", mosaic_core::SlotSpec::kind("random"))
+            .algorithm(algorithm)
+            .total_steps(256)
+            .parallel(2, 2)
+            .rollout(32)
+            .checkpoint_every(2)
+            .build()
+            .unwrap()
+            .run(&options(&dir.path().join(name)))
+            .unwrap()
+    };
+    let mappo = train(Algorithm::Mappo, "mappo");
+    let checkpoint = Checkpoint::load(&mappo.policies[0].1).unwrap();
+    assert_eq!(checkpoint.manifest.critic_agents, 2);
+    assert_eq!(checkpoint.manifest.agents, ["green_0", "green_1"]);
+    // The policy reads one agent's observation, so it plays any green slot by itself.
+    let spec = mosaic_adapters::in_process_envs()
+        .make("soccer-2v2", &Settings::new())
+        .unwrap()
+        .spec()
+        .clone();
+    let mut settings = Settings::new();
+    settings.insert(
+        "checkpoint".into(),
+        mappo.policies[0].1.to_string_lossy().into_owned().into(),
+    );
+    mosaic_rl::operator::policy(&settings, &spec).unwrap();
+    let ippo = train(Algorithm::Ippo, "ippo");
+    let checkpoint = Checkpoint::load(&ippo.policies[0].1).unwrap();
+    assert_eq!(checkpoint.manifest.critic_agents, 1);
+    let json = std::fs::read_to_string(ippo.policies[0].1.with_extension("json")).unwrap();
+    assert!(!json.contains("critic_agents"), "{json}");
+}

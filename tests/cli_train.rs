@@ -1,0 +1,105 @@
+//! `mosaic train` end to end with the real binary: a short training run, its policy played
+//! by `kind = "rl"` in an experiment, a checkpoint that does not fit refused with exit 2.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn mosaic(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mosaic"))
+        .args(args)
+        .output()
+        .expect("the mosaic binary runs")
+}
+
+fn write(path: &Path, text: &str) -> String {
+    std::fs::write(path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn trained_policies_play_in_experiments_and_misfits_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_string_lossy().into_owned();
+    let train = write(
+        &dir.path().join("train.toml"),
+        r#"
+name = "tiny"
+env = "soccer-2v2"
+total_steps = 512
+envs = 4
+rollout = 32
+checkpoint_every = 2
+[agents]
+green = "learn"
+"*" = "random"
+"#,
+    );
+    let output = mosaic(&["train", &train, "--out", &out, "--run-id", "tiny"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("trained 4 updates, 512 environment steps"),
+        "{stdout}"
+    );
+    let policy = dir.path().join("tiny/policies/green");
+    assert!(policy.with_extension("safetensors").is_file());
+
+    let report = mosaic(&["report", &dir.path().join("tiny").to_string_lossy()]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+
+    let experiment = |env: &str| {
+        format!(
+            r#"
+name = "play"
+episodes = 2
+max_steps = 50
+[[operators]]
+id = "rl"
+env = "{env}"
+[operators.agents]
+green_0 = {{ kind = "rl", checkpoint = "{}" }}
+"*" = {{ kind = "random" }}
+"#,
+            policy.display()
+        )
+    };
+    let fits = write(&dir.path().join("fits.toml"), &experiment("soccer-2v2"));
+    let played = mosaic(&["run", &fits, "--out", &out, "--run-id", "play"]);
+    assert!(
+        played.status.success(),
+        "{}",
+        String::from_utf8_lossy(&played.stderr)
+    );
+    let steps = std::fs::read_to_string(dir.path().join("play/steps.jsonl")).unwrap();
+    assert!(steps.contains(r#""kind":"rl""#));
+
+    let misfit = write(
+        &dir.path().join("misfit.toml"),
+        &experiment("soccer-2v2").replace(
+            r#"env = "soccer-2v2""#,
+            r#"env = "soccer-2v2"
+env_settings = { view_size = 7 }"#,
+        ),
+    );
+    let refused = mosaic(&["run", &misfit, "--out", &out, "--run-id", "misfit"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("field `obs_shape` differs"), "{stderr}");
+    assert!(stderr.contains("green_0"), "{stderr}");
+
+    let bad = write(
+        &dir.path().join("bad.toml"),
+        "name = \"x\"\nenv = \"soccer-2v2\"\ntotal_steps = 10\n[agents]\n\"*\" = \"random\"\n",
+    );
+    let refused = mosaic(&["train", &bad, "--out", &out]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("learn"));
+}
