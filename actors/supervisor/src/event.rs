@@ -10,7 +10,7 @@ pub enum Failure {
     /// A handler (or the factory) panicked; the panic message.
     #[error("panicked: {0}")]
     Panicked(String),
-    /// The child reported a failure through [`ChildLink::fail`] and stopped.
+    /// The child reported a failure through [`ChildLink::fail`](crate::ChildLink::fail) and stopped.
     #[error("failed: {0}")]
     Failed(String),
     /// No heartbeat for longer than the timeout.

@@ -1,7 +1,7 @@
 //! Supervision trees with OTP semantics on actix.
 //!
-//! A [`Supervisor`] starts its children from [`ChildSpec`]s, each on its own [`Arbiter`]
-//! (thread), and restarts them when they fail:
+//! A [`Supervisor`] starts its children from [`ChildSpec`]s, each on its own
+//! [`Arbiter`](actix::Arbiter) (thread), and restarts them when they fail:
 //!
 //! - **Fresh instances**: every (re)start calls the child's factory again; no state survives a
 //!   restart unless the factory restores it (e.g. from a checkpoint).

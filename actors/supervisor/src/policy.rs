@@ -110,7 +110,7 @@ pub enum BeatSource {
     /// child's thread (or never yields) silences it.
     #[default]
     EventLoop,
-    /// The child calls [`ChildLink::beat`] itself (e.g. on each heartbeat of the external
+    /// The child calls [`ChildLink::beat`](crate::ChildLink::beat) itself (e.g. on each heartbeat of the external
     /// process it stands for).
     Child,
 }

@@ -67,7 +67,7 @@ enum Escalation {
     Parent(ChildLink),
 }
 
-/// A supervisor actor; see the [module docs](self).
+/// A supervisor actor; see the [crate docs](crate).
 pub struct Supervisor {
     name: String,
     strategy: RestartStrategy,
