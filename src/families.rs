@@ -1,7 +1,7 @@
 //! The operator families the facade assembles beside the baselines and external policy
 //! workers, each behind a cargo feature: today the LLM family (feature `llm`, on by
 //! default: operator kinds `llm` and `vlm` from `mosaic-llm`, and the LLM response cache
-//! of runs, see [`crate::llm_cache`]).
+//! of runs, in `llm_cache`).
 //!
 //! The rest of the facade reaches a family only through [`Families`], so a build without
 //! the feature has no trace of it: an experiment naming `llm` or `vlm` is then refused as
