@@ -28,7 +28,7 @@
 //! through a plain-Rust copy of their layers ([`dense`]); candle defines the networks,
 //! computes gradients, and stores the weights (safetensors).
 //!
-//! Measured by `cargo bench -p mosaic-rl --bench rl`: DECISION_FIGURE
+//! The `rl` operator's cost per decision is measured by `cargo bench -p mosaic-rl --bench rl`.
 pub mod checkpoint;
 pub mod dense;
 pub mod error;
