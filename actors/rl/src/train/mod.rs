@@ -108,6 +108,9 @@ struct UpdateLine {
     mean_return: Vec<Option<f64>>,
     losses: Vec<serde_json::Value>,
     steps_per_s: f64,
+    /// Milliseconds collecting experience and updating the networks.
+    collect_ms: u64,
+    update_ms: u64,
 }
 
 /// A training run, ready to start or resume.
@@ -314,39 +317,45 @@ impl Trainer {
             .check(&obs_shape)
             .map_err(|m| RlError::Spec(SpecError::new("architecture", m)))?;
         let shape = NetShape::new(obs_shape, env_spec.action_labels.len(), architecture);
-        let mut runners = Vec::with_capacity(self.spec.envs);
-        let mut kinds = Vec::new();
-        for index in 0..self.spec.envs {
-            let env = if index == 0 { None } else { Some(make()?) };
-            let mut players = Vec::new();
-            kinds.clear();
-            for agent in 0..env_spec.agents.len() {
-                let player = match groups.iter().position(|g| g.agents.contains(&agent)) {
-                    Some(group) => Player::Learner(group),
-                    None => Player::Fixed(self.fixed_player(kind, &env_spec, agent)?),
-                };
-                kinds.push(match &player {
-                    Player::Learner(_) => (Paradigm::Rl, "rl".to_owned()),
-                    Player::Fixed(policy) => (
-                        policy.paradigm(),
-                        self.spec
-                            .slot_for(&env_spec, agent)
-                            .map_or_else(String::new, |s| s.kind.clone()),
-                    ),
-                });
-                players.push(player);
-            }
-            runners.push((index, env, players));
+        let players = || {
+            (0..env_spec.agents.len())
+                .map(
+                    |agent| match groups.iter().position(|g| g.agents.contains(&agent)) {
+                        Some(group) => Ok(Player::Learner(group)),
+                        None => Ok(Player::Fixed(self.fixed_player(kind, &env_spec, agent)?)),
+                    },
+                )
+                .collect::<Result<Vec<_>>>()
+        };
+        let kinds = players()?
+            .iter()
+            .enumerate()
+            .map(|(agent, player)| match player {
+                Player::Learner(_) => (Paradigm::Rl, "rl".to_owned()),
+                Player::Fixed(policy) => (
+                    policy.paradigm(),
+                    self.spec
+                        .slot_for(&env_spec, agent)
+                        .map_or_else(String::new, |s| s.kind.clone()),
+                ),
+            })
+            .collect();
+        let teams: Vec<Vec<usize>> = groups.iter().map(|g| g.agents.clone()).collect();
+        let mut envs = vec![probe];
+        for _ in 1..self.spec.envs {
+            envs.push(make()?);
         }
-        let mut probe = Some(probe);
-        let runners = runners
+        let runners = envs
             .into_iter()
-            .map(|(index, env, players)| {
-                let env = env
-                    .or_else(|| probe.take())
-                    .ok_or_else(|| RlError::Spec(SpecError::new("env", "environment missing")))?;
-                let teams = groups.iter().map(|g| g.agents.clone()).collect();
-                Ok(EnvRunner::new(index, self.spec.seed, env, players, teams))
+            .enumerate()
+            .map(|(index, env)| {
+                Ok(EnvRunner::new(
+                    index,
+                    self.spec.seed,
+                    env,
+                    players()?,
+                    teams.clone(),
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Setup {
@@ -673,6 +682,7 @@ impl Session<'_> {
                 spec.ppo.learning_rate
             };
             self.collect(update)?;
+            let collected = Instant::now();
             let finished: Vec<Finished> = self
                 .setup
                 .runners
@@ -680,6 +690,7 @@ impl Session<'_> {
                 .flat_map(|r| r.finished.drain(..))
                 .collect();
             let losses = self.learn(update, lr)?;
+            let learned = Instant::now();
             self.state.update = update;
             self.state.steps += per_update;
             let mean_return: Vec<Option<f64>> = self
@@ -698,6 +709,8 @@ impl Session<'_> {
                     .map(|l| serde_json::to_value(l).unwrap_or_default())
                     .collect(),
                 steps_per_s: per_update as f64 / tick.elapsed().as_secs_f64().max(1e-9),
+                collect_ms: (collected - tick).as_millis() as u64,
+                update_ms: (learned - collected).as_millis() as u64,
             };
             pending.episodes.extend(finished);
             pending.updates.push(line);
