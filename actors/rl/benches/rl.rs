@@ -73,8 +73,16 @@ fn training() {
             progress: false,
         })
         .expect("training runs");
+    let updates = std::fs::read_to_string(outcome.dir.join("updates.jsonl"))
+        .expect("the run logs its updates");
+    let (mut collect_ms, mut update_ms) = (0, 0);
+    for line in updates.lines() {
+        let line: serde_json::Value = serde_json::from_str(line).expect("JSON lines");
+        collect_ms += line["collect_ms"].as_u64().unwrap_or(0);
+        update_ms += line["update_ms"].as_u64().unwrap_or(0);
+    }
     println!(
-        "rl: training soccer-2v2 (IPPO, MLP 64-64): {:.0} environment steps/s (goal ≥ {TRAINING_GOAL_STEPS_PER_S}: {})",
+        "rl: training soccer-2v2 (IPPO, MLP 64-64): {:.0} environment steps/s (goal ≥ {TRAINING_GOAL_STEPS_PER_S}: {}); {collect_ms} ms collecting, {update_ms} ms updating",
         outcome.steps_per_s,
         if outcome.steps_per_s >= TRAINING_GOAL_STEPS_PER_S {
             "met"

@@ -367,6 +367,16 @@ impl ActorCritic {
         &self.shape
     }
 
+    /// A copy that keeps its weights while this network trains on.
+    pub fn snapshot(&self) -> Result<Self> {
+        let tensors = self
+            .params
+            .iter()
+            .map(|(name, var)| Ok((name.clone(), var.as_tensor().copy()?)))
+            .collect::<Result<HashMap<_, _>>>()?;
+        Self::from_tensors(self.shape.clone(), tensors)
+    }
+
     /// The trainable parameters.
     pub fn params(&self) -> &Params {
         &self.params

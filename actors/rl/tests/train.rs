@@ -338,3 +338,67 @@ fn mappo_trains_a_centralised_critic_and_its_policy_acts_alone() {
     let json = std::fs::read_to_string(ippo.policies[0].1.with_extension("json")).unwrap();
     assert!(!json.contains("critic_agents"), "{json}");
 }
+
+#[test]
+fn self_play_draws_frozen_snapshots_and_resumes_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let self_play = |group: &str| {
+        let mut slot = mosaic_core::SlotSpec::kind("self");
+        slot.settings.insert("group".into(), group.into());
+        slot.settings.insert("pool".into(), 2.into());
+        Trainer::builder("self-play", "soccer-2v2")
+            .env_setting("max_steps", 16)
+            .learn("green")
+            .agent("blue", slot)
+            .seed(3)
+            .total_steps(256)
+            .parallel(2, 2)
+            .rollout(32)
+            .checkpoint_every(1)
+            .build()
+            .unwrap()
+    };
+    let straight = self_play("green")
+        .run(&options(&dir.path().join("straight")))
+        .unwrap();
+    assert_eq!(straight.updates, 4);
+    let killed = dir.path().join("killed");
+    self_play("green").run(&options(&killed)).unwrap();
+    for update in [3, 4] {
+        std::fs::remove_dir_all(killed.join(format!("checkpoints/update-{update:06}"))).unwrap();
+    }
+    Trainer::resume(&killed, false).unwrap();
+    let read = |run: &Path, file: &str| std::fs::read(run.join(file)).unwrap();
+    assert_eq!(
+        read(&straight.dir, "policies/green.safetensors"),
+        read(&killed, "policies/green.safetensors")
+    );
+    let episodes = |run: &Path| {
+        String::from_utf8(read(run, "episodes.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                mosaic_core::record::strip_volatile(&mut v);
+                v
+            })
+            .collect::<Vec<_>>()
+    };
+    let recorded = episodes(&straight.dir);
+    assert_eq!(recorded, episodes(&killed));
+    assert!(!recorded.is_empty());
+    let blue = &recorded[0]["agents"][2];
+    assert_eq!(
+        (blue["agent_id"].as_str(), blue["kind"].as_str()),
+        (Some("blue_0"), Some("self"))
+    );
+
+    let err = self_play("purple")
+        .run(&options(&dir.path().join("bad")))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("not a learning group (groups: green)"),
+        "{err}"
+    );
+}

@@ -3,8 +3,8 @@
 //!
 //! PPO with independent critics (IPPO) or a centralised critic per team (MAPPO): every
 //! team with `learn` slots trains one policy shared by its agents (parameter sharing),
-//! against fixed players in the other slots (random, noop, cycling, scripted, or any `rl`
-//! checkpoint). Environments are stepped in lock-step on
+//! against fixed players in the other slots (random, noop, cycling, scripted, any `rl`
+//! checkpoint, or frozen snapshots of a learning group for self-play, [`selfplay`]). Environments are stepped in lock-step on
 //! worker threads; the result depends on the seed only (not on the thread count).
 //!
 //! A run directory holds, besides the usual `run.json` and records (one episode record
@@ -24,6 +24,7 @@
 pub mod config;
 pub mod ppo;
 pub mod rollout;
+pub mod selfplay;
 
 pub use config::{Algorithm, Group, LEARN, PpoConfig, TrainSpec};
 
@@ -32,6 +33,7 @@ use crate::error::{Result, RlError};
 use crate::net::{ActorCritic, NetShape};
 use crate::policy::Inference;
 use candle_core::Device;
+use mosaic_core::experiment::parse_settings;
 use mosaic_core::experiment::{ExperimentSpec, OperatorSpec, SeedPlan, SlotSpec};
 use mosaic_core::record::{AgentResult, EpisodeRecord, RunManifest, now_ms};
 use mosaic_core::rng::{derive_seed, seeded};
@@ -39,8 +41,10 @@ use mosaic_core::{EnvKind, EnvRegistry, EnvSpec, OperatorId, Paradigm, Policy, R
 use mosaic_recorder::{Durability, RunDir, RunStore, Unit};
 use ppo::{Adam, Batch, Losses};
 use rollout::{EnvRunner, Finished, Player};
+use selfplay::{Frozen, SELF_PLAY, SelfPlaySettings};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The operator id of a training run's records.
@@ -108,6 +112,9 @@ struct UpdateLine {
     mean_return: Vec<Option<f64>>,
     losses: Vec<serde_json::Value>,
     steps_per_s: f64,
+    /// Milliseconds collecting experience and updating the networks.
+    collect_ms: u64,
+    update_ms: u64,
 }
 
 /// A training run, ready to start or resume.
@@ -215,6 +222,8 @@ struct Setup {
     shape: NetShape,
     runners: Vec<EnvRunner>,
     kinds: Vec<(Paradigm, String)>,
+    /// Per group: how many snapshots its self-play slots draw from (0: none play).
+    keep: Vec<usize>,
 }
 
 impl Trainer {
@@ -314,39 +323,52 @@ impl Trainer {
             .check(&obs_shape)
             .map_err(|m| RlError::Spec(SpecError::new("architecture", m)))?;
         let shape = NetShape::new(obs_shape, env_spec.action_labels.len(), architecture);
-        let mut runners = Vec::with_capacity(self.spec.envs);
-        let mut kinds = Vec::new();
-        for index in 0..self.spec.envs {
-            let env = if index == 0 { None } else { Some(make()?) };
-            let mut players = Vec::new();
-            kinds.clear();
-            for agent in 0..env_spec.agents.len() {
-                let player = match groups.iter().position(|g| g.agents.contains(&agent)) {
-                    Some(group) => Player::Learner(group),
-                    None => Player::Fixed(self.fixed_player(kind, &env_spec, agent)?),
-                };
-                kinds.push(match &player {
-                    Player::Learner(_) => (Paradigm::Rl, "rl".to_owned()),
-                    Player::Fixed(policy) => (
-                        policy.paradigm(),
-                        self.spec
-                            .slot_for(&env_spec, agent)
-                            .map_or_else(String::new, |s| s.kind.clone()),
-                    ),
-                });
-                players.push(player);
+        let players = || {
+            (0..env_spec.agents.len())
+                .map(
+                    |agent| match groups.iter().position(|g| g.agents.contains(&agent)) {
+                        Some(group) => Ok(Player::Learner(group)),
+                        None => self.fixed_player(kind, &env_spec, &groups, agent),
+                    },
+                )
+                .collect::<Result<Vec<_>>>()
+        };
+        let kinds = players()?
+            .iter()
+            .enumerate()
+            .map(|(agent, player)| match player {
+                Player::Learner(_) => (Paradigm::Rl, "rl".to_owned()),
+                Player::Frozen(_) => (Paradigm::Rl, SELF_PLAY.to_owned()),
+                Player::Fixed(policy) => (
+                    policy.paradigm(),
+                    self.spec
+                        .slot_for(&env_spec, agent)
+                        .map_or_else(String::new, |s| s.kind.clone()),
+                ),
+            })
+            .collect();
+        let mut keep = vec![0; groups.len()];
+        for player in players()? {
+            if let Player::Frozen(frozen) = player {
+                keep[frozen.group] = keep[frozen.group].max(frozen.pool);
             }
-            runners.push((index, env, players));
         }
-        let mut probe = Some(probe);
-        let runners = runners
+        let teams: Vec<Vec<usize>> = groups.iter().map(|g| g.agents.clone()).collect();
+        let mut envs = vec![probe];
+        for _ in 1..self.spec.envs {
+            envs.push(make()?);
+        }
+        let runners = envs
             .into_iter()
-            .map(|(index, env, players)| {
-                let env = env
-                    .or_else(|| probe.take())
-                    .ok_or_else(|| RlError::Spec(SpecError::new("env", "environment missing")))?;
-                let teams = groups.iter().map(|g| g.agents.clone()).collect();
-                Ok(EnvRunner::new(index, self.spec.seed, env, players, teams))
+            .enumerate()
+            .map(|(index, env)| {
+                Ok(EnvRunner::new(
+                    index,
+                    self.spec.seed,
+                    env,
+                    players()?,
+                    teams.clone(),
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Setup {
@@ -355,6 +377,7 @@ impl Trainer {
             shape,
             runners,
             kinds,
+            keep,
         })
     }
 
@@ -386,8 +409,9 @@ impl Trainer {
         &self,
         kind: &EnvKind,
         spec: &EnvSpec,
+        groups: &[Group],
         agent: usize,
-    ) -> Result<Box<dyn Policy>> {
+    ) -> Result<Player> {
         let slot = self
             .spec
             .slot_for(spec, agent)
@@ -435,16 +459,71 @@ impl Trainer {
                 make(&self.spec.env_settings, &slot.settings).map_err(at)?
             }
             "rl" => Box::new(crate::operator::policy(&slot.settings, spec).map_err(at)?),
+            SELF_PLAY => {
+                let settings: SelfPlaySettings = parse_settings(&slot.settings).map_err(at)?;
+                let group = groups
+                    .iter()
+                    .position(|g| g.name == settings.group)
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+                        at(SpecError::new(
+                            "group",
+                            format!(
+                                "`{}` is not a learning group (groups: {})",
+                                settings.group,
+                                names.join(", ")
+                            ),
+                        ))
+                    })?;
+                if settings.pool == 0 {
+                    return Err(at(SpecError::new("pool", "must be at least 1")));
+                }
+                return Ok(Player::Frozen(Frozen::new(group, settings.pool)));
+            }
             other => {
                 return Err(at(SpecError::new(
                     "kind",
                     format!(
-                        "`{other}` cannot play during training (fixed players: random, noop, cycling, scripted, rl)"
+                        "`{other}` cannot play during training (fixed players: random, noop, cycling, scripted, rl, self)"
                     ),
                 )));
             }
         };
-        Ok(policy)
+        Ok(Player::Fixed(policy))
+    }
+
+    /// Each group's snapshots for self-play: its initial network, then its policy at each
+    /// checkpoint of the run in `dir` (none for a new run), the last `keep` of them.
+    fn snapshots(&self, setup: &Setup, dir: Option<&Path>) -> Result<Vec<Vec<Arc<Inference>>>> {
+        let initial = self.fresh_nets(setup)?;
+        let mut checkpoints = Vec::new();
+        if let Some(dir) = dir {
+            let root = dir.join(CHECKPOINTS_DIR);
+            if root.is_dir() {
+                for entry in std::fs::read_dir(&root).map_err(|e| RlError::io(&root, e))? {
+                    let path = entry.map_err(|e| RlError::io(&root, e))?.path();
+                    if path.join(STATE_FILE).is_file() {
+                        checkpoints.push(path);
+                    }
+                }
+            }
+            checkpoints.sort();
+        }
+        let mut all = Vec::with_capacity(setup.groups.len());
+        for (index, (group, net)) in setup.groups.iter().zip(&initial).enumerate() {
+            let keep = setup.keep[index];
+            let mut list = Vec::new();
+            if keep > 0 {
+                list.push(Arc::new(Inference::new(net)?));
+                for checkpoint in &checkpoints {
+                    let loaded = Checkpoint::load(&checkpoint.join(&group.name))?;
+                    list.push(Arc::new(Inference::new(&loaded.net)?));
+                }
+            }
+            let skip = list.len().saturating_sub(keep);
+            all.push(list.split_off(skip));
+        }
+        Ok(all)
     }
 
     /// Trains from scratch into `options.dir`.
@@ -475,6 +554,7 @@ impl Trainer {
             adam_steps: vec![0; nets.len()],
             ..TrainerState::default()
         };
+        let snapshots = self.snapshots(&setup, None)?;
         Session {
             trainer: self,
             setup,
@@ -484,6 +564,7 @@ impl Trainer {
             run_dir,
             store,
             progress: options.progress,
+            snapshots,
         }
         .train()
     }
@@ -516,6 +597,7 @@ impl Trainer {
             };
             let nets = trainer.fresh_nets(&setup)?;
             let adams = nets.iter().map(Adam::new).collect::<Result<Vec<_>>>()?;
+            let snapshots = trainer.snapshots(&setup, None)?;
             return Session {
                 trainer: &trainer,
                 setup,
@@ -525,6 +607,7 @@ impl Trainer {
                 run_dir,
                 store,
                 progress,
+                snapshots,
             }
             .train();
         };
@@ -551,6 +634,7 @@ impl Trainer {
             runner.episodes_started = *started;
         }
         truncate_updates(&dir.join(UPDATES_FILE), state.update)?;
+        let snapshots = trainer.snapshots(&setup, Some(dir))?;
         Session {
             trainer: &trainer,
             setup,
@@ -560,6 +644,7 @@ impl Trainer {
             run_dir,
             store,
             progress,
+            snapshots,
         }
         .train()
     }
@@ -645,6 +730,8 @@ struct Session<'a> {
     run_dir: RunDir,
     store: RunStore,
     progress: bool,
+    /// Per group: the snapshots its self-play slots draw from, oldest first.
+    snapshots: Vec<Vec<Arc<Inference>>>,
 }
 
 /// What waits for the next checkpoint to be written.
@@ -656,6 +743,7 @@ struct Pending {
 
 impl Session<'_> {
     fn train(mut self) -> Result<TrainOutcome> {
+        self.give_snapshots();
         let spec = &self.trainer.spec;
         let per_update = (spec.envs * spec.rollout) as u64;
         let total_updates = spec.total_steps.div_ceil(per_update);
@@ -673,6 +761,7 @@ impl Session<'_> {
                 spec.ppo.learning_rate
             };
             self.collect(update)?;
+            let collected = Instant::now();
             let finished: Vec<Finished> = self
                 .setup
                 .runners
@@ -680,6 +769,7 @@ impl Session<'_> {
                 .flat_map(|r| r.finished.drain(..))
                 .collect();
             let losses = self.learn(update, lr)?;
+            let learned = Instant::now();
             self.state.update = update;
             self.state.steps += per_update;
             let mean_return: Vec<Option<f64>> = self
@@ -698,6 +788,8 @@ impl Session<'_> {
                     .map(|l| serde_json::to_value(l).unwrap_or_default())
                     .collect(),
                 steps_per_s: per_update as f64 / tick.elapsed().as_secs_f64().max(1e-9),
+                collect_ms: (collected - tick).as_millis() as u64,
+                update_ms: (learned - collected).as_millis() as u64,
             };
             pending.episodes.extend(finished);
             pending.updates.push(line);
@@ -747,6 +839,15 @@ impl Session<'_> {
             mean_returns: last_returns,
             steps_per_s: (self.state.steps - first_step) as f64 / elapsed,
         })
+    }
+
+    /// Hands every self-play slot its group's current snapshots.
+    fn give_snapshots(&mut self) {
+        for runner in &mut self.setup.runners {
+            for frozen in runner.frozen() {
+                frozen.set_snapshots(&self.snapshots[frozen.group]);
+            }
+        }
     }
 
     /// One rollout on the worker threads.
@@ -895,6 +996,16 @@ impl Session<'_> {
             checkpoint.save(&self.run_dir.path().join(POLICIES_DIR).join(&group.name))?;
             self.state.adam_steps[index] = self.adams[index].t;
         }
+        for (index, net) in self.nets.iter().enumerate() {
+            let keep = self.setup.keep[index];
+            if keep > 0 {
+                let list = &mut self.snapshots[index];
+                list.push(Arc::new(Inference::new(&net.snapshot()?)?));
+                let skip = list.len().saturating_sub(keep);
+                list.drain(..skip);
+            }
+        }
+        self.give_snapshots();
         for runner in &mut self.setup.runners {
             runner.cut();
         }

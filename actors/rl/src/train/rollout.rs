@@ -9,6 +9,7 @@
 use crate::error::Result;
 use crate::net::{NetShape, choose, mask_row};
 use crate::policy::{Inference, push_observation};
+use crate::train::selfplay::Frozen;
 use mosaic_core::rng::{Rng, derive_seed, seeded};
 use mosaic_core::{
     Action, AgentContext, Environment, ObsRequest, Observation, Outcome, Policy, Transition,
@@ -98,6 +99,19 @@ pub enum Player {
     Learner(usize),
     /// A fixed policy.
     Fixed(Box<dyn Policy>),
+    /// Frozen snapshots of a learning group's policy (self-play).
+    Frozen(Frozen),
+}
+
+impl Player {
+    /// The policy of a player that does not learn.
+    fn policy(&mut self) -> Option<&mut dyn Policy> {
+        match self {
+            Player::Learner(_) => None,
+            Player::Fixed(policy) => Some(policy.as_mut()),
+            Player::Frozen(frozen) => Some(frozen),
+        }
+    }
 }
 
 /// One environment and everything that plays in it.
@@ -161,6 +175,14 @@ impl EnvRunner {
         }
     }
 
+    /// The self-play slots, to give them new snapshots.
+    pub fn frozen(&mut self) -> impl Iterator<Item = &mut Frozen> {
+        self.players.iter_mut().filter_map(|p| match p {
+            Player::Frozen(frozen) => Some(frozen),
+            _ => None,
+        })
+    }
+
     /// Abandons the running episode: the next step starts a new one, and open
     /// transitions are dropped.
     pub fn cut(&mut self) {
@@ -179,7 +201,7 @@ impl EnvRunner {
         let spec = self.env.spec();
         let actions = spec.action_labels.len();
         for (agent, player) in self.players.iter_mut().enumerate() {
-            if let Player::Fixed(policy) = player {
+            if let Some(policy) = player.policy() {
                 let id = spec.agents[agent].id.clone();
                 policy.reset(&AgentContext::new(seed, agent, id, actions));
             }
@@ -201,10 +223,9 @@ impl EnvRunner {
         self.critic_inputs.clear();
         let actions = self.env.spec().action_labels.len();
         for &agent in &self.acting {
-            let want = match &self.players[agent] {
-                Player::Learner(_) => ObsRequest::SYMBOLIC,
-                Player::Fixed(policy) => policy.wants(),
-            };
+            let want = self.players[agent]
+                .policy()
+                .map_or(ObsRequest::SYMBOLIC, |policy| policy.wants());
             let obs = self.env.observe(agent, want);
             let mut critic = Vec::new();
             if let Player::Learner(group) = self.players[agent] {
@@ -242,6 +263,7 @@ impl EnvRunner {
             let obs = &self.observations[slot];
             let action = match &mut self.players[agent] {
                 Player::Fixed(policy) => policy.decide(obs).action,
+                Player::Frozen(frozen) => frozen.decide(obs).action,
                 Player::Learner(group) => {
                     let answer = answers[*group].next();
                     let stream = &mut self.streams[agent];
