@@ -126,6 +126,41 @@ fn line_count(path: &Path) -> usize {
     std::fs::read_to_string(path).unwrap().lines().count()
 }
 
+/// Checks that the resumed run at `path` holds exactly the clean run's records: every planned
+/// unit equal, no step line lost or doubled, a consistent store. Answers the resumed store.
+fn assert_resumed_like_clean(
+    path: &Path,
+    clean: &RunDir,
+    clean_store: &RunStore,
+    label: &str,
+) -> RunStore {
+    let run = RunDir::open(path).unwrap();
+    let store = run.store().unwrap();
+    for unit in &clean_store.planned_units() {
+        assert_eq!(
+            stable_records(&store, unit),
+            stable_records(clean_store, unit),
+            "{label}: resumed {unit} differs from the clean run"
+        );
+    }
+    assert_eq!(
+        line_count(&path.join("steps.jsonl")),
+        line_count(&clean.path().join("steps.jsonl")),
+        "{label}: step lines lost or doubled"
+    );
+    assert!(run.check_consistency(&store).unwrap().is_empty(), "{label}");
+    store
+}
+
+/// Whether an episode of `store` continued from a checkpoint after a resume.
+fn continued_from_checkpoint(store: &RunStore) -> bool {
+    store.complete_episodes().map(|e| e.unwrap()).any(|e| {
+        e.restarts
+            .iter()
+            .any(|r| r.child == "run" && r.recovery.contains("checkpoint at step"))
+    })
+}
+
 /// A unit's records without the volatile fields.
 fn stable_records(store: &RunStore, unit: &Unit) -> (serde_json::Value, Vec<serde_json::Value>) {
     let mut episode = serde_json::to_value(store.episode(unit).unwrap().unwrap()).unwrap();
@@ -293,31 +328,8 @@ fn episodes_cut_short_continue_from_their_checkpoints_to_the_clean_records() {
         let path = out.join(RUN_ID);
         let resumed = mosaic().arg("resume").arg(&path).output().unwrap();
         assert!(resumed.status.success(), "{point:?}: {}", text(&resumed));
-        let run = RunDir::open(&path).unwrap();
-        let store = run.store().unwrap();
-        for unit in &planned {
-            assert_eq!(
-                stable_records(&store, unit),
-                stable_records(&clean_store, unit),
-                "{point:?}: resumed {unit} differs from the clean run"
-            );
-        }
-        assert_eq!(
-            line_count(&path.join("steps.jsonl")),
-            line_count(&clean.path().join("steps.jsonl")),
-            "{point:?}: step lines lost or doubled"
-        );
-        assert!(run.check_consistency(&store).unwrap().is_empty());
-        let from_checkpoints = store
-            .complete_episodes()
-            .map(|e| e.unwrap())
-            .filter(|e| {
-                e.restarts
-                    .iter()
-                    .any(|r| r.child == "run" && r.recovery.contains("checkpoint at step"))
-            })
-            .count();
-        continued += usize::from(from_checkpoints > 0);
+        let store = assert_resumed_like_clean(&path, &clean, &clean_store, &format!("{point:?}"));
+        continued += usize::from(continued_from_checkpoint(&store));
     }
     assert!(
         continued >= delays.len() / 2,
@@ -432,28 +444,9 @@ fn python_families_killed_with_the_orchestrator_resume_to_the_clean_records() {
         let path = out.join(RUN_ID);
         let resumed = mosaic().arg("resume").arg(&path).output().unwrap();
         assert!(resumed.status.success(), "{env}: {}", text(&resumed));
-        let run = RunDir::open(&path).unwrap();
-        let store = run.store().unwrap();
-        for unit in &planned {
-            assert_eq!(
-                stable_records(&store, unit),
-                stable_records(&clean_store, unit),
-                "{env}: resumed {unit} differs from the clean run"
-            );
-        }
-        assert_eq!(
-            line_count(&path.join("steps.jsonl")),
-            line_count(&clean.path().join("steps.jsonl")),
-            "{env}: step lines lost or doubled"
-        );
-        assert!(run.check_consistency(&store).unwrap().is_empty(), "{env}");
-        let from_checkpoint = store.complete_episodes().map(|e| e.unwrap()).any(|e| {
-            e.restarts
-                .iter()
-                .any(|r| r.child == "run" && r.recovery.contains("checkpoint at step"))
-        });
+        let store = assert_resumed_like_clean(&path, &clean, &clean_store, env);
         assert!(
-            from_checkpoint,
+            continued_from_checkpoint(&store),
             "{env}: no episode continued from a checkpoint"
         );
     }
