@@ -3,7 +3,9 @@
 //! ≥ 95% and the scripted team ≥ 50% of games.
 //!
 //! Run with `cargo bench -p mosaic-rl --bench learning` (several minutes); it prints each
-//! figure against its goal. `MOSAIC_SOCCER_STEPS` sets the soccer budget (default 2M).
+//! figure against its goal. `MOSAIC_SOCCER_STEPS` sets the soccer budget (default 2M),
+//! `MOSAIC_SOCCER_OPPONENT` the team trained against (`random`, the default, or
+//! `scripted`).
 
 use mosaic_core::experiment::SlotSpec;
 use mosaic_core::{AgentContext, EnvRegistry, ObsRequest, Outcome, Policy, Settings, Transition};
@@ -118,10 +120,11 @@ fn soccer(dir: &Path) {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2_000_000);
+    let opponent = std::env::var("MOSAIC_SOCCER_OPPONENT").unwrap_or_else(|_| "random".into());
     let envs = mosaic_adapters::in_process_envs();
     let trainer = Trainer::builder("soccer", "soccer-2v2")
         .learn("green")
-        .agent("*", SlotSpec::kind("random"))
+        .agent("*", SlotSpec::kind(opponent.as_str()))
         .seed(1)
         .total_steps(steps)
         .parallel(16, 2)
@@ -160,7 +163,7 @@ fn soccer(dir: &Path) {
     let vs_scripted =
         against(&|| scripted(&settings, &Settings::new()).expect("the scripted team builds"));
     println!(
-        "learning: soccer-2v2 IPPO after {} steps ({wall:.0} s, {:.0} steps/s): wins {vs_random:.3} against random (goal ≥ 0.95: {}), {vs_scripted:.3} against scripted (goal ≥ 0.5: {})",
+        "learning: soccer-2v2 IPPO against {opponent} after {} steps ({wall:.0} s, {:.0} steps/s): wins {vs_random:.3} against random (goal ≥ 0.95: {}), {vs_scripted:.3} against scripted (goal ≥ 0.5: {})",
         outcome.steps,
         outcome.steps_per_s,
         if vs_random >= 0.95 { "met" } else { "missed" },
