@@ -87,6 +87,9 @@ pub enum SessionError {
         #[source]
         last: Box<ChildFailure>,
     },
+    /// After an escalation, fresh children could not be started for the next episode.
+    #[error("escalated earlier, and fresh children could not start: {0}")]
+    Renew(#[source] SpecError),
     /// An episode could not be resumed from its checkpoint.
     #[error("cannot resume episode {episode} from its checkpoint at step {step}: {source}")]
     Resume {

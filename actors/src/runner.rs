@@ -18,7 +18,9 @@ use mosaic_core::experiment::OnEscalation;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{ExperimentSpec, OperatorId, RunId, SpecError};
 use mosaic_recorder::Unit;
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Which units a run covers.
@@ -286,6 +288,7 @@ impl Runner {
             }
         };
         let queue = Arc::new(Mutex::new(queue));
+        let failed = Arc::new(FailedEpisodes::new(self.spec.operators.len()));
         let lanes = self
             .spec
             .parallelism
@@ -298,6 +301,7 @@ impl Runner {
             let lane = Lane {
                 runner: self.clone(),
                 queue: queue.clone(),
+                failed: failed.clone(),
                 subscribers: subscribers.clone(),
                 done: done_tx.clone(),
             };
@@ -333,6 +337,24 @@ impl Runner {
 
 type UnitResult = Result<Arc<EpisodeRecord>, RunError>;
 
+/// Failed episodes per operator configuration in this run, across lanes (for
+/// `supervision.max_failed_episodes`).
+struct FailedEpisodes(Vec<AtomicU32>);
+
+impl FailedEpisodes {
+    fn new(operators: usize) -> Self {
+        Self((0..operators).map(|_| AtomicU32::new(0)).collect())
+    }
+
+    fn count(&self, operator: usize) -> u32 {
+        self.0[operator].load(Ordering::Relaxed)
+    }
+
+    fn add(&self, operator: usize) {
+        self.0[operator].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Episodes a lane may have run whose confirmation (durable sinks: their sync) is still
 /// pending. Syncs then overlap the next episodes, and one sync covers several short ones.
 pub const UNCONFIRMED_PER_LANE: usize = 8;
@@ -340,6 +362,7 @@ pub const UNCONFIRMED_PER_LANE: usize = 8;
 struct Lane {
     runner: Runner,
     queue: Arc<Mutex<Queue>>,
+    failed: Arc<FailedEpisodes>,
     subscribers: Subscribers,
     done: tokio::sync::mpsc::UnboundedSender<UnitResult>,
 }
@@ -353,7 +376,7 @@ impl Lane {
     /// confirmed it (durable sinks: on disk); meanwhile the lane runs the next ones, with at
     /// most [`UNCONFIRMED_PER_LANE`] episodes waiting for their confirmation.
     async fn run(self) {
-        let mut sessions: HashMap<usize, Result<Addr<Session>, SpecError>> = HashMap::new();
+        let mut sessions: HashMap<usize, Addr<Session>> = HashMap::new();
         let mut confirming = VecDeque::with_capacity(UNCONFIRMED_PER_LANE);
         while let Some(unit) = self.next() {
             let outcome = self.run_unit(unit, &mut sessions).await;
@@ -393,7 +416,7 @@ impl Lane {
     async fn run_unit(
         &self,
         unit: Slot,
-        sessions: &mut HashMap<usize, Result<Addr<Session>, SpecError>>,
+        sessions: &mut HashMap<usize, Addr<Session>>,
     ) -> Result<Recorded, RunError> {
         let spec = &self.runner.spec;
         let operator_id = spec.operators[unit.operator].id.clone();
@@ -405,12 +428,25 @@ impl Lane {
         let seed = spec.seeds.seed(unit.episode).ok_or_else(|| {
             SpecError::new("seeds", format!("no seed for episode {}", unit.episode))
         })?;
-        let session = sessions.entry(unit.operator).or_insert_with(|| {
-            self.runner
-                .build(unit.operator, self.subscribers.clone())
-                .map(Actor::start)
-        });
-        let record = match session {
+        if let Some(limit) = spec.supervision.max_failed_episodes
+            && self.failed.count(unit.operator) >= limit
+        {
+            let error = format!(
+                "not run: configuration `{operator_id}` gave up after {limit} failed episodes \
+                 (supervision.max_failed_episodes)"
+            );
+            return Ok(self.not_run(unit, seed, error));
+        }
+        let session = match sessions.entry(unit.operator) {
+            Entry::Occupied(session) => Ok(session.into_mut()),
+            Entry::Vacant(vacant) => {
+                match self.runner.build(unit.operator, self.subscribers.clone()) {
+                    Ok(session) => Ok(vacant.insert(session.start())),
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        let (record, escalated) = match session {
             Ok(session) => {
                 let answer = match self.runner.resume_points.get(&unit) {
                     Some(from) => {
@@ -432,17 +468,23 @@ impl Lane {
                             .await
                     }
                 };
-                answer
+                let record = answer
                     .map_err(|e| fail(SessionError::Gone(e)))?
-                    .map_err(fail)?
+                    .map_err(fail)?;
+                let escalated = record.record().restarts.iter().any(|r| !r.recovered);
+                (record, escalated)
             }
             // Children that never started: the episode is recorded as failed (it is not
-            // retried, so nothing runs twice).
-            Err(e) if e.start_failure => self.unstarted(unit, seed, e.to_string()),
-            Err(e) => return Err(e.clone().into()),
+            // retried, so nothing runs twice); the next episode tries to start them afresh.
+            Err(e) if e.start_failure => {
+                let error = format!("escalated: could not start: {e}");
+                (self.not_run(unit, seed, error), true)
+            }
+            Err(e) => return Err(e.into()),
         };
-        let escalated = record.record().restarts.iter().any(|r| !r.recovered)
-            || matches!(session, Err(e) if e.start_failure);
+        if record.record().error.is_some() {
+            self.failed.add(unit.operator);
+        }
         if escalated && spec.supervision.on_escalation == OnEscalation::Stop {
             let error = record.record().error.clone().unwrap_or_default();
             // The failed episode is recorded before the run stops.
@@ -456,12 +498,12 @@ impl Lane {
         Ok(record)
     }
 
-    /// Records episode `unit` as failed because its session could not start.
-    fn unstarted(&self, unit: Slot, seed: u64, error: String) -> Recorded {
+    /// Records episode `unit` as failed without running it, with `error` saying why.
+    fn not_run(&self, unit: Slot, seed: u64, error: String) -> Recorded {
         let spec = &self.runner.spec;
         let operator = &spec.operators[unit.operator];
         let record = Arc::new(EpisodeRecord {
-            error: Some(format!("escalated: could not start: {error}")),
+            error: Some(error),
             ..EpisodeRecord::new(
                 &self.runner.run_id,
                 &OperatorId(operator.id.clone()),

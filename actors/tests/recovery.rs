@@ -592,15 +592,16 @@ async fn past_the_restart_limit_the_episode_fails_and_the_run_continues_or_stops
         );
         assert!(episode.restarts.iter().any(|r| !r.recovered));
     }
-    assert_eq!(
-        continued.raw[0].steps, 5,
-        "steps before the failure are kept"
-    );
-    assert_eq!(
-        continued.raw[0].restarts.len(),
-        3,
-        "two restarts, then the escalation"
-    );
+    for episode in &continued.raw {
+        // Each episode starts with fresh children and fresh restart windows, so each one
+        // runs up to its own failure instead of inheriting the exhausted window.
+        assert_eq!(episode.steps, 5, "steps before the failure are kept");
+        assert_eq!(
+            episode.restarts.len(),
+            3,
+            "two restarts, then the escalation"
+        );
+    }
 
     let stopped = run(always("esc-stop", "stop")).await;
     let error = stopped.result.expect_err("the run stops").to_string();
@@ -613,6 +614,85 @@ async fn past_the_restart_limit_the_episode_fails_and_the_run_continues_or_stops
         1,
         "the failed episode is recorded before stopping"
     );
+}
+
+/// An escalation ends its episode only: the next episode starts with fresh children and
+/// fresh restart windows, and runs as in a clean run.
+#[actix::test]
+async fn after_an_escalation_the_next_episodes_start_afresh_and_equal_a_clean_run() {
+    let clean = run(clean()).await;
+    // Instances 1-3 panic at step 5: the first failure and both restarts of episode 0;
+    // the fourth instance, started for episode 1, does not.
+    let faulty = run(experiment(
+        serde_json::json!({"env": "soccer-2v2"}),
+        serde_json::json!({"kind": "flaky", "key": "esc-fresh", "at": 5, "panics": 3}),
+        serde_json::json!({"max_restarts": 2}),
+    ))
+    .await;
+    assert!(faulty.result.is_ok(), "{:?}", faulty.result);
+    let mut episodes = faulty.raw.clone();
+    episodes.sort_by_key(|e| e.episode_index);
+    let error = episodes[0].error.as_deref().unwrap_or_default();
+    assert!(error.contains("escalated"), "{error}");
+    assert_eq!(episodes[0].steps, 5);
+    let later = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| !l.contains(r#""episode_index":0,"#))
+            .map(|l| l.replace(r#""kind":"flaky""#, r#""kind":"random""#))
+            .collect()
+    };
+    assert!(later(&faulty.episodes).len() == 2 && later(&faulty.steps).len() > 2);
+    assert_eq!(
+        later(&faulty.episodes),
+        later(&clean.episodes),
+        "episodes after the escalation equal the clean run's"
+    );
+    assert_eq!(later(&faulty.steps), later(&clean.steps));
+}
+
+/// `max_failed_episodes`: once a configuration has failed that many episodes, its other
+/// episodes are recorded as not run, while the other configurations run in full.
+#[actix::test]
+async fn a_configuration_past_max_failed_episodes_stops_and_the_others_run() {
+    let mut spec = experiment(
+        serde_json::json!({"env": "soccer-2v2"}),
+        serde_json::json!({"kind": "flaky", "key": "esc-hopeless", "at": 5, "panics": 1000}),
+        serde_json::json!({"max_restarts": 1, "max_failed_episodes": 2}),
+    );
+    spec.episodes = 5;
+    let mut healthy = clean().operators.remove(0);
+    healthy.id = "healthy".into();
+    spec.operators.push(healthy);
+    let outcome = run(spec).await;
+    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    let mut hopeless: Vec<_> = outcome
+        .raw
+        .iter()
+        .filter(|e| e.operator_id == "op")
+        .collect();
+    hopeless.sort_by_key(|e| e.episode_index);
+    assert_eq!(hopeless.len(), 5, "every unit is recorded");
+    for episode in &hopeless[..2] {
+        let error = episode.error.as_deref().unwrap_or_default();
+        assert!(error.contains("escalated") && episode.steps == 5, "{error}");
+    }
+    for episode in &hopeless[2..] {
+        let error = episode.error.as_deref().unwrap_or_default();
+        assert!(
+            error.contains("not run")
+                && error.contains("max_failed_episodes")
+                && episode.steps == 0,
+            "{error}"
+        );
+    }
+    let healthy: Vec<_> = outcome
+        .raw
+        .iter()
+        .filter(|e| e.operator_id == "healthy")
+        .collect();
+    assert_eq!(healthy.len(), 5);
+    assert!(healthy.iter().all(|e| e.error.is_none() && e.steps > 0));
 }
 
 /// An operator, or an environment worker, that never starts: tried again within the

@@ -179,6 +179,11 @@ pub struct SupervisionSpec {
     /// What the run does when a session gives up.
     #[serde(default)]
     pub on_escalation: OnEscalation,
+    /// Failed episodes (given up on by supervision) after which a configuration's remaining
+    /// episodes are recorded as not run, so a hopeless configuration stops costing time
+    /// while the others go on. `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failed_episodes: Option<u32>,
 }
 
 fn default_max_restarts() -> u32 {
@@ -201,6 +206,7 @@ impl Default for SupervisionSpec {
             period_ms: default_period_ms(),
             checkpoint_interval_ms: default_checkpoint_interval_ms(),
             on_escalation: OnEscalation::default(),
+            max_failed_episodes: None,
         }
     }
 }
@@ -343,6 +349,12 @@ impl ExperimentSpec {
                 "must be at least 1",
             ));
         }
+        if self.supervision.max_failed_episodes == Some(0) {
+            return Err(SpecError::new(
+                "supervision.max_failed_episodes",
+                "must be at least 1 (leave it out for no limit)",
+            ));
+        }
         if self.operators.is_empty() {
             return Err(SpecError::new(
                 "operators",
@@ -440,5 +452,11 @@ mod tests {
         let mut s = spec();
         s.operators[0].id = "a-b".into();
         assert!(s.validate().is_err());
+        let mut s = spec();
+        s.supervision.max_failed_episodes = Some(0);
+        assert_eq!(
+            s.validate().unwrap_err().path,
+            "supervision.max_failed_episodes"
+        );
     }
 }

@@ -92,6 +92,9 @@ pub(super) struct Children {
     strategy: RestartStrategy,
     /// Restarts per child, in [`Child::index`] order.
     windows: Vec<RestartWindow>,
+    /// Whether a restart limit was reached: the session gave up on a child, which stays as
+    /// it was (down, or failing) until [`Children::renew_after_escalation`].
+    gave_up: bool,
     /// Whether the environment answered its last snapshot request with a snapshot.
     pub(super) env_snapshots: bool,
     /// Per agent: whether its operator answered its last checkpoint request with a state.
@@ -145,20 +148,17 @@ impl Children {
                 channel: Some(channel.clone()),
             },
         };
-        let mut windows = vec![env_window];
-        let mut operators = Vec::with_capacity(spec.agents.len());
-        for agent in 0..spec.agents.len() {
-            let mut window = RestartWindow::new(intensity);
-            operators.push(retry_start(&mut window, || factory.operator(agent))?);
-            windows.push(window);
-        }
+        let (operators, operator_windows) = start_operators(&factory, intensity)?;
         let operator_states = operators.iter().map(|o| o.state.is_some()).collect();
         let children = Self {
             factory,
             env: EnvActor::new(env).start(),
             operators: Rc::new(operators),
             strategy: config.supervision.strategy,
-            windows,
+            windows: std::iter::once(env_window)
+                .chain(operator_windows)
+                .collect(),
+            gave_up: false,
             env_snapshots: true,
             operator_states,
         };
@@ -182,8 +182,33 @@ impl Children {
         if window.allow(Instant::now()) {
             Ok(())
         } else {
+            self.gave_up = true;
             Err(LimitReached(window.intensity()))
         }
+    }
+
+    /// After the session gave up on a child, replaces every child with a fresh one and
+    /// every restart window with an empty one, so that a later episode starts afresh
+    /// instead of inheriting the exhausted window (`docs/semantics.md`, "Escalation").
+    /// Does nothing otherwise. A child that cannot start fails this episode; the next one
+    /// tries again.
+    pub(super) fn renew_after_escalation(&mut self) -> Result<(), SpecError> {
+        if !self.gave_up {
+            return Ok(());
+        }
+        let intensity = self.windows[Child::Env.index()].intensity();
+        let mut env_window = RestartWindow::new(intensity);
+        let env = retry_start(&mut env_window, || self.factory.env())?;
+        let (operators, operator_windows) = start_operators(&self.factory, intensity)?;
+        self.env = EnvActor::new(env).start();
+        self.operator_states = operators.iter().map(|o| o.state.is_some()).collect();
+        self.operators = Rc::new(operators);
+        self.windows = std::iter::once(env_window)
+            .chain(operator_windows)
+            .collect();
+        self.env_snapshots = true;
+        self.gave_up = false;
+        Ok(())
     }
 
     /// A new environment actor (not yet in place).
@@ -202,6 +227,22 @@ impl Children {
         operators[agent] = handle;
         self.operators = Rc::new(operators);
     }
+}
+
+/// Starts the operator of every agent, each with its own restart window.
+fn start_operators(
+    factory: &Factory,
+    intensity: Intensity,
+) -> Result<(Vec<OperatorHandle>, Vec<RestartWindow>), SpecError> {
+    let agents = factory.spec.agents.len();
+    let mut operators = Vec::with_capacity(agents);
+    let mut windows = Vec::with_capacity(agents);
+    for agent in 0..agents {
+        let mut window = RestartWindow::new(intensity);
+        operators.push(retry_start(&mut window, || factory.operator(agent))?);
+        windows.push(window);
+    }
+    Ok((operators, windows))
 }
 
 /// Starts a child with `start`, trying again after start failures while `window` allows.

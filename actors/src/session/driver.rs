@@ -63,8 +63,11 @@ impl Driver {
     }
 
     /// Starts every operator's episode and resets the environment, restarting children
-    /// that are down.
+    /// that are down (all of them, with fresh restart windows, after an escalation).
     async fn start(&mut self, episode: &mut Episode) -> Result<(), SessionError> {
+        self.children
+            .renew_after_escalation()
+            .map_err(SessionError::Renew)?;
         // Messages never cross episodes; the channel is cleared before anyone may post.
         self.channel
             .send(NewEpisode)

@@ -240,6 +240,9 @@ impl Driver {
         episode: &mut Episode,
         from: &ResumePoint,
     ) -> Result<(), SessionError> {
+        self.children
+            .renew_after_escalation()
+            .map_err(SessionError::Renew)?;
         let detected = Instant::now();
         let timestamp = mosaic_core::record::now_ms();
         let checkpoint = &from.checkpoint;
