@@ -427,13 +427,15 @@ impl Battle {
         usable
     }
 
-    /// Whether unit `unit` may move in `dir`: a step of one map unit stays inside the map.
+    /// Whether unit `unit` may move in `dir`: a step of one map unit stays inside the map
+    /// (SMACv2's boundaries). Where edges kill, every move is open, as in SMAX: walking into
+    /// the edge is the unit's own (fatal) choice.
     pub fn can_move(&self, unit: usize, dir: Dir) -> bool {
         let u = &self.units[unit];
         let [dx, dy] = dir.vector();
         let (x, y) = (u.pos[0] + dx, u.pos[1] + dy);
         let size = self.config.map_size;
-        u.alive() && x > 0.0 && y > 0.0 && x < size && y < size
+        u.alive() && (self.config.walls_kill || (x > 0.0 && y > 0.0 && x < size && y < size))
     }
 
     /// The legal-action mask of unit `unit` (SMAC's: a dead unit may only no-op).

@@ -676,6 +676,23 @@ fn moves_push_and_stay_on_the_map() {
 }
 
 #[test]
+fn where_edges_kill_moves_towards_them_stay_open_and_kill() {
+    let config = custom(&["marine"], [1, 1], &[("walls_kill", true.into())]);
+    let mut env = staged(
+        config,
+        &[
+            (UnitType::Marine, 0, [0.5, 16.0]),
+            (UnitType::Marine, 1, [28.0, 16.0]),
+        ],
+    );
+    let legal = env.observe(0, ObsRequest::MASK_ONLY).legal;
+    assert!(legal[actions::WEST as usize], "SMAX leaves every move open");
+    act(&mut env, &[actions::WEST, actions::STOP]);
+    assert!(!unit(&env, 0).alive(), "the unit walked into the edge");
+    assert_eq!(env.outcome(), Some(vec![Outcome::Loss, Outcome::Win]));
+}
+
+#[test]
 fn the_heuristic_beats_a_random_team() {
     let config = Config::default();
     let mut env = Skirmish::new(config.clone()).unwrap();
