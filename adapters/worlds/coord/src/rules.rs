@@ -13,7 +13,7 @@ use super::mobs;
 use super::settings::Config;
 use super::state::{
     AgentState, BLEED_OUT_STEPS, CoordKind, Life, Plant, REVIVE_HEALTH, Request, Signal, Tag,
-    World, light_level,
+    VITAL_MAX, World, light_level,
 };
 use super::types::{Achievement, Block, Item, Resource, Role};
 use mosaic_core::{Event, Transition};
@@ -101,7 +101,7 @@ fn messages(world: &mut World, acts: &[Act]) {
                     until: step + REQUEST_STEPS - 1,
                 });
             }
-            Act::Sleep if a.energy < 9 => a.sleeping = true,
+            Act::Sleep if a.energy < VITAL_MAX => a.sleeping = true,
             _ => {}
         }
         if a.request.is_some_and(|r| r.until < step) {
@@ -142,12 +142,12 @@ fn gives(world: &mut World, acts: &[Act], events: &mut Vec<Event>) {
             Resource::Food => {
                 world.agents[giver].food -= 1;
                 let r = &mut world.agents[receiver];
-                r.food = (r.food + 1).min(9);
+                r.eat(1);
             }
             Resource::Drink => {
                 world.agents[giver].drink -= 1;
                 let r = &mut world.agents[receiver];
-                r.drink = (r.drink + 1).min(9);
+                r.drink_up(1);
             }
             other => {
                 if let Some(item) = other.item() {
@@ -261,7 +261,7 @@ fn do_block(world: &mut World, config: &Config, agent: usize, tile: usize) {
             let drinks = role_check(world, config, agent, Role::Forager);
             if drinks {
                 let a = &mut world.agents[agent];
-                a.drink = (a.drink + 1).min(9);
+                a.drink_up(1);
                 a.thirst = 0.0;
                 a.unlock(Achievement::CollectDrink);
             }
@@ -272,7 +272,7 @@ fn do_block(world: &mut World, config: &Config, agent: usize, tile: usize) {
                 p.age = 0;
             }
             let a = &mut world.agents[agent];
-            a.food = (a.food + 4).min(9);
+            a.eat(4);
             a.hunger = 0.0;
             a.unlock(Achievement::EatPlant);
         }
@@ -403,7 +403,7 @@ fn vitals(world: &mut World, agent: usize, events: &mut Vec<Event>) {
         }
         Life::Alive => {}
     }
-    if a.sleeping && a.energy >= 9 {
+    if a.sleeping && a.energy >= VITAL_MAX {
         a.sleeping = false;
         a.unlock(Achievement::WakeUp);
     }
@@ -428,7 +428,7 @@ fn vitals(world: &mut World, agent: usize, events: &mut Vec<Event>) {
         a.fatigue = 0.0;
     }
     if a.fatigue < -10.0 {
-        a.energy = (a.energy + 1).min(9);
+        a.energy = (a.energy + 1).min(VITAL_MAX);
         a.fatigue = 0.0;
     }
     let fine = a.food > 0 && a.drink > 0 && (a.energy > 0 || a.sleeping);
@@ -439,7 +439,7 @@ fn vitals(world: &mut World, agent: usize, events: &mut Vec<Event>) {
         (false, false) => -1.0,
     };
     if a.recover > 25.0 {
-        a.health = (a.health + 1).min(9);
+        a.health = (a.health + 1).min(VITAL_MAX);
         a.recover = 0.0;
     }
     if a.recover < -15.0 {

@@ -46,6 +46,9 @@ pub struct Difficulty {
     pub non_specialist_success: f64,
     /// Mob health multiplier 1 + α/3 (only with `scale_base_difficulty`).
     pub mob_health_multiplier: f64,
+    /// Starting food, drink and energy multiplier 1 − α/3 (only with
+    /// `scale_base_difficulty`; health always starts full).
+    pub starting_resource_multiplier: f64,
 }
 
 impl Difficulty {
@@ -70,6 +73,7 @@ impl Difficulty {
             soft_solo_fail_prob: alpha,
             non_specialist_success: 1.0 - alpha,
             mob_health_multiplier: 1.0 + alpha / 3.0,
+            starting_resource_multiplier: 1.0 - alpha / 3.0,
         }
     }
 }
@@ -154,7 +158,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "day_length = 300: steps per day-night cycle",
     "coordination_probability = 0.25: share of resource blocks with a coordination requirement",
     "construction_sites = 8: construction sites per map (0-64)",
-    "scale_base_difficulty = false: also scale mob health with alpha",
+    "scale_base_difficulty = false: also scale mob health and starting food, drink and energy with alpha",
 ];
 
 /// The validated configuration of one coordination world.
@@ -180,7 +184,7 @@ pub struct Config {
     pub coordination_probability: f64,
     /// Construction sites per map.
     pub construction_sites: usize,
-    /// Whether mob health scales with α.
+    /// Whether mob health and starting food, drink and energy scale with α.
     pub scale_base_difficulty: bool,
 }
 
@@ -292,6 +296,26 @@ impl Config {
         })
     }
 
+    /// Food, drink and energy every agent starts with: full (9), or with
+    /// `scale_base_difficulty` 9 × (1 − α/3) rounded (ALEM Table 4: 8, 7, 6 for easy,
+    /// medium, hard).
+    ///
+    /// ```
+    /// let mut s = mosaic_core::Settings::new();
+    /// s.insert("preset".into(), "hard".into());
+    /// assert_eq!(mosaic_coord::Config::from_settings(&s).unwrap().starting_needs(), 9);
+    /// s.insert("scale_base_difficulty".into(), true.into());
+    /// assert_eq!(mosaic_coord::Config::from_settings(&s).unwrap().starting_needs(), 6);
+    /// ```
+    pub fn starting_needs(&self) -> i32 {
+        if self.scale_base_difficulty {
+            (f64::from(super::state::VITAL_MAX) * self.difficulty.starting_resource_multiplier)
+                .round() as i32
+        } else {
+            super::state::VITAL_MAX
+        }
+    }
+
     /// Agents needed to craft a diamond tool.
     pub fn diamond_crafters(&self) -> usize {
         opportunity::DIAMOND_CRAFTING_AGENTS.min(self.agents)
@@ -322,6 +346,22 @@ mod tests {
         }
         let d = Difficulty::from_alpha(0.5);
         assert_eq!((d.handover_window_min, d.handover_window_max), (6, 12));
+        for (alpha, health, resources) in [(0.3, 1.1, 0.9), (0.6, 1.2, 0.8), (0.9, 1.3, 0.7)] {
+            let d = Difficulty::from_alpha(alpha);
+            assert!((d.mob_health_multiplier - health).abs() < 1e-9);
+            assert!((d.starting_resource_multiplier - resources).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn starting_needs_scale_only_with_base_difficulty() {
+        for (preset, scaled) in [("easy", 8), ("medium", 7), ("hard", 6)] {
+            let plain = settings(&[("preset", preset.into())]);
+            assert_eq!(Config::from_settings(&plain).unwrap().starting_needs(), 9);
+            let mut s = plain;
+            s.insert("scale_base_difficulty".into(), true.into());
+            assert_eq!(Config::from_settings(&s).unwrap().starting_needs(), scaled);
+        }
     }
 
     #[test]

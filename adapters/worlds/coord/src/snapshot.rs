@@ -14,7 +14,7 @@ use super::mobs::spawn_health;
 use super::settings::Config;
 use super::state::{
     AgentState, Arrow, Census, CoordKind, Counters, Life, MOB_LABELS, Mob, MobTag, Pending, Plant,
-    Tag, World, light_level,
+    Tag, VITAL_MAX, World, light_level,
 };
 use super::types::{Block, Item, MobKind};
 use base64::Engine as _;
@@ -387,13 +387,15 @@ fn check_agents(world: &World, config: &Config) -> Result<(), String> {
             ));
         }
         let vitals = [
-            ("health", a.health),
-            ("food", a.food),
-            ("drink", a.drink),
-            ("energy", a.energy),
+            ("health", a.health, VITAL_MAX),
+            ("food", a.food, a.food_capacity()),
+            ("drink", a.drink, a.food_capacity()),
+            ("energy", a.energy, VITAL_MAX),
         ];
-        if let Some((name, value)) = vitals.iter().find(|(_, v)| !(0..=9).contains(v)) {
-            return bad(format!("{name} {value} outside 0..=9"));
+        if let Some((name, value, most)) =
+            vitals.iter().find(|(_, v, most)| !(0..=*most).contains(v))
+        {
+            return bad(format!("{name} {value} outside 0..={most}"));
         }
         if let Some(k) = a.inventory.iter().position(|n| *n > Item::CAP) {
             return bad(format!(

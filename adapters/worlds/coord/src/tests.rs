@@ -336,6 +336,81 @@ fn specialists_always_succeed_and_others_with_one_minus_alpha() {
 }
 
 #[test]
+fn anyone_makes_a_wood_sword_but_other_swords_stay_the_warriors() {
+    // α = 1: a non-specialist never succeeds at a role-gated action.
+    let pairs = [
+        ("agents", json!(2)),
+        ("alpha", json!(1.0)),
+        ("roles", json!(["miner", "forager"])),
+    ];
+    let mut env = arena(&pairs, &[(10, 11), (12, 11)]);
+    set(&mut env, 11, 12, Block::Table, Tag::NONE);
+    for a in &mut world(&mut env).agents {
+        a.add(Item::Wood, 2);
+        a.add(Item::Stone, 1);
+    }
+    let swords = [Act::Make(Item::WoodSword), Act::Make(Item::WoodSword)];
+    let out = step(&mut env, &swords);
+    for (i, a) in world(&mut env).agents.iter().enumerate() {
+        assert_eq!(a.count(Item::WoodSword), 1);
+        assert!(a.has(Achievement::MakeWoodSword));
+        assert_eq!(out.rewards[i], 1.0);
+    }
+    assert_eq!(world(&mut env).counters.role_attempts, 0);
+    step(
+        &mut env,
+        &[Act::Make(Item::StoneSword), Act::Make(Item::StoneSword)],
+    );
+    let w = world(&mut env);
+    assert!(w.agents.iter().all(|a| a.count(Item::StoneSword) == 0));
+    assert_eq!((w.counters.role_attempts, w.counters.role_failures), (2, 2));
+}
+
+#[test]
+fn foragers_drink_and_eat_beyond_nine() {
+    let pairs = [
+        ("agents", json!(2)),
+        ("roles", json!(["forager", "warrior"])),
+        ("alpha", json!(0.0)),
+    ];
+    let mut env = arena(&pairs, &[(10, 11), (12, 11)]);
+    set(&mut env, 10, 10, Block::Water, Tag::NONE);
+    set(&mut env, 12, 10, Block::Water, Tag::NONE);
+    face(&mut env, 0, Dir::North);
+    face(&mut env, 1, Dir::North);
+    for _ in 0..4 {
+        step(&mut env, &[Act::Do, Act::Do]);
+    }
+    let w = world(&mut env);
+    assert_eq!((w.agents[0].drink, w.agents[1].drink), (11, 9));
+    let text = |env: &CoordWorld, i| env.observe(i, ObsRequest::ALL).text.unwrap();
+    assert!(
+        text(&env, 0).contains("- drink: 11/11"),
+        "{}",
+        text(&env, 0)
+    );
+    assert!(text(&env, 1).contains("- drink: 9/9"));
+}
+
+#[test]
+fn scaled_base_difficulty_starts_agents_with_fewer_resources() {
+    for (scaled, needs) in [(false, 9), (true, 6)] {
+        let s = settings(&[
+            ("preset", json!("hard")),
+            ("scale_base_difficulty", json!(scaled)),
+        ]);
+        let mut env = CoordWorld::from_settings(&s).unwrap();
+        env.reset(3).unwrap();
+        for a in &world(&mut env).agents {
+            assert_eq!(
+                (a.health, a.food, a.drink, a.energy),
+                (9, needs, needs, needs)
+            );
+        }
+    }
+}
+
+#[test]
 fn request_and_give_work_at_any_distance_while_active() {
     let mut env = arena(&two_agents(), &[(5, 5), (50, 50)]);
     let set_ = *env.action_set();
@@ -633,7 +708,7 @@ fn visible_teammates_describe_who_is_in_view() {
     assert_eq!(
         lines(&env, 0),
         [
-            "agent_1 (forager): 1 step east (x=21, y=20), facing east towards tree (x=22, y=20); health 9/9, food 9/9, drink 4/9, energy 9/9; holds wood 3, stone_pickaxe 1",
+            "agent_1 (forager): 1 step east (x=21, y=20), facing east towards tree (x=22, y=20); health 9/9, food 9/11, drink 4/11, energy 9/9; holds wood 3, stone_pickaxe 1",
             "agent_2 (miner): 3 steps north and 4 steps west (x=16, y=17), DOWN: face them and use Do within 100 steps to revive them",
         ]
     );
