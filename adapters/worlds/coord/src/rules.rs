@@ -10,10 +10,11 @@ use super::coordination;
 use super::crafting;
 use super::effects::{Harm, Members, event, hurt, members, mine, role_check};
 use super::mobs;
+use super::scoring::credit;
 use super::settings::Config;
 use super::state::{
-    AgentState, BLEED_OUT_STEPS, CoordKind, Life, Plant, REVIVE_HEALTH, Request, Signal, Tag,
-    VITAL_MAX, World, light_level,
+    AgentState, BLEED_OUT_STEPS, CoordKind, DeathCause, Life, Plant, REVIVE_HEALTH, Request,
+    Signal, Tag, VITAL_MAX, World, light_level,
 };
 use super::types::{Achievement, Block, Item, Resource, Role};
 use mosaic_core::{Event, Transition};
@@ -65,20 +66,24 @@ pub fn advance(world: &mut World, config: &Config, chosen: &[Act], out: &mut Tra
         }
         let a = &mut world.agents[i];
         let new = a.achievements & !achievements;
-        let base_mask = (1u64 << Achievement::BASE_COUNT) - 1;
-        let base = f64::from((new & base_mask).count_ones()) + 0.1 * f64::from(a.health - health);
-        let coord = f64::from((new & !base_mask).count_ones());
+        let (mut base, mut coord) = (0.0, 0.0);
+        if new != 0 {
+            for achievement in Achievement::ALL.iter().filter(|x| new & x.bit() != 0) {
+                let (b, c) = credit(config.scoring, *achievement);
+                base += b;
+                coord += c;
+                event(
+                    events,
+                    "achievement",
+                    Some(i),
+                    serde_json::json!({ "name": achievement.name() }),
+                );
+            }
+        }
+        base += 0.1 * f64::from(a.health - health);
         a.base_reward += base;
         a.coord_reward += coord;
         out.rewards[i] = (base + coord) as f32;
-        for achievement in Achievement::ALL.iter().filter(|x| new & x.bit() != 0) {
-            event(
-                events,
-                "achievement",
-                Some(i),
-                serde_json::json!({ "name": achievement.name() }),
-            );
-        }
     }
 
     world.step += 1;
@@ -212,6 +217,7 @@ fn teammate(world: &mut World, other: usize, group: Members, events: &mut Vec<Ev
                 a.life = Life::Alive;
                 a.health = REVIVE_HEALTH;
                 a.recover = 0.0;
+                a.downed_by = None;
                 world.counters.revives += 1;
                 event(
                     events,
@@ -351,22 +357,35 @@ fn movement(world: &mut World, acts: &[Act], events: &mut Vec<Event>) {
         a.x = x;
         a.y = y;
         if world.block(x, y) == Block::Lava {
-            kill(world, i, "lava", events);
+            kill(world, i, "lava", Some(DeathCause::Lava), events);
         }
     }
 }
 
-fn kill(world: &mut World, agent: usize, cause: &str, events: &mut Vec<Event>) {
+/// Ends `agent` for good: `what` names it in the death event, `cause` (when known: a
+/// restored snapshot may leave it out) is counted.
+fn kill(
+    world: &mut World,
+    agent: usize,
+    what: &str,
+    cause: Option<DeathCause>,
+    events: &mut Vec<Event>,
+) {
     let a = &mut world.agents[agent];
     a.life = Life::Dead;
     a.health = 0;
     a.sleeping = false;
+    a.downed_by = None;
     world.counters.deaths += 1;
+    if let Some(cause) = cause {
+        let slot = &mut world.counters.deaths_by[cause as usize];
+        *slot = slot.saturating_add(1);
+    }
     event(
         events,
         "death",
         Some(agent),
-        serde_json::json!({ "cause": cause }),
+        serde_json::json!({ "cause": what }),
     );
 }
 
@@ -397,7 +416,8 @@ fn vitals(world: &mut World, agent: usize, events: &mut Vec<Event>) {
         Life::Dead => return,
         Life::Downed { since } => {
             if step >= since + BLEED_OUT_STEPS {
-                kill(world, agent, "bled out", events);
+                let cause = a.downed_by;
+                kill(world, agent, "bled out", cause, events);
             }
             return;
         }

@@ -1,6 +1,7 @@
 //! Settings of the coordination world and the difficulty parameters derived from α
 //! (ALEM, Table 4 and Table 5).
 
+use super::scoring::Scoring;
 use super::types::Role;
 use mosaic_core::Settings;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -121,6 +122,8 @@ struct RawSettings {
     construction_sites: usize,
     #[serde(default)]
     scale_base_difficulty: bool,
+    #[serde(default)]
+    scoring: Scoring,
 }
 
 fn default_agents() -> usize {
@@ -159,6 +162,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "coordination_probability = 0.25: share of resource blocks with a coordination requirement",
     "construction_sites = 8: construction sites per map (0-64)",
     "scale_base_difficulty = false: also scale mob health and starting food, drink and energy with alpha",
+    "scoring = \"compact\": \"compact\" (every achievement worth 1) or \"alem\" (ALEM's 93 achievements, tier weights, maxima 217/159)",
 ];
 
 /// The validated configuration of one coordination world.
@@ -186,6 +190,8 @@ pub struct Config {
     pub construction_sites: usize,
     /// Whether mob health and starting food, drink and energy scale with α.
     pub scale_base_difficulty: bool,
+    /// The scale of rewards and of the `*_pct` metrics.
+    pub scoring: Scoring,
 }
 
 impl Config {
@@ -293,6 +299,7 @@ impl Config {
             coordination_probability: raw.coordination_probability,
             construction_sites: raw.construction_sites,
             scale_base_difficulty: raw.scale_base_difficulty,
+            scoring: raw.scoring,
         })
     }
 
@@ -370,6 +377,9 @@ mod tests {
         assert_eq!(c.agents, 3);
         assert_eq!(c.roles, [Role::Warrior, Role::Forager, Role::Miner]);
         assert_eq!(c.difficulty.alpha, 0.6);
+        assert_eq!(c.scoring, Scoring::Compact);
+        let alem = Config::from_settings(&settings(&[("scoring", "alem".into())])).unwrap();
+        assert_eq!(alem.scoring, Scoring::Alem);
         let bad = [
             settings(&[("agents", 1.into())]),
             settings(&[("alpha", 0.5.into()), ("preset", "easy".into())]),
@@ -379,9 +389,10 @@ mod tests {
             settings(&[("signals", 9.into())]),
             settings(&[("preset", "brutal".into())]),
             settings(&[("colour", "red".into())]),
+            settings(&[("scoring", "craftax".into())]),
         ];
         let names = [
-            "agents", "alpha", "alpha", "roles", "width", "signals", "brutal", "colour",
+            "agents", "alpha", "alpha", "roles", "width", "signals", "brutal", "colour", "craftax",
         ];
         for (s, name) in bad.iter().zip(names) {
             let err = Config::from_settings(s).unwrap_err();

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 /// Version of the snapshot layout; bumped whenever it changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// More than any counter can grow in one step (every agent's action counts at most once
 /// per counter, and a team has at most four agents).
@@ -347,6 +347,14 @@ fn check_counts(world: &World) -> Result<(), String> {
     let mut counters = counters.as_object().into_iter().flatten();
     if let Some((name, n)) = counters.find(|(_, n)| n.as_u64() > Some(most)) {
         return Err(format!("counter {name} = {n} after {step} steps"));
+    }
+    if let Some(n) = world
+        .counters
+        .deaths_by
+        .iter()
+        .find(|n| u64::from(**n) > most)
+    {
+        return Err(format!("{n} deaths of one cause after {step} steps"));
     }
     let mut built = world.spawned.iter().chain([&world.shelters]);
     if let Some(n) = built.find(|n| u64::from(**n) > most) {
@@ -702,8 +710,8 @@ mod tests {
                 "snapshot of `soccer-2v2` given to coord-world",
             ),
             (
-                edited(&good, |v| v["format"] = json!(2)),
-                "has format 2, this build reads format 1",
+                edited(&good, |v| v["format"] = json!(1)),
+                "has format 1, this build reads format 2",
             ),
             (
                 edited(&good, |v| v["blocks"] = json!("!!!")),

@@ -251,6 +251,8 @@ pub struct AgentState {
     pub signal: Option<Signal>,
     /// Why the agent's last action failed, when it did (shown in its text observation).
     pub note: Option<Note>,
+    /// What put the agent down, while it is down (the cause if it bleeds out).
+    pub downed_by: Option<DeathCause>,
 }
 
 impl AgentState {
@@ -278,6 +280,7 @@ impl AgentState {
             request: None,
             signal: None,
             note: None,
+            downed_by: None,
         }
     }
 
@@ -411,6 +414,52 @@ pub struct Counters {
     pub deaths: u32,
     /// Shelters and forges built.
     pub structures_built: u32,
+    /// Deaths per [`DeathCause`], in [`DeathCause::ALL`] order.
+    pub deaths_by: [u32; DeathCause::COUNT],
+}
+
+/// Why an agent died (ALEM Fig. 11): what put it down (it then bled out) or lava.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeathCause {
+    /// Health lost while food was zero.
+    Starvation,
+    /// Health lost while drink was zero (and food was not).
+    Dehydration,
+    /// Health lost while energy was zero (and food and drink were not).
+    Exhaustion,
+    /// A zombie's blow or a skeleton's arrow.
+    Mob,
+    /// A teammate's Do.
+    FriendlyFire,
+    /// Walking into lava.
+    Lava,
+}
+
+impl DeathCause {
+    /// Number of causes.
+    pub const COUNT: usize = 6;
+    /// Every cause, in metric order.
+    pub const ALL: [DeathCause; DeathCause::COUNT] = [
+        DeathCause::Starvation,
+        DeathCause::Dehydration,
+        DeathCause::Exhaustion,
+        DeathCause::Mob,
+        DeathCause::FriendlyFire,
+        DeathCause::Lava,
+    ];
+
+    /// Name used in metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeathCause::Starvation => "starvation",
+            DeathCause::Dehydration => "dehydration",
+            DeathCause::Exhaustion => "exhaustion",
+            DeathCause::Mob => "mob",
+            DeathCause::FriendlyFire => "friendly_fire",
+            DeathCause::Lava => "lava",
+        }
+    }
 }
 
 /// What world generation put on the map; used by metrics and by the α-invariance tests.

@@ -762,9 +762,12 @@ fn registry_builds_the_world_and_its_scripted_operator() {
     assert!(make(&Settings::new(), &settings(&[("typo", json!(1))])).is_err());
 }
 
-fn team_run(kind: &str, seed: u64, steps: u32) -> Map {
-    let env_settings = settings(&[("preset", json!("easy"))]);
-    let mut env = CoordWorld::from_settings(&env_settings).unwrap();
+/// A team of three `kind` agents (scripted or random) on the easy preset plus `pairs`,
+/// played for up to `steps` steps.
+fn run_team(kind: &str, pairs: &[(&str, Value)], seed: u64, steps: u32) -> CoordWorld {
+    let mut all = vec![("preset", json!("easy"))];
+    all.extend(pairs.iter().cloned());
+    let mut env = CoordWorld::from_settings(&settings(&all)).unwrap();
     env.reset(seed).unwrap();
     let mut policies: Vec<Box<dyn mosaic_core::Policy>> = (0..3)
         .map(|_| -> Box<dyn mosaic_core::Policy> {
@@ -798,7 +801,171 @@ fn team_run(kind: &str, seed: u64, steps: u32) -> Map {
         }
         env.step(&actions, &mut t).unwrap();
     }
-    env.metrics()
+    env
+}
+
+fn team_run(kind: &str, seed: u64, steps: u32) -> Map {
+    run_team(kind, &[], seed, steps).metrics()
+}
+
+#[test]
+fn alem_scoring_weights_a_whole_team_joint_mining() {
+    let pairs = [("agents", json!(3)), ("scoring", json!("alem"))];
+    let mut env = arena(&pairs, &[(10, 11), (10, 9), (9, 10)]);
+    set(&mut env, 10, 10, Block::Iron, sync(false, 3));
+    for (i, dir) in [Dir::North, Dir::South, Dir::East].into_iter().enumerate() {
+        face(&mut env, i, dir);
+        world(&mut env).agents[i].add(Item::StonePickaxe, 1);
+    }
+    let out = step(&mut env, &[Act::Do, Act::Do, Act::Do]);
+    for (i, a) in world(&mut env).agents.iter().enumerate() {
+        // collect_iron (basic, 1); coord_mine_iron_hard (advanced, 5) and
+        // coord_3_agents_hard (very advanced, 8).
+        assert_eq!((a.base_reward, a.coord_reward), (1.0, 13.0));
+        assert_eq!(out.rewards[i], 14.0);
+    }
+    let m = env.metrics();
+    assert_eq!(
+        (m["base_max"].clone(), m["coord_max"].clone()),
+        (json!(217.0), json!(159.0))
+    );
+    assert!((m["coord_pct"].as_f64().unwrap() - 100.0 * 13.0 / 159.0).abs() < 1e-3);
+    assert!((m["total_pct"].as_f64().unwrap() - 100.0 * 14.0 / 376.0).abs() < 1e-3);
+    let text = env.observe(0, ObsRequest::ALL).text.unwrap();
+    assert!(text.contains("Achievements: 3/93 ("), "{text}");
+}
+
+#[test]
+fn alem_scoring_weights_a_scripted_episode_and_leaves_play_unchanged() {
+    let compact = run_team("scripted", &[], 4, 2000);
+    let alem = run_team("scripted", &[("scoring", json!("alem"))], 4, 2000);
+    let (cw, aw) = (
+        compact.world.as_ref().unwrap(),
+        alem.world.as_ref().unwrap(),
+    );
+    assert_eq!(cw.step, aw.step);
+    let mut heavier = false;
+    for (c, a) in cw.agents.iter().zip(&aw.agents) {
+        assert_eq!(
+            (c.achievements, c.x, c.y, c.health),
+            (a.achievements, a.x, a.y, a.health)
+        );
+        // ALEM's table, entry by entry, against the rewards the steps paid.
+        let (mut base, mut coord) = (0.0, 0.0);
+        for e in ALEM_ACHIEVEMENTS
+            .iter()
+            .filter(|e| e.world.is_some_and(|x| a.has(x)))
+        {
+            let w = f64::from(e.tier.reward());
+            if e.coordination.is_some() {
+                coord += w;
+            } else {
+                base += w;
+            }
+        }
+        let health = 0.1 * f64::from(a.health - 9);
+        assert!(
+            (a.base_reward - (base + health)).abs() < 1e-6,
+            "{} vs {base}",
+            a.base_reward
+        );
+        assert!(
+            (a.coord_reward - coord).abs() < 1e-6,
+            "{} vs {coord}",
+            a.coord_reward
+        );
+        heavier |= a.coord_reward > c.coord_reward;
+    }
+    assert!(heavier, "no coordination achievement weighed more than 1");
+    let m = alem.metrics();
+    let mean_base: f64 = aw.agents.iter().map(|a| a.base_reward).sum::<f64>() / 3.0;
+    assert!((m["base_pct"].as_f64().unwrap() - 100.0 * mean_base / 217.0).abs() < 1e-3);
+    assert_eq!(m["scoring"], json!("alem"));
+    assert_eq!(compact.metrics()["scoring"], json!("compact"));
+}
+
+#[test]
+fn diagnostics_cover_types_tiers_deaths_and_specialisation() {
+    let mut env = arena(&[("agents", json!(3))], &[(10, 10), (20, 20), (30, 30)]);
+    {
+        let w = world(&mut env);
+        // Agent 0 (warrior): its own sword and a forager's drink; agent 1 (forager): a
+        // shelter built together, a whole-team hard joint action and a drink.
+        w.agents[0].unlock(Achievement::MakeStoneSword);
+        w.agents[0].unlock(Achievement::CollectDrink);
+        w.agents[1].unlock(Achievement::CoordBuildShelter);
+        w.agents[1].unlock(Achievement::CoordTeamHard);
+        w.agents[1].unlock(Achievement::CollectDrink);
+    }
+    let m = env.metrics();
+    assert_eq!(m["aligned_achievements"], json!(2));
+    assert_eq!(m["cross_role_achievements"], json!(1));
+    assert!((m["specialisation_ratio_pct"].as_f64().unwrap() - 200.0 / 3.0).abs() < 1e-3);
+    // Compact scale: construction has shelter and forge (1 each), synchronous four.
+    let cover = &m["coord_coverage_pct"];
+    assert!((cover["construction"].as_f64().unwrap() - 100.0 / 3.0 * 0.5).abs() < 1e-3);
+    assert!((cover["synchronous"].as_f64().unwrap() - 100.0 / 3.0 * 0.25).abs() < 1e-3);
+    assert_eq!(cover["combat"], json!(0.0));
+    // Tiers (ALEM's list): basic 26, advanced 13 + 9, very advanced 9 + 12.
+    let tiers = &m["tier_coverage_pct"];
+    let basic = 100.0 * (2.0 + 1.0) / 26.0 / 3.0;
+    assert!((tiers["basic"].as_f64().unwrap() - basic).abs() < 1e-3);
+    assert!((tiers["advanced"].as_f64().unwrap() - 100.0 / 22.0 / 3.0).abs() < 1e-3);
+    assert!((tiers["very_advanced"].as_f64().unwrap() - 100.0 / 21.0 / 3.0).abs() < 1e-3);
+    assert_eq!(tiers["intermediate"], json!(0.0));
+
+    // ALEM's scale: construction weighs shelter 5, forge 8 and beacon 8.
+    let mut alem = arena(
+        &[("agents", json!(3)), ("scoring", json!("alem"))],
+        &[(10, 10), (20, 20), (30, 30)],
+    );
+    world(&mut alem).agents[1].unlock(Achievement::CoordBuildShelter);
+    let cover = &alem.metrics()["coord_coverage_pct"];
+    assert!((cover["construction"].as_f64().unwrap() - 100.0 * 5.0 / 21.0 / 3.0).abs() < 1e-3);
+    assert_eq!(alem.metrics()["base_reachable_max"], json!(28.0));
+    assert_eq!(alem.metrics()["coord_reachable_max"], json!(111.0));
+}
+
+#[test]
+fn deaths_are_counted_by_what_downed_the_agent() {
+    // Agent 3 stays up so that the episode goes on while the others bleed out.
+    let positions = [(10, 10), (20, 20), (30, 30), (40, 40)];
+    let mut env = arena(&[("agents", json!(4))], &positions);
+    set(&mut env, 31, 30, Block::Lava, Tag::NONE);
+    {
+        let w = world(&mut env);
+        // Agent 0 starves; agent 1 is fed but thirsty.
+        w.agents[0].food = 0;
+        w.agents[0].health = 1;
+        w.agents[1].drink = 0;
+        w.agents[1].health = 1;
+    }
+    let idle = [Act::Noop; 4];
+    step(
+        &mut env,
+        &[Act::Noop, Act::Noop, Act::Move(Dir::East), Act::Noop],
+    );
+    let mut steps = 0;
+    while world(&mut env).agents[..2].iter().any(|a| a.is_present()) {
+        let w = world(&mut env);
+        w.agents[1].food = 9;
+        w.agents[3].food = 9;
+        w.agents[3].drink = 9;
+        w.agents[3].energy = 9;
+        step(&mut env, &idle);
+        steps += 1;
+        assert!(steps < 300, "nobody bled out");
+    }
+    let m = env.metrics();
+    let causes = &m["death_causes"];
+    assert_eq!(causes["starvation"], json!(1));
+    assert_eq!(causes["dehydration"], json!(1));
+    assert_eq!(causes["lava"], json!(1));
+    assert_eq!(
+        (causes["mob"].clone(), causes["exhaustion"].clone()),
+        (json!(0), json!(0))
+    );
+    assert_eq!(m["deaths"], json!(3));
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 use super::actions::ActionSet;
 use super::agent_id;
-use super::metrics::achievable;
+use super::metrics::achievement_tally;
 use super::observation::{VIEW_H, VIEW_W};
 use super::settings::Config;
 use super::state::{AgentState, CoordKind, Life, VITAL_MAX, World};
@@ -104,7 +104,7 @@ pub fn text(
         light_word(world.light),
         world.light
     );
-    let (base_max, coord_max) = achievable(config);
+    let (held, listed) = achievement_tally(config, me);
     let unlocked: Vec<&str> = Achievement::ALL
         .iter()
         .filter(|a| me.has(**a))
@@ -112,9 +112,7 @@ pub fn text(
         .collect();
     let _ = writeln!(
         out,
-        "Achievements: {}/{}{}",
-        unlocked.len(),
-        base_max + coord_max,
+        "Achievements: {held}/{listed}{}",
         if unlocked.is_empty() {
             String::new()
         } else {
