@@ -219,13 +219,22 @@ pub fn metrics(world: &World, config: &Config) -> Map<String, Value> {
     put("coordination_sites", json!(world.census.total()));
     put("achievements_unlocked", json!(achievements.len()));
     put("achievements", Value::Object(achievements));
-    put("coord_coverage_pct", coverage_by_type(world, config));
-    put("tier_coverage_pct", tier_coverage(world));
-    let deaths: Map<String, Value> = DeathCause::ALL
-        .iter()
-        .map(|cause| (cause.name().to_owned(), json!(c.deaths_by[*cause as usize])))
-        .collect();
-    put("death_causes", Value::Object(deaths));
+    // Diagnostics are flat numbers, so that `mosaic report` averages them too.
+    for (kind, share) in coverage_by_type(world, config) {
+        put(
+            &format!("coverage_{}_pct", kind.name()),
+            json!(round(share)),
+        );
+    }
+    for (tier, share) in tier_coverage(world) {
+        put(&format!("tier_{}_pct", tier.name()), json!(round(share)));
+    }
+    for cause in DeathCause::ALL {
+        put(
+            &format!("deaths_{}", cause.name()),
+            json!(c.deaths_by[cause as usize]),
+        );
+    }
     let (aligned, cross) = specialisation(world);
     put("aligned_achievements", json!(aligned));
     put("cross_role_achievements", json!(cross));
@@ -238,9 +247,9 @@ pub fn metrics(world: &World, config: &Config) -> Map<String, Value> {
 
 /// Per coordination type, the mean over agents of the share (in %) of the type's
 /// maximum reward earned (ALEM Fig. 5A); types with nothing to earn are left out.
-fn coverage_by_type(world: &World, config: &Config) -> Value {
+fn coverage_by_type(world: &World, config: &Config) -> Vec<(CoordType, f64)> {
     let scale = coordination_scale(config);
-    let mut out = Map::new();
+    let mut out = Vec::new();
     for kind in CoordType::ALL {
         let items: Vec<_> = scale.iter().filter(|(t, _, _)| *t == kind).collect();
         let most: f64 = items.iter().map(|(_, w, _)| w).sum();
@@ -256,15 +265,15 @@ fn coverage_by_type(world: &World, config: &Config) -> Value {
         };
         let share =
             world.agents.iter().map(|a| earned(a) / most).sum::<f64>() / world.agents.len() as f64;
-        out.insert(kind.name().to_owned(), json!(round(100.0 * share)));
+        out.push((kind, 100.0 * share));
     }
-    Value::Object(out)
+    out
 }
 
 /// Per tier, the mean over agents of the share (in %) of ALEM's achievements of that
 /// tier (base and coordination) earned (ALEM Fig. 10), whatever the scoring.
-fn tier_coverage(world: &World) -> Value {
-    let mut out = Map::new();
+fn tier_coverage(world: &World) -> Vec<(Tier, f64)> {
+    let mut out = Vec::new();
     for tier in Tier::ALL {
         let listed: Vec<_> = ALEM_ACHIEVEMENTS
             .iter()
@@ -282,9 +291,9 @@ fn tier_coverage(world: &World) -> Value {
             })
             .sum::<f64>()
             / world.agents.len() as f64;
-        out.insert(tier.name().to_owned(), json!(round(100.0 * share)));
+        out.push((tier, 100.0 * share));
     }
-    Value::Object(out)
+    out
 }
 
 /// Achievements the team earned in its members' own specialties, and in another role's
