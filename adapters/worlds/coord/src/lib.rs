@@ -47,7 +47,7 @@ pub use metrics::{
 };
 pub use observation::{Layout, VIEW_H, VIEW_W, View};
 pub use scoring::{
-    ALEM_ACHIEVEMENTS, AlemAchievement, CoordType, Scoring, Tier, alem_maxima, credit,
+    ALEM_ACHIEVEMENTS, AlemAchievement, CoordType, Scoring, Tier, alem_maxima, credit, weights,
 };
 pub use scripted::Scripted;
 pub use settings::{Config, Difficulty, Preset, SETTINGS_HELP};

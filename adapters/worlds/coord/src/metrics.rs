@@ -4,10 +4,10 @@
 //! successes, and ALEM's diagnostics: coverage by coordination type (Fig. 5A), tier
 //! coverage (Fig. 10), causes of death (Fig. 11) and specialisation (Fig. 14).
 
-use super::scoring::{ALEM_ACHIEVEMENTS, CoordType, Scoring, Tier, alem_maxima};
+use super::scoring::{ALEM_ACHIEVEMENTS, CoordType, Scoring, Tier, weights};
 use super::settings::Config;
 use super::state::{AgentState, DeathCause, World};
-use super::types::{Achievement, Role};
+use super::types::Achievement;
 use serde_json::{Map, Value, json};
 
 /// The coordination achievements one agent can earn in this configuration: the team-size
@@ -60,8 +60,8 @@ fn reachable(config: &Config, achievement: Achievement) -> bool {
 }
 
 /// Per-agent reward maxima `(base, coordination)` on the configured scale: the compact
-/// counts of [`achievable`], or ALEM's 217 and 159 (which include what this world cannot
-/// reach, see [`reachable_maxima`]).
+/// counts of [`achievable`], ALEM's 217 and 159 or ALEM-Lite's 38 and 159 (which include
+/// what this world cannot reach, see [`reachable_maxima`]).
 ///
 /// ```
 /// let mut s = mosaic_core::Settings::new();
@@ -75,8 +75,8 @@ pub fn maxima(config: &Config) -> (f64, f64) {
             let (base, coord) = achievable(config);
             (base as f64, coord as f64)
         }
-        Scoring::Alem => {
-            let (base, coord) = alem_maxima();
+        Scoring::Alem | Scoring::AlemLite => {
+            let (base, coord) = weights(config.scoring.alem_list());
             (f64::from(base), f64::from(coord))
         }
     }
@@ -88,16 +88,15 @@ pub fn maxima(config: &Config) -> (f64, f64) {
 pub fn reachable_maxima(config: &Config) -> (f64, f64) {
     match config.scoring {
         Scoring::Compact => maxima(config),
-        Scoring::Alem => ALEM_ACHIEVEMENTS
-            .iter()
-            .filter(|e| e.world.is_some_and(|a| reachable(config, a)))
-            .fold((0.0, 0.0), |(base, coord), e| {
-                let w = f64::from(e.tier.reward());
-                match e.coordination {
-                    Some(_) => (base, coord + w),
-                    None => (base + w, coord),
-                }
-            }),
+        Scoring::Alem | Scoring::AlemLite => {
+            let (base, coord) = weights(
+                config
+                    .scoring
+                    .alem_list()
+                    .filter(|e| e.world.is_some_and(|a| reachable(config, a))),
+            );
+            (f64::from(base), f64::from(coord))
+        }
     }
 }
 
@@ -110,12 +109,13 @@ pub fn achievement_tally(config: &Config, agent: &AgentState) -> (usize, usize) 
             let held = Achievement::ALL.iter().filter(|a| agent.has(**a)).count();
             (held, base + coord)
         }
-        Scoring::Alem => {
-            let held = ALEM_ACHIEVEMENTS
-                .iter()
+        Scoring::Alem | Scoring::AlemLite => {
+            let held = config
+                .scoring
+                .alem_list()
                 .filter(|e| e.world.is_some_and(|a| agent.has(a)))
                 .count();
-            (held, ALEM_ACHIEVEMENTS.len())
+            (held, config.scoring.alem_list().count())
         }
     }
 }
@@ -128,30 +128,14 @@ fn coordination_scale(config: &Config) -> Vec<(CoordType, f64, Option<Achievemen
             .into_iter()
             .filter_map(|a| CoordType::of(a).map(|t| (t, 1.0, Some(a))))
             .collect(),
-        Scoring::Alem => ALEM_ACHIEVEMENTS
-            .iter()
+        Scoring::Alem | Scoring::AlemLite => config
+            .scoring
+            .alem_list()
             .filter_map(|e| {
                 e.coordination
                     .map(|t| (t, f64::from(e.tier.reward()), e.world))
             })
             .collect(),
-    }
-}
-
-/// The role whose specialisation an achievement reflects (ALEM Fig. 14's aligned and
-/// cross-role achievements): the forager's drinking, saplings and cows, the miner's
-/// pickaxes and stone, the warrior's gated swords and fights (warriors hit twice as
-/// hard). `None` for achievements open to every role alike.
-fn specialty(achievement: Achievement) -> Option<Role> {
-    use Achievement::*;
-    match achievement {
-        CollectDrink | CollectSapling | EatCow | CoordLargePassiveKill => Some(Role::Forager),
-        MakeWoodPickaxe | MakeStonePickaxe | MakeIronPickaxe | PlaceStone | CoordDiamondPickaxe => {
-            Some(Role::Miner)
-        }
-        MakeStoneSword | MakeIronSword | CoordDiamondSword | DefeatZombie | DefeatSkeleton
-        | CoordEliteMeleeKill | CoordEliteRangedKill => Some(Role::Warrior),
-        _ => None,
     }
 }
 
@@ -245,10 +229,12 @@ pub fn metrics(world: &World, config: &Config) -> Map<String, Value> {
     m
 }
 
-/// Per coordination type, the mean over agents of the share (in %) of the type's
-/// maximum reward earned (ALEM Fig. 5A); types with nothing to earn are left out.
+/// Per coordination type, the share (in %) of the type's maximum reward that the team
+/// earned, an achievement counting once when any agent holds it (ALEM Fig. 5A and its
+/// `Team/*_coord_reward_pct_of_max`); types with nothing to earn are left out.
 fn coverage_by_type(world: &World, config: &Config) -> Vec<(CoordType, f64)> {
     let scale = coordination_scale(config);
+    let team_has = |a: Achievement| world.agents.iter().any(|x| x.has(a));
     let mut out = Vec::new();
     for kind in CoordType::ALL {
         let items: Vec<_> = scale.iter().filter(|(t, _, _)| *t == kind).collect();
@@ -256,16 +242,12 @@ fn coverage_by_type(world: &World, config: &Config) -> Vec<(CoordType, f64)> {
         if most <= 0.0 {
             continue;
         }
-        let earned = |a: &AgentState| -> f64 {
-            items
-                .iter()
-                .filter(|(_, _, x)| x.is_some_and(|x| a.has(x)))
-                .map(|(_, w, _)| w)
-                .sum()
-        };
-        let share =
-            world.agents.iter().map(|a| earned(a) / most).sum::<f64>() / world.agents.len() as f64;
-        out.push((kind, 100.0 * share));
+        let earned: f64 = items
+            .iter()
+            .filter(|(_, _, x)| x.is_some_and(team_has))
+            .map(|(_, w, _)| w)
+            .sum();
+        out.push((kind, 100.0 * earned / most));
     }
     out
 }
@@ -296,13 +278,16 @@ fn tier_coverage(world: &World) -> Vec<(Tier, f64)> {
     out
 }
 
-/// Achievements the team earned in its members' own specialties, and in another role's
-/// (ALEM Fig. 14), summed over agents.
+/// ALEM's achievements the agents earned in their own role's specialty, and in another
+/// role's (shared achievements count in neither), summed over agents (ALEM Fig. 14).
 fn specialisation(world: &World) -> (u32, u32) {
     let (mut aligned, mut cross) = (0, 0);
     for agent in &world.agents {
-        for a in Achievement::ALL.iter().filter(|a| agent.has(**a)) {
-            match specialty(*a) {
+        for e in ALEM_ACHIEVEMENTS
+            .iter()
+            .filter(|e| e.world.is_some_and(|a| agent.has(a)))
+        {
+            match e.specialty() {
                 Some(role) if role == agent.role => aligned += 1,
                 Some(_) => cross += 1,
                 None => {}

@@ -7,7 +7,7 @@
 //! torches, magic, beacons); they stay in the list and in the maxima, unreachable, so
 //! that percentages are on ALEM's scale ([`AlemAchievement::world`] is `None` for them).
 
-use super::types::Achievement;
+use super::types::{Achievement, Role};
 use serde::{Deserialize, Serialize};
 
 /// Which scale rewards and the `*_pct` metrics use.
@@ -17,8 +17,22 @@ pub enum Scoring {
     /// Every achievement of this world is worth 1 (Craftax-Classic's convention).
     #[default]
     Compact,
-    /// ALEM's achievement list, tier weights and maxima.
+    /// ALEM's achievement list, tier weights and maxima (217 and 159, as in its paper).
     Alem,
+    /// ALEM-Lite's (ALEM's one-level variant): the same weights over the achievements
+    /// ALEM counts as reachable on its overworld (maxima 38 and 159).
+    AlemLite,
+}
+
+impl Scoring {
+    /// The ALEM achievements this scale lists (none on the compact scale).
+    pub fn alem_list(self) -> impl Iterator<Item = &'static AlemAchievement> {
+        ALEM_ACHIEVEMENTS.iter().filter(move |e| match self {
+            Scoring::Compact => false,
+            Scoring::Alem => true,
+            Scoring::AlemLite => e.on_overworld(),
+        })
+    }
 }
 
 /// Craftax's achievement tiers, which ALEM keeps for its coordination achievements too.
@@ -64,44 +78,38 @@ impl Tier {
     }
 }
 
-/// The kinds of coordination ALEM's coordination achievements reward (the rows of the
-/// coverage diagnostic, ALEM Fig. 5A).
+/// ALEM's categories of coordination achievements (the rows of its coverage diagnostic,
+/// Fig. 5A, and of its `*_coord_reward_pct_of_max` metrics).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CoordType {
-    /// Joint actions credited by team size (`coord_2_agents_*`, `coord_3_agents_*`).
-    Synchronous,
-    /// Synchronous mining of a given resource (`coord_mine_<resource>_*`).
-    Mining,
+    /// Soft synchronous: a solo attempt may work, a joint one earns the bonus
+    /// (`coord_2_agents_soft`, `coord_3_agents_soft`, `coord_mine_<resource>_soft`).
+    Soft,
+    /// Hard synchronous: nothing happens without enough agents (`*_hard`, the elite and
+    /// large kills, joint diamond crafting).
+    SyncHard,
     /// Handovers (`handover_complete`, `coord_mine_handover`).
     Handover,
-    /// Building at construction sites (`coord_build_*`).
+    /// Building at construction sites, jointly or by handover (`coord_build_*`).
     Construction,
-    /// Joint diamond crafting at an epic forge (`coord_diamond_*`).
-    Crafting,
-    /// Joint kills of elite and large mobs.
-    Combat,
 }
 
 impl CoordType {
     /// Every type, in metric order.
-    pub const ALL: [CoordType; 6] = [
-        CoordType::Synchronous,
-        CoordType::Mining,
+    pub const ALL: [CoordType; 4] = [
+        CoordType::Soft,
+        CoordType::SyncHard,
         CoordType::Handover,
         CoordType::Construction,
-        CoordType::Crafting,
-        CoordType::Combat,
     ];
 
     /// Name used in metrics.
     pub fn name(self) -> &'static str {
         match self {
-            CoordType::Synchronous => "synchronous",
-            CoordType::Mining => "mining",
+            CoordType::Soft => "soft",
+            CoordType::SyncHard => "sync_hard",
             CoordType::Handover => "handover",
             CoordType::Construction => "construction",
-            CoordType::Crafting => "crafting",
-            CoordType::Combat => "combat",
         }
     }
 
@@ -110,16 +118,22 @@ impl CoordType {
     pub fn of(achievement: Achievement) -> Option<CoordType> {
         use Achievement::*;
         Some(match achievement {
-            Coord2AgentsSoft | Coord2AgentsHard | CoordTeamSoft | CoordTeamHard => {
-                CoordType::Synchronous
-            }
-            CoordMineWoodSoft | CoordMineWoodHard | CoordMineStoneSoft | CoordMineStoneHard
-            | CoordMineCoalSoft | CoordMineCoalHard | CoordMineIronSoft | CoordMineIronHard
-            | CoordMineDiamondSoft | CoordMineDiamondHard => CoordType::Mining,
+            Coord2AgentsSoft | CoordTeamSoft | CoordMineWoodSoft | CoordMineStoneSoft
+            | CoordMineCoalSoft | CoordMineIronSoft | CoordMineDiamondSoft => CoordType::Soft,
+            Coord2AgentsHard
+            | CoordTeamHard
+            | CoordMineWoodHard
+            | CoordMineStoneHard
+            | CoordMineCoalHard
+            | CoordMineIronHard
+            | CoordMineDiamondHard
+            | CoordEliteMeleeKill
+            | CoordEliteRangedKill
+            | CoordLargePassiveKill
+            | CoordDiamondPickaxe
+            | CoordDiamondSword => CoordType::SyncHard,
             CoordMineHandover | HandoverComplete => CoordType::Handover,
             CoordBuildShelter | CoordBuildForge => CoordType::Construction,
-            CoordDiamondPickaxe | CoordDiamondSword => CoordType::Crafting,
-            CoordEliteMeleeKill | CoordEliteRangedKill | CoordLargePassiveKill => CoordType::Combat,
             _ => return None,
         })
     }
@@ -137,6 +151,40 @@ pub struct AlemAchievement {
     /// This world's achievement that earns it; `None` when the world lacks the part it
     /// needs.
     pub world: Option<Achievement>,
+}
+
+impl AlemAchievement {
+    /// Whether ALEM-Lite counts it: every coordination achievement, every basic one, and
+    /// the iron and diamond gear crafted on the overworld.
+    pub fn on_overworld(&self) -> bool {
+        self.coordination.is_some()
+            || self.tier == Tier::Basic
+            || matches!(
+                self.name,
+                "make_diamond_pickaxe"
+                    | "make_diamond_sword"
+                    | "make_iron_armour"
+                    | "make_diamond_armour"
+            )
+    }
+
+    /// The role whose soft-gated actions earn this achievement (ALEM's role map behind
+    /// its aligned and cross-role achievements, Fig. 14); `None` for shared ones.
+    pub fn specialty(&self) -> Option<Role> {
+        match self.name {
+            "collect_sapling" | "collect_drink" | "collect_food" | "eat_cow" | "eat_bat"
+            | "eat_snail" => Some(Role::Forager),
+            "make_stone_sword" | "make_iron_sword" | "make_diamond_sword" | "make_arrow"
+            | "find_bow" | "enchant_sword" => Some(Role::Warrior),
+            "make_wood_pickaxe"
+            | "make_stone_pickaxe"
+            | "make_iron_pickaxe"
+            | "make_diamond_pickaxe"
+            | "make_torch"
+            | "place_stone" => Some(Role::Miner),
+            _ => None,
+        }
+    }
 }
 
 const fn entry(
@@ -165,7 +213,8 @@ pub const ALEM_ACHIEVEMENTS: [AlemAchievement; 93] = {
         entry("eat_cow", Basic, NONE, Some(A::EatCow)),
         entry("collect_sapling", Basic, NONE, Some(A::CollectSapling)),
         entry("collect_drink", Basic, NONE, Some(A::CollectDrink)),
-        entry("collect_food", Basic, NONE, None),
+        // ALEM grants it for eating a passive mob, as eat_cow.
+        entry("collect_food", Basic, NONE, Some(A::EatCow)),
         entry("make_wood_pickaxe", Basic, NONE, Some(A::MakeWoodPickaxe)),
         entry("make_wood_sword", Basic, NONE, Some(A::MakeWoodSword)),
         entry("place_plant", Basic, NONE, Some(A::PlacePlant)),
@@ -241,43 +290,43 @@ pub const ALEM_ACHIEVEMENTS: [AlemAchievement; 93] = {
         entry(
             "coord_2_agents_soft",
             Intermediate,
-            Some(C::Synchronous),
+            Some(C::Soft),
             Some(A::Coord2AgentsSoft),
         ),
         entry(
             "coord_large_passive_kill",
             Intermediate,
-            Some(C::Combat),
+            Some(C::SyncHard),
             Some(A::CoordLargePassiveKill),
         ),
         entry(
             "coord_mine_stone_soft",
             Intermediate,
-            Some(C::Mining),
+            Some(C::Soft),
             Some(A::CoordMineStoneSoft),
         ),
         entry(
             "coord_mine_stone_hard",
             Intermediate,
-            Some(C::Mining),
+            Some(C::SyncHard),
             Some(A::CoordMineStoneHard),
         ),
         entry(
             "coord_mine_coal_soft",
             Intermediate,
-            Some(C::Mining),
+            Some(C::Soft),
             Some(A::CoordMineCoalSoft),
         ),
         entry(
             "coord_mine_coal_hard",
             Intermediate,
-            Some(C::Mining),
+            Some(C::SyncHard),
             Some(A::CoordMineCoalHard),
         ),
         entry(
             "coord_2_agents_hard",
             Advanced,
-            Some(C::Synchronous),
+            Some(C::SyncHard),
             Some(A::Coord2AgentsHard),
         ),
         // ALEM's "3 agents" achievements mean three or more, as this world's whole-team
@@ -285,7 +334,7 @@ pub const ALEM_ACHIEVEMENTS: [AlemAchievement; 93] = {
         entry(
             "coord_3_agents_soft",
             Advanced,
-            Some(C::Synchronous),
+            Some(C::Soft),
             Some(A::CoordTeamSoft),
         ),
         entry(
@@ -303,25 +352,25 @@ pub const ALEM_ACHIEVEMENTS: [AlemAchievement; 93] = {
         entry(
             "coord_mine_iron_soft",
             Advanced,
-            Some(C::Mining),
+            Some(C::Soft),
             Some(A::CoordMineIronSoft),
         ),
         entry(
             "coord_mine_iron_hard",
             Advanced,
-            Some(C::Mining),
+            Some(C::SyncHard),
             Some(A::CoordMineIronHard),
         ),
         entry(
             "coord_mine_diamond_soft",
             Advanced,
-            Some(C::Mining),
+            Some(C::Soft),
             Some(A::CoordMineDiamondSoft),
         ),
         entry(
             "coord_mine_diamond_hard",
             Advanced,
-            Some(C::Mining),
+            Some(C::SyncHard),
             Some(A::CoordMineDiamondHard),
         ),
         entry(
@@ -333,21 +382,26 @@ pub const ALEM_ACHIEVEMENTS: [AlemAchievement; 93] = {
         entry(
             "coord_mine_sapphire_soft",
             VeryAdvanced,
-            Some(C::Mining),
+            Some(C::Soft),
             None,
         ),
         entry(
             "coord_mine_sapphire_hard",
             VeryAdvanced,
-            Some(C::Mining),
+            Some(C::SyncHard),
             None,
         ),
-        entry("coord_mine_ruby_soft", VeryAdvanced, Some(C::Mining), None),
-        entry("coord_mine_ruby_hard", VeryAdvanced, Some(C::Mining), None),
+        entry("coord_mine_ruby_soft", VeryAdvanced, Some(C::Soft), None),
+        entry(
+            "coord_mine_ruby_hard",
+            VeryAdvanced,
+            Some(C::SyncHard),
+            None,
+        ),
         entry(
             "coord_3_agents_hard",
             VeryAdvanced,
-            Some(C::Synchronous),
+            Some(C::SyncHard),
             Some(A::CoordTeamHard),
         ),
         entry(
@@ -365,40 +419,40 @@ pub const ALEM_ACHIEVEMENTS: [AlemAchievement; 93] = {
         entry(
             "coord_diamond_pickaxe",
             VeryAdvanced,
-            Some(C::Crafting),
+            Some(C::SyncHard),
             Some(A::CoordDiamondPickaxe),
         ),
         entry(
             "coord_diamond_sword",
             VeryAdvanced,
-            Some(C::Crafting),
+            Some(C::SyncHard),
             Some(A::CoordDiamondSword),
         ),
         entry(
             "coord_diamond_armour",
             VeryAdvanced,
-            Some(C::Crafting),
+            Some(C::SyncHard),
             None,
         ),
         entry(
             "coord_elite_melee_kill",
             VeryAdvanced,
-            Some(C::Combat),
+            Some(C::SyncHard),
             Some(A::CoordEliteMeleeKill),
         ),
         entry(
             "coord_elite_ranged_kill",
             VeryAdvanced,
-            Some(C::Combat),
+            Some(C::SyncHard),
             Some(A::CoordEliteRangedKill),
         ),
     ]
 };
 
 /// Rewards `(base, coordination)` that earning `achievement` for the first time gives
-/// under `scoring`. On ALEM's scale a world achievement without an ALEM counterpart
-/// (synchronous wood mining) is worth nothing and the joint diamond tools count in
-/// both categories.
+/// under `scoring`. On ALEM's scales a world achievement without an ALEM counterpart
+/// (synchronous wood mining) is worth nothing, eating a cow also earns `collect_food`
+/// and the joint diamond tools count in both categories.
 ///
 /// ```
 /// use mosaic_coord::{Achievement, Scoring, credit};
@@ -411,18 +465,20 @@ pub fn credit(scoring: Scoring, achievement: Achievement) -> (f64, f64) {
     match scoring {
         Scoring::Compact if achievement.is_coordination() => (0.0, 1.0),
         Scoring::Compact => (1.0, 0.0),
-        Scoring::Alem => ALEM_ACHIEVEMENTS
-            .iter()
-            .filter(|e| e.world == Some(achievement))
-            .fold((0.0, 0.0), |(base, coord), e| {
-                let reward = f64::from(e.tier.reward());
-                if e.coordination.is_some() {
-                    (base, coord + reward)
-                } else {
-                    (base + reward, coord)
-                }
-            }),
+        Scoring::Alem | Scoring::AlemLite => {
+            let (base, coord) =
+                weights(scoring.alem_list().filter(|e| e.world == Some(achievement)));
+            (f64::from(base), f64::from(coord))
+        }
     }
+}
+
+/// The summed rewards `(base, coordination)` of `entries`.
+pub fn weights<'a>(entries: impl Iterator<Item = &'a AlemAchievement>) -> (u32, u32) {
+    entries.fold((0, 0), |(base, coord), e| match e.coordination {
+        Some(_) => (base, coord + e.tier.reward()),
+        None => (base + e.tier.reward(), coord),
+    })
 }
 
 /// Per-agent maxima `(base, coordination)` of ALEM's scale, reachable or not.
@@ -431,12 +487,7 @@ pub fn credit(scoring: Scoring, achievement: Achievement) -> (f64, f64) {
 /// assert_eq!(mosaic_coord::alem_maxima(), (217, 159));
 /// ```
 pub fn alem_maxima() -> (u32, u32) {
-    ALEM_ACHIEVEMENTS
-        .iter()
-        .fold((0, 0), |(base, coord), e| match e.coordination {
-            Some(_) => (base, coord + e.tier.reward()),
-            None => (base + e.tier.reward(), coord),
-        })
+    weights(ALEM_ACHIEVEMENTS.iter())
 }
 
 #[cfg(test)]
@@ -458,6 +509,10 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), 93, "names are distinct");
+        // ALEM-Lite: 30 base achievements on the overworld, all 27 coordination ones.
+        assert_eq!(Scoring::AlemLite.alem_list().count(), 57);
+        assert_eq!(weights(Scoring::AlemLite.alem_list()), (38, 159));
+        assert_eq!(Scoring::Compact.alem_list().count(), 0);
         // Tier sizes: base 26/18/13/9, coordination 6/9/12 (intermediate up).
         let count = |tier: Tier, coord: bool| {
             ALEM_ACHIEVEMENTS
@@ -478,10 +533,12 @@ mod tests {
             // A coordination entry maps a coordination achievement of the same type.
             if let Some(kind) = e.coordination {
                 assert_eq!(CoordType::of(a), Some(kind), "{}", e.name);
-            } else if !e.name.starts_with("make_diamond") {
+            } else if !e.name.starts_with("make_diamond") && e.name != "collect_food" {
                 assert_eq!(a.name(), e.name);
             }
         }
+        // Eating a cow earns ALEM's eat_cow and collect_food.
+        assert_eq!(credit(Scoring::Alem, Achievement::EatCow), (2.0, 0.0));
         // Every world achievement but synchronous wood mining counts on ALEM's scale.
         for a in Achievement::ALL {
             let (base, coord) = credit(Scoring::Alem, *a);

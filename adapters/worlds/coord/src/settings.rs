@@ -162,7 +162,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "coordination_probability = 0.25: share of resource blocks with a coordination requirement",
     "construction_sites = 8: construction sites per map (0-64)",
     "scale_base_difficulty = false: also scale mob health and starting food, drink and energy with alpha",
-    "scoring = \"compact\": \"compact\" (every achievement worth 1) or \"alem\" (ALEM's 93 achievements, tier weights, maxima 217/159)",
+    "scoring = \"compact\": \"compact\" (every achievement worth 1) or \"alem\" (ALEM's 93 achievements, tier weights, maxima 217/159) or \"alem_lite\" (ALEM-Lite's overworld list, maxima 38/159)",
 ];
 
 /// The validated configuration of one coordination world.

@@ -810,29 +810,40 @@ fn team_run(kind: &str, seed: u64, steps: u32) -> Map {
 
 #[test]
 fn alem_scoring_weights_a_whole_team_joint_mining() {
-    let pairs = [("agents", json!(3)), ("scoring", json!("alem"))];
-    let mut env = arena(&pairs, &[(10, 11), (10, 9), (9, 10)]);
-    set(&mut env, 10, 10, Block::Iron, sync(false, 3));
-    for (i, dir) in [Dir::North, Dir::South, Dir::East].into_iter().enumerate() {
-        face(&mut env, i, dir);
-        world(&mut env).agents[i].add(Item::StonePickaxe, 1);
+    // ALEM and ALEM-Lite weigh alike and differ in the base maximum and the list.
+    for (scale, base_max, listed) in [("alem", 217.0, 93), ("alem_lite", 38.0, 57)] {
+        let pairs = [("agents", json!(3)), ("scoring", json!(scale))];
+        let mut env = arena(&pairs, &[(10, 11), (10, 9), (9, 10)]);
+        set(&mut env, 10, 10, Block::Iron, sync(false, 3));
+        for (i, dir) in [Dir::North, Dir::South, Dir::East].into_iter().enumerate() {
+            face(&mut env, i, dir);
+            world(&mut env).agents[i].add(Item::StonePickaxe, 1);
+        }
+        let out = step(&mut env, &[Act::Do, Act::Do, Act::Do]);
+        for (i, a) in world(&mut env).agents.iter().enumerate() {
+            // collect_iron (basic, 1); coord_mine_iron_hard (advanced, 5) and
+            // coord_3_agents_hard (very advanced, 8).
+            assert_eq!((a.base_reward, a.coord_reward), (1.0, 13.0));
+            assert_eq!(out.rewards[i], 14.0);
+        }
+        let m = env.metrics();
+        assert_eq!(
+            (m["base_max"].clone(), m["coord_max"].clone()),
+            (json!(base_max), json!(159.0))
+        );
+        let close = |key: &str, want: f64| {
+            let got = m[key].as_f64().unwrap();
+            assert!((got - want).abs() < 1e-3, "{scale} {key}: {got} vs {want}");
+        };
+        close("base_pct", 100.0 / base_max);
+        close("coord_pct", 100.0 * 13.0 / 159.0);
+        close("total_pct", 100.0 * 14.0 / (base_max + 159.0));
+        let text = env.observe(0, ObsRequest::ALL).text.unwrap();
+        assert!(
+            text.contains(&format!("Achievements: 3/{listed} (")),
+            "{text}"
+        );
     }
-    let out = step(&mut env, &[Act::Do, Act::Do, Act::Do]);
-    for (i, a) in world(&mut env).agents.iter().enumerate() {
-        // collect_iron (basic, 1); coord_mine_iron_hard (advanced, 5) and
-        // coord_3_agents_hard (very advanced, 8).
-        assert_eq!((a.base_reward, a.coord_reward), (1.0, 13.0));
-        assert_eq!(out.rewards[i], 14.0);
-    }
-    let m = env.metrics();
-    assert_eq!(
-        (m["base_max"].clone(), m["coord_max"].clone()),
-        (json!(217.0), json!(159.0))
-    );
-    assert!((m["coord_pct"].as_f64().unwrap() - 100.0 * 13.0 / 159.0).abs() < 1e-3);
-    assert!((m["total_pct"].as_f64().unwrap() - 100.0 * 14.0 / 376.0).abs() < 1e-3);
-    let text = env.observe(0, ObsRequest::ALL).text.unwrap();
-    assert!(text.contains("Achievements: 3/93 ("), "{text}");
 }
 
 #[test]
@@ -901,14 +912,16 @@ fn diagnostics_cover_types_tiers_deaths_and_specialisation() {
     assert_eq!(m["aligned_achievements"], json!(2));
     assert_eq!(m["cross_role_achievements"], json!(1));
     assert!((m["specialisation_ratio_pct"].as_f64().unwrap() - 200.0 / 3.0).abs() < 1e-3);
-    // Compact scale: construction has shelter and forge (1 each), synchronous four.
+    // Compact scale, the team counts once: construction holds shelter and forge, hard
+    // synchronous twelve achievements, soft seven.
     let close = |m: &Map, key: &str, want: f64| {
         let got = m[key].as_f64().unwrap();
         assert!((got - want).abs() < 1e-3, "{key}: {got} vs {want}");
     };
-    close(&m, "coverage_construction_pct", 100.0 / 3.0 * 0.5);
-    close(&m, "coverage_synchronous_pct", 100.0 / 3.0 * 0.25);
-    close(&m, "coverage_combat_pct", 0.0);
+    close(&m, "coverage_construction_pct", 50.0);
+    close(&m, "coverage_sync_hard_pct", 100.0 / 12.0);
+    close(&m, "coverage_soft_pct", 0.0);
+    close(&m, "coverage_handover_pct", 0.0);
     // Tiers (ALEM's list): basic 26, advanced 13 + 9, very advanced 9 + 12.
     close(&m, "tier_basic_pct", 100.0 * (2.0 + 1.0) / 26.0 / 3.0);
     close(&m, "tier_intermediate_pct", 0.0);
@@ -922,17 +935,13 @@ fn diagnostics_cover_types_tiers_deaths_and_specialisation() {
     );
     world(&mut alem).agents[1].unlock(Achievement::CoordBuildShelter);
     let m = alem.metrics();
-    close(&m, "coverage_construction_pct", 100.0 * 5.0 / 21.0 / 3.0);
-    assert_eq!(m["base_reachable_max"], json!(28.0));
+    close(&m, "coverage_construction_pct", 100.0 * 5.0 / 21.0);
+    assert_eq!(m["base_reachable_max"], json!(29.0));
     assert_eq!(m["coord_reachable_max"], json!(111.0));
-    // Two agents, compact scale: the synchronous type holds the two-agent achievements.
+    // Two agents, compact scale: no whole-team achievements among the soft ones.
     let mut pair = arena(&[("agents", json!(2))], &[(10, 10), (20, 20)]);
     world(&mut pair).agents[0].unlock(Achievement::Coord2AgentsSoft);
-    close(
-        &pair.metrics(),
-        "coverage_synchronous_pct",
-        100.0 / 2.0 / 2.0,
-    );
+    close(&pair.metrics(), "coverage_soft_pct", 100.0 / 6.0);
 }
 
 #[test]
