@@ -1,7 +1,8 @@
 //! How achievements are scored: the compact scale (every achievement the world has is
-//! worth 1) or ALEM's (its 93 achievements, 27 of them coordination, worth 1, 3, 5 or 8
+//! worth 1), ALEM's (its 93 achievements, 27 of them coordination, worth 1, 3, 5 or 8
 //! by tier; per-agent maxima base 217, coordination 159, total 376; ALEM App. H.2 and
-//! Table 8).
+//! Table 8) or ALEM-Lite's (the 57 of them ALEM counts on its overworld; maxima 38 and
+//! 159).
 //!
 //! ALEM counts achievements of parts this world lacks (further floors, armour, bows,
 //! torches, magic, beacons); they stay in the list and in the maxima, unreachable, so
