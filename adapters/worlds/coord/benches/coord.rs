@@ -1,5 +1,5 @@
-//! Coordination-world throughput: environment steps per second with 3 agents on one
-//! thread (random actions), the cost of world generation, of one text and one symbolic
+//! Coordination-world throughput in ALEM scoring mode: environment steps per second
+//! with 3 agents on one thread (random actions), the cost of world generation, of one text and one symbolic
 //! observation, and of a snapshot and a restore. Prints the step rate against the
 //! 200,000 steps/s goal and the other costs in environment steps (and snapshot plus
 //! restore against a reset) measured in the same run.
@@ -19,6 +19,7 @@ fn env() -> CoordWorld {
     let mut settings = Settings::new();
     settings.insert("agents".into(), AGENTS.into());
     settings.insert("preset".into(), "medium".into());
+    settings.insert("scoring".into(), "alem".into());
     match CoordWorld::from_settings(&settings) {
         Ok(env) => env,
         Err(e) => panic!("default settings rejected: {e}"),
@@ -165,7 +166,7 @@ fn bench(c: &mut Criterion) {
     }
     let restore_s = start.elapsed().as_secs_f64() / f64::from(rounds);
     println!(
-        "coord-world, 3 agents, one thread: {rate:.0} steps/s with random actions = {:.2}x the {GOAL_STEPS_PER_S:.0} goal; {legal_rate:.0} steps/s with a legal-mask observation per agent and step = {:.2}x",
+        "coord-world, 3 agents, ALEM scoring, one thread: {rate:.0} steps/s with random actions = {:.2}x the {GOAL_STEPS_PER_S:.0} goal; {legal_rate:.0} steps/s with a legal-mask observation per agent and step = {:.2}x",
         rate / GOAL_STEPS_PER_S,
         legal_rate / GOAL_STEPS_PER_S,
     );

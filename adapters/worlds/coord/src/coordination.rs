@@ -425,7 +425,7 @@ fn kill_mob(world: &mut World, index: usize, credited: Members, coordinated: boo
             a.unlock(coord);
         }
         if mob.kind == MobKind::Cow {
-            a.food = (a.food + 6).min(9);
+            a.eat(6);
             a.hunger = 0.0;
         }
     }

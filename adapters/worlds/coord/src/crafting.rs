@@ -20,16 +20,17 @@ pub struct Recipe {
     pub forge: bool,
     /// Materials consumed.
     pub cost: &'static [(Item, u8)],
-    /// Whose specialisation it is.
-    pub role: Role,
+    /// Whose specialisation it is; `None` when anyone crafts it reliably.
+    pub role: Option<Role>,
 }
 
-/// The recipe of a craftable tool.
+/// The recipe of a craftable tool. Pickaxes are the miner's specialisation, swords the
+/// warrior's, except the wood sword, which ALEM leaves open to every role.
 pub fn recipe(item: Item) -> Option<Recipe> {
-    let role = if item.is_pickaxe() {
-        Role::Miner
-    } else {
-        Role::Warrior
+    let role = match item {
+        Item::WoodSword => None,
+        _ if item.is_pickaxe() => Some(Role::Miner),
+        _ => Some(Role::Warrior),
     };
     let (table, furnace, forge, cost): (bool, bool, bool, &'static [(Item, u8)]) = match item {
         Item::WoodPickaxe | Item::WoodSword => (true, false, false, &[(Item::Wood, 1)]),
@@ -88,7 +89,9 @@ pub fn craft(world: &mut World, config: &Config, acts: &[Act], events: &mut Vec<
     for (i, act) in acts.iter().enumerate() {
         let Act::Make(item) = *act else { continue };
         let Some(r) = recipe(item) else { continue };
-        if !can_craft(world, i, item) || !role_check(world, config, i, r.role) {
+        if !can_craft(world, i, item)
+            || !r.role.is_none_or(|role| role_check(world, config, i, role))
+        {
             continue;
         }
         if r.forge {
@@ -158,8 +161,15 @@ mod tests {
         let iron = recipe(Item::IronPickaxe).unwrap();
         assert!(iron.table && iron.furnace && !iron.forge);
         assert_eq!(iron.cost.len(), 4);
-        assert_eq!(iron.role, Role::Miner);
-        assert_eq!(recipe(Item::StoneSword).unwrap().role, Role::Warrior);
+        assert_eq!(iron.role, Some(Role::Miner));
+        assert_eq!(recipe(Item::StoneSword).unwrap().role, Some(Role::Warrior));
+        assert_eq!(
+            recipe(Item::DiamondSword).unwrap().role,
+            Some(Role::Warrior)
+        );
+        assert_eq!(recipe(Item::WoodPickaxe).unwrap().role, Some(Role::Miner));
+        // ALEM: "No role restriction: ... Wood Sword".
+        assert_eq!(recipe(Item::WoodSword).unwrap().role, None);
         assert!(recipe(Item::DiamondSword).unwrap().forge);
         assert!(recipe(Item::Wood).is_none());
     }

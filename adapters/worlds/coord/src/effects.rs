@@ -4,7 +4,7 @@
 //! uses none of them, so no part imports another.
 
 use super::settings::Config;
-use super::state::{Life, Note, Tag, World};
+use super::state::{AgentState, DeathCause, Life, Note, Tag, World};
 use super::types::{Achievement, Block, Item, Role};
 use mosaic_core::Event;
 use rand::Rng as _;
@@ -56,6 +56,19 @@ pub enum Harm {
 }
 
 impl Harm {
+    /// The cause of death this harm records when it puts `agent` down: missing needs
+    /// count as starvation, dehydration or exhaustion, whichever vital is empty (in
+    /// that order).
+    pub fn cause(self, agent: &AgentState) -> DeathCause {
+        match self {
+            Harm::Zombie | Harm::Arrow => DeathCause::Mob,
+            Harm::FriendlyFire => DeathCause::FriendlyFire,
+            Harm::Needs if agent.food <= 0 => DeathCause::Starvation,
+            Harm::Needs if agent.drink <= 0 => DeathCause::Dehydration,
+            Harm::Needs => DeathCause::Exhaustion,
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Harm::Zombie => "zombie",
@@ -82,6 +95,7 @@ pub fn hurt(world: &mut World, agent: usize, damage: i32, harm: Harm, events: &m
     if a.health <= 0 {
         a.health = 0;
         a.life = Life::Downed { since: step };
+        a.downed_by = Some(harm.cause(a));
         world.counters.downed += 1;
         event(
             events,

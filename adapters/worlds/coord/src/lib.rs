@@ -29,6 +29,7 @@ mod mobs;
 mod observation;
 mod render;
 mod rules;
+mod scoring;
 mod scripted;
 mod settings;
 mod snapshot;
@@ -41,10 +42,16 @@ mod worldgen;
 mod tests;
 
 pub use actions::{Act, ActionSet, Placeable, REQUEST_STEPS};
-pub use metrics::{achievable, achievable_coordination};
+pub use metrics::{
+    achievable, achievable_coordination, achievement_tally, maxima, reachable_maxima,
+};
 pub use observation::{Layout, VIEW_H, VIEW_W, View};
+pub use scoring::{
+    ALEM_ACHIEVEMENTS, AlemAchievement, CoordType, Scoring, Tier, alem_maxima, credit, weights,
+};
 pub use scripted::Scripted;
 pub use settings::{Config, Difficulty, Preset, SETTINGS_HELP};
+pub use state::DeathCause;
 pub use types::{Achievement, Block, Dir, Item, MobKind, Resource, Role, Structure};
 
 use mosaic_core::experiment::SpecError;

@@ -8,7 +8,7 @@
 //!   cow, skeleton, arrow, coordinated mob, teammate, downed teammate, hard sync, soft
 //!   sync, handover, agents required / team size, handover steps left / longest window;
 //! * [`SELF_LEN`] values about the agent: inventory / 9 ([`Item::ALL`] order), health,
-//!   food, drink, energy / 9, daylight, asleep, facing one-hot ([`Dir::ALL`]), role
+//!   food, drink, energy / 9 (a forager's food and drink reach 11/9), daylight, asleep, facing one-hot ([`Dir::ALL`]), role
 //!   one-hot ([`Role::ALL`]), x / width, y / height, own request one-hot
 //!   ([`Resource::ALL`]);
 //! * per teammate (other agents in index order), `17 + s` values: present, downed,
@@ -278,7 +278,7 @@ pub fn legal(world: &World, set: &ActionSet, agent: usize) -> Vec<bool> {
         *ok = match set.decode(i) {
             None => false,
             Some(Act::Noop | Act::Move(_) | Act::Do | Act::Request(_) | Act::Signal(_)) => true,
-            Some(Act::Sleep) => a.energy < 9,
+            Some(Act::Sleep) => a.energy < super::state::VITAL_MAX,
             Some(Act::Place(p)) => can_place(world, agent, p),
             Some(Act::Make(item)) => can_craft(world, agent, item),
             Some(Act::Build(_)) => faces_site(world, agent),

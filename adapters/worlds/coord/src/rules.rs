@@ -10,10 +10,11 @@ use super::coordination;
 use super::crafting;
 use super::effects::{Harm, Members, event, hurt, members, mine, role_check};
 use super::mobs;
+use super::scoring::credit;
 use super::settings::Config;
 use super::state::{
-    AgentState, BLEED_OUT_STEPS, CoordKind, Life, Plant, REVIVE_HEALTH, Request, Signal, Tag,
-    World, light_level,
+    AgentState, BLEED_OUT_STEPS, CoordKind, DeathCause, Life, Plant, REVIVE_HEALTH, Request,
+    Signal, Tag, VITAL_MAX, World, light_level,
 };
 use super::types::{Achievement, Block, Item, Resource, Role};
 use mosaic_core::{Event, Transition};
@@ -65,20 +66,24 @@ pub fn advance(world: &mut World, config: &Config, chosen: &[Act], out: &mut Tra
         }
         let a = &mut world.agents[i];
         let new = a.achievements & !achievements;
-        let base_mask = (1u64 << Achievement::BASE_COUNT) - 1;
-        let base = f64::from((new & base_mask).count_ones()) + 0.1 * f64::from(a.health - health);
-        let coord = f64::from((new & !base_mask).count_ones());
+        let (mut base, mut coord) = (0.0, 0.0);
+        if new != 0 {
+            for achievement in Achievement::ALL.iter().filter(|x| new & x.bit() != 0) {
+                let (b, c) = credit(config.scoring, *achievement);
+                base += b;
+                coord += c;
+                event(
+                    events,
+                    "achievement",
+                    Some(i),
+                    serde_json::json!({ "name": achievement.name() }),
+                );
+            }
+        }
+        base += 0.1 * f64::from(a.health - health);
         a.base_reward += base;
         a.coord_reward += coord;
         out.rewards[i] = (base + coord) as f32;
-        for achievement in Achievement::ALL.iter().filter(|x| new & x.bit() != 0) {
-            event(
-                events,
-                "achievement",
-                Some(i),
-                serde_json::json!({ "name": achievement.name() }),
-            );
-        }
     }
 
     world.step += 1;
@@ -101,7 +106,7 @@ fn messages(world: &mut World, acts: &[Act]) {
                     until: step + REQUEST_STEPS - 1,
                 });
             }
-            Act::Sleep if a.energy < 9 => a.sleeping = true,
+            Act::Sleep if a.energy < VITAL_MAX => a.sleeping = true,
             _ => {}
         }
         if a.request.is_some_and(|r| r.until < step) {
@@ -142,12 +147,12 @@ fn gives(world: &mut World, acts: &[Act], events: &mut Vec<Event>) {
             Resource::Food => {
                 world.agents[giver].food -= 1;
                 let r = &mut world.agents[receiver];
-                r.food = (r.food + 1).min(9);
+                r.eat(1);
             }
             Resource::Drink => {
                 world.agents[giver].drink -= 1;
                 let r = &mut world.agents[receiver];
-                r.drink = (r.drink + 1).min(9);
+                r.drink_up(1);
             }
             other => {
                 if let Some(item) = other.item() {
@@ -212,6 +217,7 @@ fn teammate(world: &mut World, other: usize, group: Members, events: &mut Vec<Ev
                 a.life = Life::Alive;
                 a.health = REVIVE_HEALTH;
                 a.recover = 0.0;
+                a.downed_by = None;
                 world.counters.revives += 1;
                 event(
                     events,
@@ -261,7 +267,7 @@ fn do_block(world: &mut World, config: &Config, agent: usize, tile: usize) {
             let drinks = role_check(world, config, agent, Role::Forager);
             if drinks {
                 let a = &mut world.agents[agent];
-                a.drink = (a.drink + 1).min(9);
+                a.drink_up(1);
                 a.thirst = 0.0;
                 a.unlock(Achievement::CollectDrink);
             }
@@ -272,7 +278,7 @@ fn do_block(world: &mut World, config: &Config, agent: usize, tile: usize) {
                 p.age = 0;
             }
             let a = &mut world.agents[agent];
-            a.food = (a.food + 4).min(9);
+            a.eat(4);
             a.hunger = 0.0;
             a.unlock(Achievement::EatPlant);
         }
@@ -351,22 +357,35 @@ fn movement(world: &mut World, acts: &[Act], events: &mut Vec<Event>) {
         a.x = x;
         a.y = y;
         if world.block(x, y) == Block::Lava {
-            kill(world, i, "lava", events);
+            kill(world, i, "lava", Some(DeathCause::Lava), events);
         }
     }
 }
 
-fn kill(world: &mut World, agent: usize, cause: &str, events: &mut Vec<Event>) {
+/// Ends `agent` for good: `what` names it in the death event, `cause` (when known: a
+/// restored snapshot may leave it out) is counted.
+fn kill(
+    world: &mut World,
+    agent: usize,
+    what: &str,
+    cause: Option<DeathCause>,
+    events: &mut Vec<Event>,
+) {
     let a = &mut world.agents[agent];
     a.life = Life::Dead;
     a.health = 0;
     a.sleeping = false;
+    a.downed_by = None;
     world.counters.deaths += 1;
+    if let Some(cause) = cause {
+        let slot = &mut world.counters.deaths_by[cause as usize];
+        *slot = slot.saturating_add(1);
+    }
     event(
         events,
         "death",
         Some(agent),
-        serde_json::json!({ "cause": cause }),
+        serde_json::json!({ "cause": what }),
     );
 }
 
@@ -397,13 +416,14 @@ fn vitals(world: &mut World, agent: usize, events: &mut Vec<Event>) {
         Life::Dead => return,
         Life::Downed { since } => {
             if step >= since + BLEED_OUT_STEPS {
-                kill(world, agent, "bled out", events);
+                let cause = a.downed_by;
+                kill(world, agent, "bled out", cause, events);
             }
             return;
         }
         Life::Alive => {}
     }
-    if a.sleeping && a.energy >= 9 {
+    if a.sleeping && a.energy >= VITAL_MAX {
         a.sleeping = false;
         a.unlock(Achievement::WakeUp);
     }
@@ -428,7 +448,7 @@ fn vitals(world: &mut World, agent: usize, events: &mut Vec<Event>) {
         a.fatigue = 0.0;
     }
     if a.fatigue < -10.0 {
-        a.energy = (a.energy + 1).min(9);
+        a.energy = (a.energy + 1).min(VITAL_MAX);
         a.fatigue = 0.0;
     }
     let fine = a.food > 0 && a.drink > 0 && (a.energy > 0 || a.sleeping);
@@ -439,7 +459,7 @@ fn vitals(world: &mut World, agent: usize, events: &mut Vec<Event>) {
         (false, false) => -1.0,
     };
     if a.recover > 25.0 {
-        a.health = (a.health + 1).min(9);
+        a.health = (a.health + 1).min(VITAL_MAX);
         a.recover = 0.0;
     }
     if a.recover < -15.0 {

@@ -1,6 +1,7 @@
 //! Settings of the coordination world and the difficulty parameters derived from α
 //! (ALEM, Table 4 and Table 5).
 
+use super::scoring::Scoring;
 use super::types::Role;
 use mosaic_core::Settings;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -46,6 +47,9 @@ pub struct Difficulty {
     pub non_specialist_success: f64,
     /// Mob health multiplier 1 + α/3 (only with `scale_base_difficulty`).
     pub mob_health_multiplier: f64,
+    /// Starting food, drink and energy multiplier 1 − α/3 (only with
+    /// `scale_base_difficulty`; health always starts full).
+    pub starting_resource_multiplier: f64,
 }
 
 impl Difficulty {
@@ -70,6 +74,7 @@ impl Difficulty {
             soft_solo_fail_prob: alpha,
             non_specialist_success: 1.0 - alpha,
             mob_health_multiplier: 1.0 + alpha / 3.0,
+            starting_resource_multiplier: 1.0 - alpha / 3.0,
         }
     }
 }
@@ -117,6 +122,8 @@ struct RawSettings {
     construction_sites: usize,
     #[serde(default)]
     scale_base_difficulty: bool,
+    #[serde(default)]
+    scoring: Scoring,
 }
 
 fn default_agents() -> usize {
@@ -154,7 +161,8 @@ pub const SETTINGS_HELP: &[&str] = &[
     "day_length = 300: steps per day-night cycle",
     "coordination_probability = 0.25: share of resource blocks with a coordination requirement",
     "construction_sites = 8: construction sites per map (0-64)",
-    "scale_base_difficulty = false: also scale mob health with alpha",
+    "scale_base_difficulty = false: also scale mob health and starting food, drink and energy with alpha",
+    "scoring = \"compact\": \"compact\" (every achievement worth 1) or \"alem\" (ALEM's 93 achievements, tier weights, maxima 217/159) or \"alem_lite\" (ALEM-Lite's overworld list, maxima 38/159)",
 ];
 
 /// The validated configuration of one coordination world.
@@ -180,8 +188,10 @@ pub struct Config {
     pub coordination_probability: f64,
     /// Construction sites per map.
     pub construction_sites: usize,
-    /// Whether mob health scales with α.
+    /// Whether mob health and starting food, drink and energy scale with α.
     pub scale_base_difficulty: bool,
+    /// The scale of rewards and of the `*_pct` metrics.
+    pub scoring: Scoring,
 }
 
 impl Config {
@@ -289,7 +299,28 @@ impl Config {
             coordination_probability: raw.coordination_probability,
             construction_sites: raw.construction_sites,
             scale_base_difficulty: raw.scale_base_difficulty,
+            scoring: raw.scoring,
         })
+    }
+
+    /// Food, drink and energy every agent starts with: full (9), or with
+    /// `scale_base_difficulty` 9 × (1 − α/3) rounded (ALEM Table 4: 8, 7, 6 for easy,
+    /// medium, hard).
+    ///
+    /// ```
+    /// let mut s = mosaic_core::Settings::new();
+    /// s.insert("preset".into(), "hard".into());
+    /// assert_eq!(mosaic_coord::Config::from_settings(&s).unwrap().starting_needs(), 9);
+    /// s.insert("scale_base_difficulty".into(), true.into());
+    /// assert_eq!(mosaic_coord::Config::from_settings(&s).unwrap().starting_needs(), 6);
+    /// ```
+    pub fn starting_needs(&self) -> i32 {
+        if self.scale_base_difficulty {
+            (f64::from(super::state::VITAL_MAX) * self.difficulty.starting_resource_multiplier)
+                .round() as i32
+        } else {
+            super::state::VITAL_MAX
+        }
     }
 
     /// Agents needed to craft a diamond tool.
@@ -322,6 +353,22 @@ mod tests {
         }
         let d = Difficulty::from_alpha(0.5);
         assert_eq!((d.handover_window_min, d.handover_window_max), (6, 12));
+        for (alpha, health, resources) in [(0.3, 1.1, 0.9), (0.6, 1.2, 0.8), (0.9, 1.3, 0.7)] {
+            let d = Difficulty::from_alpha(alpha);
+            assert!((d.mob_health_multiplier - health).abs() < 1e-9);
+            assert!((d.starting_resource_multiplier - resources).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn starting_needs_scale_only_with_base_difficulty() {
+        for (preset, scaled) in [("easy", 8), ("medium", 7), ("hard", 6)] {
+            let plain = settings(&[("preset", preset.into())]);
+            assert_eq!(Config::from_settings(&plain).unwrap().starting_needs(), 9);
+            let mut s = plain;
+            s.insert("scale_base_difficulty".into(), true.into());
+            assert_eq!(Config::from_settings(&s).unwrap().starting_needs(), scaled);
+        }
     }
 
     #[test]
@@ -330,6 +377,9 @@ mod tests {
         assert_eq!(c.agents, 3);
         assert_eq!(c.roles, [Role::Warrior, Role::Forager, Role::Miner]);
         assert_eq!(c.difficulty.alpha, 0.6);
+        assert_eq!(c.scoring, Scoring::Compact);
+        let alem = Config::from_settings(&settings(&[("scoring", "alem".into())])).unwrap();
+        assert_eq!(alem.scoring, Scoring::Alem);
         let bad = [
             settings(&[("agents", 1.into())]),
             settings(&[("alpha", 0.5.into()), ("preset", "easy".into())]),
@@ -339,9 +389,10 @@ mod tests {
             settings(&[("signals", 9.into())]),
             settings(&[("preset", "brutal".into())]),
             settings(&[("colour", "red".into())]),
+            settings(&[("scoring", "craftax".into())]),
         ];
         let names = [
-            "agents", "alpha", "alpha", "roles", "width", "signals", "brutal", "colour",
+            "agents", "alpha", "alpha", "roles", "width", "signals", "brutal", "colour", "craftax",
         ];
         for (s, name) in bad.iter().zip(names) {
             let err = Config::from_settings(s).unwrap_err();

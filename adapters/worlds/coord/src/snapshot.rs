@@ -14,7 +14,7 @@ use super::mobs::spawn_health;
 use super::settings::Config;
 use super::state::{
     AgentState, Arrow, Census, CoordKind, Counters, Life, MOB_LABELS, Mob, MobTag, Pending, Plant,
-    Tag, World, light_level,
+    Tag, VITAL_MAX, World, light_level,
 };
 use super::types::{Block, Item, MobKind};
 use base64::Engine as _;
@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 /// Version of the snapshot layout; bumped whenever it changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// More than any counter can grow in one step (every agent's action counts at most once
 /// per counter, and a team has at most four agents).
@@ -348,6 +348,14 @@ fn check_counts(world: &World) -> Result<(), String> {
     if let Some((name, n)) = counters.find(|(_, n)| n.as_u64() > Some(most)) {
         return Err(format!("counter {name} = {n} after {step} steps"));
     }
+    if let Some(n) = world
+        .counters
+        .deaths_by
+        .iter()
+        .find(|n| u64::from(**n) > most)
+    {
+        return Err(format!("{n} deaths of one cause after {step} steps"));
+    }
     let mut built = world.spawned.iter().chain([&world.shelters]);
     if let Some(n) = built.find(|n| u64::from(**n) > most) {
         return Err(format!(
@@ -387,13 +395,15 @@ fn check_agents(world: &World, config: &Config) -> Result<(), String> {
             ));
         }
         let vitals = [
-            ("health", a.health),
-            ("food", a.food),
-            ("drink", a.drink),
-            ("energy", a.energy),
+            ("health", a.health, VITAL_MAX),
+            ("food", a.food, a.food_capacity()),
+            ("drink", a.drink, a.food_capacity()),
+            ("energy", a.energy, VITAL_MAX),
         ];
-        if let Some((name, value)) = vitals.iter().find(|(_, v)| !(0..=9).contains(v)) {
-            return bad(format!("{name} {value} outside 0..=9"));
+        if let Some((name, value, most)) =
+            vitals.iter().find(|(_, v, most)| !(0..=*most).contains(v))
+        {
+            return bad(format!("{name} {value} outside 0..={most}"));
         }
         if let Some(k) = a.inventory.iter().position(|n| *n > Item::CAP) {
             return bad(format!(
@@ -700,8 +710,8 @@ mod tests {
                 "snapshot of `soccer-2v2` given to coord-world",
             ),
             (
-                edited(&good, |v| v["format"] = json!(2)),
-                "has format 2, this build reads format 1",
+                edited(&good, |v| v["format"] = json!(1)),
+                "has format 1, this build reads format 2",
             ),
             (
                 edited(&good, |v| v["blocks"] = json!("!!!")),

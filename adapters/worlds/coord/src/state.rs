@@ -135,6 +135,11 @@ pub enum Life {
 pub const BLEED_OUT_STEPS: u32 = 100;
 /// Health after a revive.
 pub const REVIVE_HEALTH: i32 = 3;
+/// Capacity of health, food, drink and energy (Craftax at dexterity and strength 1).
+pub const VITAL_MAX: i32 = 9;
+/// Extra food and drink capacity of foragers (ALEM: max food = 7 + 2 × dexterity, plus
+/// 2 for foragers).
+pub const FORAGER_EXTRA_CAPACITY: i32 = 2;
 
 /// Why an agent's last action failed (the `Last step:` line of its text observation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,9 +219,9 @@ pub struct AgentState {
     pub role: Role,
     /// Health, 0–9.
     pub health: i32,
-    /// Food, 0–9.
+    /// Food, 0–9 (0–11 for foragers, see [`AgentState::food_capacity`]).
     pub food: i32,
-    /// Drink, 0–9.
+    /// Drink, 0–9 (0–11 for foragers).
     pub drink: i32,
     /// Energy, 0–9.
     pub energy: i32,
@@ -246,20 +251,22 @@ pub struct AgentState {
     pub signal: Option<Signal>,
     /// Why the agent's last action failed, when it did (shown in its text observation).
     pub note: Option<Note>,
+    /// What put the agent down, while it is down (the cause if it bleeds out).
+    pub downed_by: Option<DeathCause>,
 }
 
 impl AgentState {
-    /// A fresh agent at (x, y).
-    pub fn new(x: i32, y: i32, role: Role) -> Self {
+    /// A fresh agent at (x, y) with full health and `needs` food, drink and energy.
+    pub fn new(x: i32, y: i32, role: Role, needs: i32) -> Self {
         Self {
             x,
             y,
             facing: Dir::North,
             role,
-            health: 9,
-            food: 9,
-            drink: 9,
-            energy: 9,
+            health: VITAL_MAX,
+            food: needs,
+            drink: needs,
+            energy: needs,
             hunger: 0.0,
             thirst: 0.0,
             fatigue: 0.0,
@@ -273,7 +280,27 @@ impl AgentState {
             request: None,
             signal: None,
             note: None,
+            downed_by: None,
         }
+    }
+
+    /// The most food and the most drink the agent can hold: 9, or 11 for a forager.
+    pub fn food_capacity(&self) -> i32 {
+        if self.role == Role::Forager {
+            VITAL_MAX + FORAGER_EXTRA_CAPACITY
+        } else {
+            VITAL_MAX
+        }
+    }
+
+    /// Adds `n` food, up to the agent's capacity.
+    pub fn eat(&mut self, n: i32) {
+        self.food = (self.food + n).min(self.food_capacity());
+    }
+
+    /// Adds `n` drink, up to the agent's capacity.
+    pub fn drink_up(&mut self, n: i32) {
+        self.drink = (self.drink + n).min(self.food_capacity());
     }
 
     /// How many of `item` the agent holds.
@@ -387,6 +414,52 @@ pub struct Counters {
     pub deaths: u32,
     /// Shelters and forges built.
     pub structures_built: u32,
+    /// Deaths per [`DeathCause`], in [`DeathCause::ALL`] order.
+    pub deaths_by: [u32; DeathCause::COUNT],
+}
+
+/// Why an agent died (ALEM Fig. 11): what put it down (it then bled out) or lava.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeathCause {
+    /// Health lost while food was zero.
+    Starvation,
+    /// Health lost while drink was zero (and food was not).
+    Dehydration,
+    /// Health lost while energy was zero (and food and drink were not).
+    Exhaustion,
+    /// A zombie's blow or a skeleton's arrow.
+    Mob,
+    /// A teammate's Do.
+    FriendlyFire,
+    /// Walking into lava.
+    Lava,
+}
+
+impl DeathCause {
+    /// Number of causes.
+    pub const COUNT: usize = 6;
+    /// Every cause, in metric order.
+    pub const ALL: [DeathCause; DeathCause::COUNT] = [
+        DeathCause::Starvation,
+        DeathCause::Dehydration,
+        DeathCause::Exhaustion,
+        DeathCause::Mob,
+        DeathCause::FriendlyFire,
+        DeathCause::Lava,
+    ];
+
+    /// Name used in metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeathCause::Starvation => "starvation",
+            DeathCause::Dehydration => "dehydration",
+            DeathCause::Exhaustion => "exhaustion",
+            DeathCause::Mob => "mob",
+            DeathCause::FriendlyFire => "friendly_fire",
+            DeathCause::Lava => "lava",
+        }
+    }
 }
 
 /// What world generation put on the map; used by metrics and by the α-invariance tests.
@@ -612,7 +685,7 @@ mod tests {
 
     #[test]
     fn inventory_is_capped_and_damage_follows_swords() {
-        let mut a = AgentState::new(0, 0, Role::Miner);
+        let mut a = AgentState::new(0, 0, Role::Miner, VITAL_MAX);
         a.add(Item::Wood, 20);
         assert_eq!(a.count(Item::Wood), 9);
         assert_eq!(a.take(Item::Wood, 12), 9);
@@ -621,5 +694,18 @@ mod tests {
         assert_eq!(a.damage(), 3);
         a.role = Role::Warrior;
         assert_eq!(a.damage(), 6);
+    }
+
+    #[test]
+    fn foragers_hold_more_food_and_drink() {
+        let mut miner = AgentState::new(0, 0, Role::Miner, VITAL_MAX);
+        let mut forager = AgentState::new(0, 0, Role::Forager, VITAL_MAX);
+        for a in [&mut miner, &mut forager] {
+            a.eat(6);
+            a.drink_up(6);
+        }
+        assert_eq!((miner.food, miner.drink), (9, 9));
+        assert_eq!((forager.food, forager.drink), (11, 11));
+        assert_eq!(forager.energy, 9);
     }
 }

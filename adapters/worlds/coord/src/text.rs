@@ -10,10 +10,10 @@
 
 use super::actions::ActionSet;
 use super::agent_id;
-use super::metrics::achievable;
+use super::metrics::achievement_tally;
 use super::observation::{VIEW_H, VIEW_W};
 use super::settings::Config;
-use super::state::{AgentState, CoordKind, Life, World};
+use super::state::{AgentState, CoordKind, Life, VITAL_MAX, World};
 use super::types::{Achievement, Block, Item, Role, Structure};
 use std::fmt::Write as _;
 
@@ -68,9 +68,13 @@ fn cost_text(cost: &[(Item, u8)]) -> String {
 
 fn role_text(role: Role) -> &'static str {
     match role {
-        Role::Forager => "drinking water, collecting saplings and eating cows",
+        Role::Forager => {
+            "drinking water, collecting saplings and eating cows; you also hold up to 11 food and 11 drink"
+        }
         Role::Miner => "crafting pickaxes and placing stone",
-        Role::Warrior => "crafting swords; you also deal double melee damage",
+        Role::Warrior => {
+            "crafting stone, iron and diamond swords; you also deal double melee damage"
+        }
     }
 }
 
@@ -100,7 +104,7 @@ pub fn text(
         light_word(world.light),
         world.light
     );
-    let (base_max, coord_max) = achievable(config);
+    let (held, listed) = achievement_tally(config, me);
     let unlocked: Vec<&str> = Achievement::ALL
         .iter()
         .filter(|a| me.has(**a))
@@ -108,9 +112,7 @@ pub fn text(
         .collect();
     let _ = writeln!(
         out,
-        "Achievements: {}/{}{}",
-        unlocked.len(),
-        base_max + coord_max,
+        "Achievements: {held}/{listed}{}",
         if unlocked.is_empty() {
             String::new()
         } else {
@@ -449,9 +451,10 @@ pub fn visible_teammates(world: &World, agent: usize) -> Vec<String> {
             if o.sleeping {
                 line.push_str(", asleep");
             }
+            let (cap, most) = (o.food_capacity(), VITAL_MAX);
             let _ = write!(
                 line,
-                "; health {}/9, food {}/9, drink {}/9, energy {}/9",
+                "; health {}/{most}, food {}/{cap}, drink {}/{cap}, energy {}/{most}",
                 o.health, o.food, o.drink, o.energy
             );
             let held: Vec<String> = Item::ALL
@@ -476,13 +479,13 @@ pub fn visible_teammates(world: &World, agent: usize) -> Vec<String> {
 fn status(out: &mut String, world: &World, agent: usize) {
     let me = &world.agents[agent];
     out.push_str("\nYour status:\n");
-    for (name, value) in [
-        ("health", me.health),
-        ("food", me.food),
-        ("drink", me.drink),
-        ("energy", me.energy),
+    for (name, value, most) in [
+        ("health", me.health, VITAL_MAX),
+        ("food", me.food, me.food_capacity()),
+        ("drink", me.drink, me.food_capacity()),
+        ("energy", me.energy, VITAL_MAX),
     ] {
-        let _ = writeln!(out, "- {name}: {value}/9");
+        let _ = writeln!(out, "- {name}: {value}/{most}");
     }
     if let Some(r) = me.request.filter(|r| r.until >= world.step) {
         let _ = writeln!(

@@ -86,7 +86,7 @@ pub fn generate(config: &Config, seed: u64) -> World {
         .map(|(role, (dx, dy))| {
             let (x, y) = (cx + dx, cy + dy);
             blocks[y as usize * w + x as usize] = Block::Grass;
-            AgentState::new(x, y, *role)
+            AgentState::new(x, y, *role, config.starting_needs())
         })
         .collect();
 
