@@ -3,6 +3,7 @@
 //! teams) of every operator configuration.
 
 use crate::run::RunOutcome;
+use mosaic_core::count::Count;
 use mosaic_recorder::report::{self, GroupKind, Report};
 use mosaic_recorder::{RecorderError, RunDir};
 use std::fmt::Write;
@@ -21,9 +22,10 @@ fn render(outcome: &RunOutcome, report: &Report) -> String {
     let secs = outcome.wall.as_secs_f64().max(1e-9);
     let _ = writeln!(
         out,
-        "run {} ({} episodes, {steps} steps in {secs:.2} s) in {}",
+        "run {} ({}, {} in {secs:.2} s) in {}",
         outcome.run_id,
-        outcome.tally.episodes,
+        Count(outcome.tally.episodes, "episode"),
+        Count(steps, "step"),
         outcome.dir.display()
     );
     let header = [

@@ -19,6 +19,7 @@
 
 pub mod baseline;
 pub mod canvas;
+pub mod count;
 mod decision;
 pub mod entity_memory;
 mod env;

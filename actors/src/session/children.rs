@@ -7,6 +7,7 @@ use crate::env_actor::EnvActor;
 use crate::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
 use actix::prelude::*;
 use mosaic_core::EnvRegistry;
+use mosaic_core::count::Count;
 use mosaic_core::experiment::{RestartStrategy, SpecError};
 use mosaic_core::registry::ScriptedConstructor;
 use mosaic_core::{EnvSpec, Environment, OperatorSpec};
@@ -256,9 +257,9 @@ fn retry_start<T>(
                 tracing::warn!(target: "mosaic::session", "{e}; starting again");
             }
             Err(e) if e.start_failure => {
-                let attempts = window.count();
+                let attempts = Count(window.count() as u64, "attempt");
                 return Err(SpecError {
-                    message: format!("{} (gave up after {attempts} attempts)", e.message),
+                    message: format!("{} (gave up after {attempts})", e.message),
                     ..e
                 });
             }
