@@ -49,8 +49,8 @@ use mosaic_core::{ObsRequest, Paradigm};
 use operator::{LlmOperator, OperatorConfig, ReplayMiss, ReplayMisses};
 use parser::{OutputFormat, ResponseParser};
 use prompt::{
-    CoordinationLevel, Identity, ObservationMode, PromptBuilder, PromptOptions, PromptOrder,
-    Template,
+    CoordinationLevel, Disclosure, Identity, ObservationMode, PromptBuilder, PromptOptions,
+    PromptOrder, Template,
 };
 use serde::Deserialize;
 use server::{GetEndpoint, LlmServer, LlmServerConfig};
@@ -171,6 +171,10 @@ pub struct LlmSettings {
     /// Stable prefix first (default) or observation first.
     #[serde(default)]
     pub prompt_order: PromptOrder,
+    /// What the system prompt discloses: 0 everything, 1 no coordination information, 2
+    /// no environment information either.
+    #[serde(default)]
+    pub disclosure: Disclosure,
     /// Reasoning effort asked of the model (`reasoning_effort` of the request); not sent
     /// when absent.
     #[serde(default)]
@@ -225,7 +229,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "http_retries = 5: retries on 429, 5xx, connection errors and timeouts",
     "timeout_ms = 60000: timeout of one HTTP attempt",
     "concurrency = 4: requests in flight to this backend (base URL and model), the same for all its agents",
-    "template = <built-in>: TOML file merged over the built-in prompt template",
+    "template = <built-in>: \"alem\" (ALEM's prompt for coord-world) or a TOML file, merged over the built-in prompt template",
     "observation_mode = \"egocentric\": egocentric | visible_teammates",
     "coordination = \"emergent\": emergent | hints | role_based",
     "role = <from template>: the agent's role (role_based)",
@@ -234,6 +238,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "scratchpad_cap = 1000: longest private note (characters), 0 disables",
     "record_prompt = false: record whole prompts (else their cache keys)",
     "prompt_order = \"stable_first\": stable_first | observation_first",
+    "disclosure = 0: 0 everything | 1 no coordination information | 2 no environment information either (system prompt)",
     "reasoning_effort = <not sent>: high | medium | low | minimal | off (sends \"none\"): the request's reasoning_effort",
     "extra_body = {}: fields merged into every request body (part of the response-cache key)",
 ];
@@ -624,6 +629,8 @@ fn spawn(
         message_cap,
         scratchpad_cap: settings.scratchpad_cap,
         order: settings.prompt_order,
+        disclosure: settings.disclosure,
+        max_tokens: settings.max_tokens,
     };
     let config = OperatorConfig {
         agent: me.id.clone(),
