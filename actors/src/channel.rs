@@ -7,7 +7,9 @@
 //! sender's agent index, then posting order). Messages are capped in length.
 //! Readers [`Join`] when their operator is built; a message is kept until every joined
 //! reader that may see it has had it. [`NewEpisode`] clears the messages at the start of
-//! each episode.
+//! each episode. An operator that talks holds a [`Voice`]: its slot's `channel` and
+//! `message_cap` settings made into the agent's reading, posting and recording, the same
+//! for language models and policy workers.
 //!
 //! ```
 //! use mosaic_actors::channel::{Channel, ChannelConfig, Inbox, Post, Scope};
@@ -34,21 +36,16 @@
 //! # });
 //! ```
 
+use crate::operator::SessionResources;
 use actix::{Actor, Addr, Context, Handler, Message, MessageResult};
 use mosaic_core::EnvSpec;
+use mosaic_core::experiment::SpecError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Who may read a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Scope {
-    /// The sender's team only.
-    #[default]
-    Team,
-    /// Every agent.
-    All,
-}
+// The channel's messages are the worker protocol's: a policy worker reads the same
+// envelopes a language-model agent does.
+pub use mosaic_protocols::message::{Envelope, Scope};
 
 /// Channel settings.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,22 +66,6 @@ impl Default for ChannelConfig {
             max_chars: default_max_chars(),
         }
     }
-}
-
-/// One message as delivered.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Envelope {
-    /// Sender agent id.
-    pub from: String,
-    /// Recipient, `None` for a broadcast.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to: Option<String>,
-    /// Who may read it.
-    pub scope: Scope,
-    /// Step at which it was posted.
-    pub step: u32,
-    /// The text (capped).
-    pub text: String,
 }
 
 /// A message could not be posted.
@@ -383,6 +364,161 @@ impl Handler<NewEpisode> for Channel {
     }
 }
 
+/// Who an agent's messages reach: the `channel` setting of every operator kind that talks
+/// (`llm`, `vlm`, `worker`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelSetting {
+    /// The agent neither talks nor reads.
+    None,
+    /// Its team.
+    #[default]
+    Team,
+    /// Every agent.
+    All,
+}
+
+/// The longest message of an agent unless its `message_cap` setting says otherwise.
+pub const DEFAULT_MESSAGE_CAP: usize = 400;
+
+/// Help lines of the `channel` and `message_cap` settings.
+pub const CHANNEL_HELP: [&str; 2] = [
+    "channel = \"team\": none | team | all: who the agent's messages reach",
+    "message_cap = 400: longest message (characters)",
+];
+
+/// An agent's part in its session's channel, the same for every operator kind that talks:
+/// which messages it reads, how its messages are addressed and capped, and how both are
+/// recorded with its decisions.
+///
+/// A message `@agent text` is addressed to `agent` when `agent` may hear it (a teammate,
+/// or anyone with scope `all`); any other text is a broadcast to the scope. Messages are
+/// cut to the agent's `message_cap` characters; an empty one is not posted.
+#[derive(Clone, Debug)]
+pub struct Voice {
+    channel: Addr<Channel>,
+    agent: String,
+    scope: Scope,
+    recipients: Vec<String>,
+    message_cap: usize,
+}
+
+impl Voice {
+    /// The voice of agent `index` of `spec` as its slot's settings ask, joined to the
+    /// session's channel; `None` when the agent does not talk (`channel = "none"`) or the
+    /// session has no channel. An agent without a team cannot talk to its team.
+    pub fn for_slot(
+        setting: ChannelSetting,
+        message_cap: usize,
+        session: &SessionResources,
+        spec: &EnvSpec,
+        index: usize,
+    ) -> Result<Option<Voice>, SpecError> {
+        let me = spec.agents.get(index).ok_or_else(|| {
+            SpecError::new("agents", format!("no agent {index} in {}", spec.name))
+        })?;
+        let scope = match (setting, &session.channel) {
+            (ChannelSetting::None, _) | (_, None) => return Ok(None),
+            (ChannelSetting::Team, Some(_)) if me.team.is_none() => {
+                return Err(SpecError::new(
+                    "channel",
+                    format!("`{}` has no team: use channel = \"all\" or \"none\"", me.id),
+                ));
+            }
+            (ChannelSetting::Team, Some(_)) => Scope::Team,
+            (ChannelSetting::All, Some(_)) => Scope::All,
+        };
+        let Some(channel) = session.channel.clone() else {
+            return Ok(None);
+        };
+        let recipients = spec
+            .agents
+            .iter()
+            .enumerate()
+            .filter(|&(i, other)| i != index && (scope == Scope::All || other.team == me.team))
+            .map(|(_, other)| other.id.clone())
+            .collect();
+        channel.do_send(Join {
+            agent: me.id.clone(),
+        });
+        Ok(Some(Voice {
+            channel,
+            agent: me.id.clone(),
+            scope,
+            recipients,
+            message_cap,
+        }))
+    }
+
+    /// Who the agent's messages reach.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// The agents a message may be addressed to.
+    pub fn recipients(&self) -> &[String] {
+        &self.recipients
+    }
+
+    /// The longest message, characters.
+    pub fn message_cap(&self) -> usize {
+        self.message_cap
+    }
+
+    /// The messages the agent reads at `step` (each once; none if the channel is gone).
+    pub async fn inbox(&self, step: u32) -> Vec<Envelope> {
+        self.channel
+            .send(Inbox::new(&self.agent, step))
+            .await
+            .unwrap_or_default()
+    }
+
+    /// The post `text` makes at `step`: addressed when it starts with `@agent` of the
+    /// recipients, cut to the cap; `None` when nothing is left to say.
+    pub fn post(&self, text: &str, step: u32) -> Option<Post> {
+        let (to, text) = match text
+            .strip_prefix('@')
+            .and_then(|t| t.split_once(char::is_whitespace))
+        {
+            Some((name, rest)) if self.recipients.iter().any(|r| r == name) => {
+                (Some(name.to_owned()), rest.trim())
+            }
+            _ => (None, text),
+        };
+        let text = match text.char_indices().nth(self.message_cap) {
+            Some((cut, _)) => &text[..cut],
+            None => text,
+        };
+        (!text.is_empty()).then(|| Post {
+            from: self.agent.clone(),
+            to,
+            scope: self.scope,
+            text: text.to_owned(),
+            step,
+        })
+    }
+
+    /// Posts `post`. Sent before the decision that made it is answered, so it is in the
+    /// channel before the next step's inboxes are read.
+    pub fn send(&self, post: Post) {
+        self.channel.do_send(post);
+    }
+
+    /// Records a decision's part in the channel in its `detail`: `message` (the text
+    /// posted, or null), `message_to` (when addressed) and `received` (messages read).
+    pub fn record(
+        detail: &mut serde_json::Map<String, serde_json::Value>,
+        post: Option<&Post>,
+        received: usize,
+    ) {
+        detail.insert("message".into(), serde_json::json!(post.map(|p| &p.text)));
+        if let Some(to) = post.and_then(|p| p.to.as_ref()) {
+            detail.insert("message_to".into(), serde_json::json!(to));
+        }
+        detail.insert("received".into(), serde_json::json!(received));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,6 +599,66 @@ mod tests {
             second.send(garbage).await.unwrap(),
             Err(ChannelError::State(_))
         ));
+    }
+
+    #[actix::test]
+    async fn voices_address_cap_and_record_messages() {
+        let spec = spec();
+        let session = SessionResources {
+            channel: Some(Channel::start(&spec, ChannelConfig::default())),
+        };
+        let voice = |setting, agent| Voice::for_slot(setting, 8, &session, &spec, agent);
+        assert!(voice(ChannelSetting::None, 0).unwrap().is_none());
+        let no_channel = SessionResources::default();
+        assert!(
+            Voice::for_slot(ChannelSetting::Team, 8, &no_channel, &spec, 0)
+                .unwrap()
+                .is_none()
+        );
+        let error = voice(ChannelSetting::Team, 4).unwrap_err();
+        assert_eq!(error.path, "channel");
+        assert!(error.message.contains("`solo` has no team"), "{error}");
+        assert_eq!(
+            voice(ChannelSetting::All, 4).unwrap().unwrap().scope(),
+            Scope::All
+        );
+
+        let g0 = voice(ChannelSetting::Team, 0).unwrap().unwrap();
+        let g1 = voice(ChannelSetting::Team, 1).unwrap().unwrap();
+        assert_eq!(g0.recipients(), ["g1"]);
+        let everyone = voice(ChannelSetting::All, 0).unwrap().unwrap();
+        assert_eq!(everyone.recipients(), ["g1", "b0", "b1", "solo"]);
+
+        let addressed = g0.post("@g1  go left now", 3).unwrap();
+        assert_eq!(addressed.to.as_deref(), Some("g1"));
+        assert_eq!(addressed.text, "go left ", "cut to the cap of 8");
+        let not_a_teammate = g0.post("@b0 hi", 3).unwrap();
+        assert_eq!(
+            (not_a_teammate.to, not_a_teammate.text.as_str()),
+            (None, "@b0 hi")
+        );
+        assert!(g0.post("", 3).is_none());
+        assert!(
+            g0.post("@g1 ", 3).is_none(),
+            "an address alone says nothing"
+        );
+
+        g0.send(addressed.clone());
+        let inbox = g1.inbox(4).await;
+        assert_eq!(inbox.len(), 1);
+        assert_eq!(inbox[0].text, "go left ");
+        let mut detail = serde_json::Map::new();
+        Voice::record(&mut detail, Some(&addressed), inbox.len());
+        assert_eq!(
+            serde_json::Value::Object(detail),
+            serde_json::json!({"message": "go left ", "message_to": "g1", "received": 1})
+        );
+        let mut silent = serde_json::Map::new();
+        Voice::record(&mut silent, None, 0);
+        assert_eq!(
+            serde_json::Value::Object(silent),
+            serde_json::json!({"message": null, "received": 0})
+        );
     }
 
     #[actix::test]

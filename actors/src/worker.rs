@@ -13,9 +13,16 @@
 //! protocol's `checkpoint` and `restore`. Unmodified MOSAIC action-selector workers
 //! (`init_agent` / `select_action`) are driven too, detected from their `init` line.
 //!
+//! A worker announcing the `messages` capability talks on the session's channel like a
+//! language-model agent, through the same [`Voice`] (slot settings `channel` and
+//! `message_cap`): each `decide` carries the messages the agent reads at that step, the
+//! message of its decision is posted, and both are recorded with the decision (`message`,
+//! `message_to`, `received`).
+//!
 //! In experiment files: `{ kind = "worker", command = ["python3", "-m", "mosaic_worker",
 //! "policy", "random"] }`.
 
+use crate::channel::{CHANNEL_HELP, ChannelSetting, DEFAULT_MESSAGE_CAP, Voice};
 use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
 use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
 use actix::{Actor, Context, Handler, ResponseFuture};
@@ -23,11 +30,38 @@ use mosaic_core::Decision;
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_external::WorkerError;
 use mosaic_external::policy::PolicyWorker;
-pub use mosaic_external::policy::SETTINGS_HELP;
 pub use mosaic_external::settings::WorkerSettings;
+use mosaic_external::settings::help_lines;
+use serde::Deserialize;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Settings of a `worker` slot, one line each (for `mosaic operators`): the worker's and
+/// the channel's.
+pub const SETTINGS_HELP: &[&str] = &HELP;
+
+const HELP: [&str; 12] = help_lines(&[mosaic_external::policy::SETTINGS_HELP, &CHANNEL_HELP]);
+
+/// The settings of a `worker` slot: how to run the worker, and how it talks when it
+/// announces the `messages` capability (ignored otherwise).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSlotSettings {
+    /// The worker process and the link to it.
+    #[serde(flatten)]
+    pub worker: WorkerSettings,
+    /// Who the agent's messages reach.
+    #[serde(default)]
+    pub channel: ChannelSetting,
+    /// Longest message, characters.
+    #[serde(default = "default_message_cap")]
+    pub message_cap: usize,
+}
+
+fn default_message_cap() -> usize {
+    DEFAULT_MESSAGE_CAP
+}
 
 /// Adds the `worker` operator kind.
 pub fn register(registry: &mut OperatorRegistry) {
@@ -36,18 +70,37 @@ pub fn register(registry: &mut OperatorRegistry) {
         summary: "a policy in another process speaking the worker protocol (any language)",
         settings: SETTINGS_HELP,
         spawn: Arc::new(|cx: &SpawnContext<'_>| {
-            let settings: WorkerSettings = parse_settings(&cx.slot.settings)?;
+            let settings: WorkerSlotSettings = parse_settings(&cx.slot.settings)?;
             let name = format!(
                 "{}:{}",
                 cx.env_name,
                 cx.spec.agents.get(cx.agent).map_or("?", |a| a.id.as_str())
             );
-            WorkerPolicy::spawn(&settings, &name).map_err(|e| match e {
+            let grace = settings.worker.grace();
+            let worker = PolicyWorker::spawn(&settings.worker, &name).map_err(|e| match e {
                 WorkerError::Config(_) | WorkerError::Package { .. } => {
                     SpecError::new("command", format!("{name}: {e}"))
                 }
                 _ => SpecError::start_failure("command", format!("{name}: {e}")),
-            })
+            })?;
+            // Workers that do not talk keep their 1.0 behaviour whatever the slot says.
+            let voice = match worker.messages() {
+                true => Voice::for_slot(
+                    settings.channel,
+                    settings.message_cap,
+                    cx.session,
+                    cx.spec,
+                    cx.agent,
+                ),
+                false => Ok(None),
+            };
+            match voice {
+                Ok(voice) => Ok(WorkerPolicy::start(worker, voice, grace)),
+                Err(error) => {
+                    worker.stop_in_background(grace);
+                    Err(error)
+                }
+            }
         }),
     });
 }
@@ -56,21 +109,30 @@ pub fn register(registry: &mut OperatorRegistry) {
 pub struct WorkerPolicy {
     /// One request at a time (the mutex serialises them); `None` once stopped or dead.
     worker: Rc<tokio::sync::Mutex<Option<PolicyWorker>>>,
+    /// The agent's part in the channel, for a worker that talks.
+    voice: Option<Voice>,
     grace: Duration,
 }
 
 impl WorkerPolicy {
     /// Starts the worker, completes the handshake (blocking, within `start_timeout_ms`),
-    /// and starts the actor on the current arbiter.
+    /// and starts the actor on the current arbiter, without a channel.
     pub fn spawn(settings: &WorkerSettings, name: &str) -> Result<OperatorHandle, WorkerError> {
         let worker = PolicyWorker::spawn(settings, name)?;
+        Ok(Self::start(worker, None, settings.grace()))
+    }
+
+    /// Starts the actor around a greeted `worker` on the current arbiter; with a `voice`
+    /// the worker reads and posts channel messages.
+    pub fn start(worker: PolicyWorker, voice: Option<Voice>, grace: Duration) -> OperatorHandle {
         let (paradigm, wants) = (worker.paradigm(), worker.wants());
         let actor = WorkerPolicy {
             worker: Rc::new(tokio::sync::Mutex::new(Some(worker))),
-            grace: settings.grace(),
+            voice,
+            grace,
         };
         let addr = actor.start();
-        Ok(OperatorHandle::new("worker", paradigm, wants, &addr).with_state(&addr))
+        OperatorHandle::new("worker", paradigm, wants, &addr).with_state(&addr)
     }
 
     /// Runs `work` on the worker, once the requests before it are done.
@@ -126,9 +188,35 @@ impl Handler<Decide> for WorkerPolicy {
     type Result = ResponseFuture<Result<Decision, OperatorError>>;
 
     fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
+        let voice = self.voice.clone();
         self.with_worker(async move |worker| {
-            let result = worker.decide(&msg.obs, msg.step, msg.deadline).await;
-            result.map_err(|e| failed(worker.name(), e))
+            let Some(voice) = voice else {
+                let result = worker.decide(&msg.obs, msg.step, msg.deadline, None).await;
+                return result
+                    .map(|answer| answer.decision)
+                    .map_err(|e| failed(worker.name(), e));
+            };
+            let inbox = voice.inbox(msg.step).await;
+            let received = inbox.len();
+            let result = worker
+                .decide(&msg.obs, msg.step, msg.deadline, Some(inbox))
+                .await;
+            let answer = result.map_err(|e| failed(worker.name(), e))?;
+            let post = answer
+                .message
+                .as_deref()
+                .and_then(|text| voice.post(text, msg.step));
+            let mut decision = answer.decision;
+            let mut detail = match decision.detail.take() {
+                Some(serde_json::Value::Object(detail)) => detail,
+                _ => serde_json::Map::new(),
+            };
+            Voice::record(&mut detail, post.as_ref(), received);
+            decision.detail = Some(serde_json::Value::Object(detail));
+            if let Some(post) = post {
+                voice.send(post);
+            }
+            Ok(decision)
         })
     }
 }
@@ -195,7 +283,10 @@ mod tests {
 
     #[test]
     fn a_worker_slot_needs_a_command() {
-        let no_command: WorkerSettings = parse_settings(&mosaic_core::Settings::new()).unwrap();
+        let no_command: WorkerSlotSettings = parse_settings(&mosaic_core::Settings::new()).unwrap();
+        assert_eq!(no_command.channel, ChannelSetting::Team);
+        assert_eq!(no_command.message_cap, DEFAULT_MESSAGE_CAP);
+        let no_command = no_command.worker;
         let Err(err) = WorkerPolicy::spawn(&no_command, "t") else {
             panic!("a policy worker needs a command")
         };
@@ -207,12 +298,21 @@ mod tests {
         typo.insert("command".into(), serde_json::json!(["w"]));
         typo.insert("timeout".into(), 5.into());
         assert!(
-            parse_settings::<WorkerSettings>(&typo)
+            parse_settings::<WorkerSlotSettings>(&typo)
                 .unwrap_err()
                 .message
                 .contains("timeout")
         );
-        assert_eq!(SETTINGS_HELP.len(), 10);
+        let mut talking = mosaic_core::Settings::new();
+        talking.insert("command".into(), serde_json::json!(["w"]));
+        talking.insert("channel".into(), "all".into());
+        talking.insert("message_cap".into(), 20.into());
+        let talking: WorkerSlotSettings = parse_settings(&talking).unwrap();
+        assert_eq!(talking.channel, ChannelSetting::All);
+        assert_eq!(talking.message_cap, 20);
+        assert_eq!(talking.worker.command, Some(vec!["w".to_owned()]));
+        assert_eq!(SETTINGS_HELP.len(), 12);
         assert!(SETTINGS_HELP[3].starts_with("timeout_ms = "));
+        assert!(SETTINGS_HELP[10].starts_with("channel = "));
     }
 }

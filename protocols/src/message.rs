@@ -1,4 +1,4 @@
-//! The messages of `mosaic/1`: one JSON object per line, tagged by `type`.
+//! The messages of `mosaic/1` (as of `mosaic/1.1`): one JSON object per line, tagged by `type`.
 //!
 //! Requests from the orchestrator carry an `id`; the worker's reply echoes it, so a reply to
 //! the wrong request is detected instead of silently applied. Unknown fields are ignored,
@@ -46,6 +46,37 @@ pub mod capability {
     pub const FRAMES_PNG: &str = "frames:png";
     /// Can encode frames as raw RGB.
     pub const FRAMES_RGB: &str = "frames:rgb";
+    /// Takes part in the team channel (since `mosaic/1.1`): every `decide` carries the
+    /// agent's `inbox`, and the `message` of a decision is posted to the channel.
+    pub const MESSAGES: &str = "messages";
+}
+
+/// Who may read a channel message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The sender's team only.
+    #[default]
+    Team,
+    /// Every agent.
+    All,
+}
+
+/// A channel message as its reader gets it: in a policy worker's `decide.inbox`, and in the
+/// prompt of a language-model agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// Sender agent id.
+    pub from: String,
+    /// Recipient, `None` for a broadcast.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// Who may read it.
+    pub scope: Scope,
+    /// Step at which it was posted.
+    pub step: u32,
+    /// The text (capped).
+    pub text: String,
 }
 
 /// The worker's first line.
@@ -309,6 +340,11 @@ pub struct Decide {
     /// Milliseconds until the orchestrator takes the default action instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u64>,
+    /// The channel messages the agent reads at this step, in delivery order (since
+    /// `mosaic/1.1`): present, possibly empty, for workers that announced
+    /// [`capability::MESSAGES`] and whose slot has a channel; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inbox: Option<Vec<Envelope>>,
 }
 
 /// A policy worker's decision.
@@ -321,7 +357,8 @@ pub struct DecisionReply {
     /// Raw model text, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// A message to teammates, if any.
+    /// A message to the agent's channel audience, if any (`@agent text` addresses one
+    /// agent); posted only by workers that announced [`capability::MESSAGES`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// Token or compute usage, free-form.
@@ -671,6 +708,13 @@ mod tests {
                 observation: WireObservation::default(),
                 legal: vec![1],
                 deadline_ms: Some(50),
+                inbox: Some(vec![Envelope {
+                    from: "b".into(),
+                    to: None,
+                    scope: Scope::Team,
+                    step: 2,
+                    text: "left".into(),
+                }]),
             }),
             Message::Decision(DecisionReply {
                 id: 7,
@@ -716,6 +760,32 @@ mod tests {
                 assert_eq!(value["id"], id);
             }
         }
+    }
+
+    #[test]
+    fn the_inbox_is_sent_only_to_workers_that_read_it() {
+        let decide = |inbox| {
+            Message::Decide(Decide {
+                id: 4,
+                step: 1,
+                observation: WireObservation::default(),
+                legal: vec![0],
+                deadline_ms: None,
+                inbox,
+            })
+        };
+        // A `mosaic/1.0` line: no inbox field, and none decoded.
+        let old = br#"{"type":"decide","id":4,"step":1,"observation":{},"legal":[0]}"#;
+        assert_eq!(Message::decode(old).unwrap(), decide(None));
+        assert_eq!(&decide(None).encode()[..old.len()], old);
+        let line = decide(Some(Vec::new())).encode();
+        let value: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(value["inbox"], serde_json::json!([]));
+        let addressed = br#"{"from":"g0","to":"g1","scope":"all","step":3,"text":"hi"}"#;
+        let envelope: Envelope = serde_json::from_slice(addressed).unwrap();
+        assert_eq!(envelope.to.as_deref(), Some("g1"));
+        assert_eq!(envelope.scope, Scope::All);
+        assert_eq!(serde_json::to_vec(&envelope).unwrap(), addressed);
     }
 
     #[test]

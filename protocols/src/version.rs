@@ -9,11 +9,12 @@ use std::fmt;
 /// The protocol family name before the `/`.
 pub const FAMILY: &str = "mosaic";
 
-/// The version this crate speaks.
-pub const CURRENT: Version = Version { major: 1, minor: 0 };
+/// The version this crate speaks: 1.1 added the team channel to policy workers (the
+/// `messages` capability, `decide.inbox`).
+pub const CURRENT: Version = Version { major: 1, minor: 1 };
 
 /// The version string this crate sends in `hello` and `welcome`.
-pub const PROTOCOL: &str = "mosaic/1";
+pub const PROTOCOL: &str = "mosaic/1.1";
 
 /// A protocol version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -34,7 +35,8 @@ impl Version {
     ///
     /// ```
     /// use mosaic_protocols::version::{Version, CURRENT};
-    /// assert_eq!(Version::parse("mosaic/1").unwrap(), CURRENT);
+    /// assert_eq!(Version::parse("mosaic/1").unwrap(), Version { major: 1, minor: 0 });
+    /// assert!(Version::parse("mosaic/1").unwrap().compatible_with(CURRENT));
     /// assert_eq!(Version::parse("mosaic/2.3").unwrap(), Version { major: 2, minor: 3 });
     /// assert!(Version::parse("MOSAIC/1.0").is_err());
     /// ```

@@ -141,6 +141,61 @@ pub struct ChatRequest {
     pub seed: Option<u64>,
     /// Output constraint.
     pub constraint: Constraint,
+    /// Settings passed through to the backend (reasoning effort, extra body fields);
+    /// serialised only when set, so requests without them keep their cache keys.
+    #[serde(default, skip_serializing_if = "Passthrough::is_empty")]
+    pub passthrough: Passthrough,
+}
+
+/// How much a reasoning model thinks before it answers: the `reasoning_effort` field of
+/// OpenAI-compatible chat requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    /// `"high"`.
+    High,
+    /// `"medium"`.
+    Medium,
+    /// `"low"`.
+    Low,
+    /// `"minimal"`.
+    Minimal,
+    /// No reasoning: sends `"none"` (models that cannot turn it off refuse or reason
+    /// anyway; servers that switch thinking in the chat template, such as Qwen 3 on vLLM
+    /// or llama.cpp, need `extra_body = { chat_template_kwargs = { enable_thinking = false } }`).
+    Off,
+}
+
+impl ReasoningEffort {
+    /// The value sent as `reasoning_effort`.
+    pub fn wire(self) -> &'static str {
+        match self {
+            ReasoningEffort::High => "high",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Minimal => "minimal",
+            ReasoningEffort::Off => "none",
+        }
+    }
+}
+
+/// Request settings passed through to the backend as configured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Passthrough {
+    /// Sent as `reasoning_effort` when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// Fields merged into the request body last: a field the request sets itself (e.g.
+    /// `temperature`) is replaced.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra_body: serde_json::Map<String, Value>,
+}
+
+impl Passthrough {
+    /// Nothing to pass through.
+    pub fn is_empty(&self) -> bool {
+        self.reasoning_effort.is_none() && self.extra_body.is_empty()
+    }
 }
 
 impl ChatRequest {
@@ -165,6 +220,12 @@ impl ChatRequest {
                 });
             }
             Constraint::Grammar { grammar } => body["grammar"] = json!(grammar),
+        }
+        if let Some(effort) = self.passthrough.reasoning_effort {
+            body["reasoning_effort"] = json!(effort.wire());
+        }
+        for (field, value) in &self.passthrough.extra_body {
+            body[field.as_str()] = value.clone();
         }
         body
     }
@@ -636,6 +697,7 @@ mod tests {
             constraint: Constraint::Grammar {
                 grammar: "root ::= \"a\"".into(),
             },
+            passthrough: Passthrough::default(),
         };
         let body = request.wire("m");
         assert_eq!(body["model"], "m");
@@ -643,6 +705,53 @@ mod tests {
         assert_eq!(body["grammar"], "root ::= \"a\"");
         assert_eq!(body["messages"][0]["role"], "user");
         assert_eq!(body["messages"][0]["content"], "hi");
+        assert!(body.get("reasoning_effort").is_none());
+    }
+
+    #[test]
+    fn wire_body_carries_reasoning_effort_and_extra_fields() {
+        let extra = json!({
+            "chat_template_kwargs": {"enable_thinking": false},
+            "top_p": 0.9,
+            "temperature": 0.7,
+        });
+        let request = ChatRequest {
+            messages: vec![ChatMessage::text(Role::User, "hi")],
+            temperature: 0.0,
+            max_tokens: 8,
+            seed: None,
+            constraint: Constraint::None,
+            passthrough: Passthrough {
+                reasoning_effort: Some(ReasoningEffort::Off),
+                extra_body: extra.as_object().cloned().unwrap(),
+            },
+        };
+        let body = request.wire("m");
+        assert_eq!(body["reasoning_effort"], "none");
+        assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
+        assert_eq!(body["top_p"], 0.9);
+        assert_eq!(body["temperature"], 0.7, "extra fields are merged last");
+        assert_eq!(body["max_tokens"], 8);
+        let efforts = [
+            (ReasoningEffort::High, "high"),
+            (ReasoningEffort::Medium, "medium"),
+            (ReasoningEffort::Low, "low"),
+            (ReasoningEffort::Minimal, "minimal"),
+        ];
+        for (effort, wire) in efforts {
+            let request = ChatRequest {
+                passthrough: Passthrough {
+                    reasoning_effort: Some(effort),
+                    extra_body: serde_json::Map::new(),
+                },
+                ..request.clone()
+            };
+            assert_eq!(request.wire("m")["reasoning_effort"], wire);
+            assert_eq!(
+                serde_json::to_value(effort).unwrap(),
+                json!(format!("{effort:?}").to_lowercase())
+            );
+        }
     }
 
     #[test]

@@ -670,6 +670,7 @@ mod tests {
             max_tokens: 4,
             seed: Some(1),
             constraint: Constraint::None,
+            passthrough: Default::default(),
         }
     }
 
@@ -697,6 +698,54 @@ mod tests {
         };
         assert_ne!(base, CacheKey::of(&other_model, &request("a")));
         assert_eq!(base.0.len(), 64);
+    }
+
+    #[test]
+    fn passthrough_settings_are_part_of_the_key_only_when_set() {
+        use crate::backend::{Passthrough, ReasoningEffort};
+        // A request as serialised before pass-through settings existed: its cached answers
+        // keep their key.
+        let old_layout = r#"[{"model":"m","base_url":"local"},{"messages":[{"role":"user","content":"a"}],"temperature":0.0,"max_tokens":4,"seed":1,"constraint":{"kind":"none"}}]"#;
+        let digest = Sha256::digest(old_layout.as_bytes());
+        let old_key: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let plain = CacheKey::of(&identity(), &request("a"));
+        assert_eq!(plain.0, old_key);
+
+        let with = |reasoning_effort, extra: serde_json::Value| {
+            let mut request = request("a");
+            request.passthrough = Passthrough {
+                reasoning_effort,
+                extra_body: extra.as_object().cloned().unwrap_or_default(),
+            };
+            CacheKey::of(&identity(), &request)
+        };
+        let keys = [
+            plain.clone(),
+            with(Some(ReasoningEffort::High), serde_json::json!({})),
+            with(Some(ReasoningEffort::Low), serde_json::json!({})),
+            with(Some(ReasoningEffort::Off), serde_json::json!({})),
+            with(None, serde_json::json!({"top_p": 0.9})),
+            with(None, serde_json::json!({"top_p": 0.8})),
+            with(
+                Some(ReasoningEffort::Off),
+                serde_json::json!({"top_p": 0.9}),
+            ),
+        ];
+        for (i, key) in keys.iter().enumerate() {
+            for other in &keys[i + 1..] {
+                assert_ne!(key, other, "settings must not share cached answers");
+            }
+        }
+        assert_eq!(with(None, serde_json::json!({})), plain);
+
+        // Entries stored before the settings existed still read, as requests without them.
+        let old_entry = serde_json::json!({
+            "identity": identity(),
+            "request": serde_json::from_str::<serde_json::Value>(old_layout).unwrap()[1],
+            "outcome": {"kind": "abandoned"},
+        });
+        let entry: CacheEntry = serde_json::from_value(old_entry).unwrap();
+        assert_eq!(entry.request, request("a"));
     }
 
     #[test]

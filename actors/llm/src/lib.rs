@@ -36,20 +36,21 @@ pub mod server;
 use actix::{Actor, Addr};
 use backend::{
     ApiKey, BackendError, BackendIdentity, ChatBackend, ChatFuture, ChatRequest, OpenAiBackend,
+    Passthrough, ReasoningEffort,
 };
 use layers::{
     CacheMode, Cached, ConcurrencyLimit, Metered, Offline, ResponseCache, RetryPolicy, Stack,
     Timeout, UsageMeter, UsageTotals,
 };
-use mosaic_actors::channel::{Join, Scope};
+use mosaic_actors::channel::{CHANNEL_HELP, DEFAULT_MESSAGE_CAP, Voice};
 use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{ObsRequest, Paradigm};
 use operator::{LlmOperator, OperatorConfig, ReplayMiss, ReplayMisses};
 use parser::{OutputFormat, ResponseParser};
 use prompt::{
-    CoordinationLevel, Identity, ObservationMode, PromptBuilder, PromptOptions, PromptOrder,
-    Template,
+    CoordinationLevel, Disclosure, Identity, ObservationMode, PromptBuilder, PromptOptions,
+    PromptOrder, Template,
 };
 use serde::Deserialize;
 use server::{GetEndpoint, LlmServer, LlmServerConfig};
@@ -103,18 +104,7 @@ impl<'de> Deserialize<'de> for BackendSetting {
     }
 }
 
-/// Who an agent's messages reach.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChannelSetting {
-    /// The agent does not talk (it still reads nothing).
-    None,
-    /// Its team.
-    #[default]
-    Team,
-    /// Every agent.
-    All,
-}
+pub use mosaic_actors::channel::ChannelSetting;
 
 /// Settings of the `llm` and `vlm` operator kinds (one agent slot).
 #[derive(Clone, Debug, Deserialize)]
@@ -181,6 +171,18 @@ pub struct LlmSettings {
     /// Stable prefix first (default) or observation first.
     #[serde(default)]
     pub prompt_order: PromptOrder,
+    /// What the system prompt discloses: 0 everything, 1 no coordination information, 2
+    /// no environment information either.
+    #[serde(default)]
+    pub disclosure: Disclosure,
+    /// Reasoning effort asked of the model (`reasoning_effort` of the request); not sent
+    /// when absent.
+    #[serde(default)]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// Fields merged into every request body (a TOML table), e.g.
+    /// `{ chat_template_kwargs = { enable_thinking = false } }`.
+    #[serde(default)]
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
 }
 
 fn local() -> BackendSetting {
@@ -208,7 +210,7 @@ fn timeout_ms() -> u64 {
     60_000
 }
 fn message_cap() -> usize {
-    400
+    DEFAULT_MESSAGE_CAP
 }
 fn scratchpad_cap() -> usize {
     1000
@@ -227,15 +229,18 @@ pub const SETTINGS_HELP: &[&str] = &[
     "http_retries = 5: retries on 429, 5xx, connection errors and timeouts",
     "timeout_ms = 60000: timeout of one HTTP attempt",
     "concurrency = 4: requests in flight to this backend (base URL and model), the same for all its agents",
-    "template = <built-in>: TOML file merged over the built-in prompt template",
+    "template = <built-in>: \"alem\" (ALEM's prompt for coord-world) or a TOML file, merged over the built-in prompt template",
     "observation_mode = \"egocentric\": egocentric | visible_teammates",
     "coordination = \"emergent\": emergent | hints | role_based",
     "role = <from template>: the agent's role (role_based)",
-    "channel = \"team\": none | team | all: who the agent's messages reach",
-    "message_cap = 400: longest message (characters)",
+    CHANNEL_HELP[0],
+    CHANNEL_HELP[1],
     "scratchpad_cap = 1000: longest private note (characters), 0 disables",
     "record_prompt = false: record whole prompts (else their cache keys)",
     "prompt_order = \"stable_first\": stable_first | observation_first",
+    "disclosure = 0: 0 everything | 1 no coordination information | 2 no environment information either (system prompt)",
+    "reasoning_effort = <not sent>: high | medium | low | minimal | off (sends \"none\"): the request's reasoning_effort",
+    "extra_body = {}: fields merged into every request body (part of the response-cache key)",
 ];
 
 /// What the LLM operators of a run share: the local server, backend stacks (one per
@@ -603,22 +608,15 @@ fn spawn(
     let me = spec.agents.get(cx.agent).ok_or_else(|| {
         SpecError::new("agents", format!("no agent {} in {}", cx.agent, spec.name))
     })?;
-    let scope = match (settings.channel, &cx.session.channel) {
-        (ChannelSetting::None, _) | (_, None) => None,
-        (ChannelSetting::Team, Some(_)) if me.team.is_none() => {
-            return Err(SpecError::new(
-                "channel",
-                format!("`{}` has no team: use channel = \"all\" or \"none\"", me.id),
-            ));
-        }
-        (ChannelSetting::Team, Some(_)) => Some(Scope::Team),
-        (ChannelSetting::All, Some(_)) => Some(Scope::All),
-    };
-    let message_cap = if scope.is_some() {
-        settings.message_cap
-    } else {
-        0
-    };
+    let voice = Voice::for_slot(
+        settings.channel,
+        settings.message_cap,
+        cx.session,
+        spec,
+        cx.agent,
+    )?;
+    let scope = voice.as_ref().map(Voice::scope);
+    let message_cap = voice.as_ref().map_or(0, Voice::message_cap);
     let template = Arc::new(
         Template::builtin_or(settings.template.as_deref())
             .map_err(|e| SpecError::new("template", e.to_string()))?,
@@ -631,20 +629,12 @@ fn spawn(
         message_cap,
         scratchpad_cap: settings.scratchpad_cap,
         order: settings.prompt_order,
-    };
-    let recipients = match scope {
-        Some(Scope::Team) => identity.teammates.clone(),
-        Some(Scope::All) => identity
-            .teammates
-            .iter()
-            .chain(&identity.opponents)
-            .cloned()
-            .collect(),
-        None => Vec::new(),
+        disclosure: settings.disclosure,
+        max_tokens: settings.max_tokens,
     };
     let config = OperatorConfig {
         agent: me.id.clone(),
-        recipients,
+        voice,
         prompt: PromptBuilder::new(template, options, spec, &identity),
         parser: ResponseParser::new(
             settings.format,
@@ -658,20 +648,17 @@ fn spawn(
         max_tokens: settings.max_tokens,
         max_answer_chars: settings.max_answer_chars,
         retries: settings.retries,
-        scope,
+        passthrough: Passthrough {
+            reasoning_effort: settings.reasoning_effort,
+            extra_body: settings.extra_body.clone(),
+        },
         visible_teammates: settings.observation_mode == ObservationMode::VisibleTeammates,
         record_prompt: settings.record_prompt,
         default_action: spec.default_action,
         replay_misses: resources.replay_misses.clone(),
     };
     let backend = resources.backend(&settings)?;
-    let channel = cx.session.channel.clone().filter(|_| scope.is_some());
-    if let Some(channel) = &channel {
-        channel.do_send(Join {
-            agent: me.id.clone(),
-        });
-    }
-    let addr = LlmOperator::new(config, backend, channel).start();
+    let addr = LlmOperator::new(config, backend).start();
     Ok(OperatorHandle::new(
         kind.to_owned(),
         paradigm,
@@ -722,6 +709,18 @@ mod tests {
         assert_eq!(default.backend, BackendSetting::Local);
         assert_eq!(default.format, OutputFormat::Json);
         assert_eq!(default.history, 8);
+        assert_eq!(default.reasoning_effort, None);
+        assert!(default.extra_body.is_empty());
+        let passed = settings(json!({
+            "reasoning_effort": "off",
+            "extra_body": {"chat_template_kwargs": {"enable_thinking": false}},
+        }))
+        .unwrap();
+        assert_eq!(passed.reasoning_effort, Some(ReasoningEffort::Off));
+        assert_eq!(
+            passed.extra_body["chat_template_kwargs"],
+            json!({"enable_thinking": false})
+        );
         let remote = settings(json!({
             "backend": {"base_url": "http://127.0.0.1:8000/v1", "model": "m", "api_key_env": "K"},
             "format": "grammar", "coordination": "role_based", "observation_mode": "visible_teammates",
@@ -742,6 +741,9 @@ mod tests {
             err(json!({"backend": {"base_url": "x", "model": "m", "key": "k"}})).contains("key")
         );
         assert!(err(json!({"format": "xml"})).contains("xml"));
+        assert!(err(json!({"reasoning_effort": "max"})).contains("max"));
+        let not_a_table = err(json!({"extra_body": "top_p=1"}));
+        assert!(not_a_table.contains("expected a map"), "{not_a_table}");
     }
 
     fn spec(offers: ObsRequest, team: Option<&str>) -> Arc<EnvSpec> {
@@ -819,6 +821,7 @@ mod tests {
             max_tokens: 4,
             seed: None,
             constraint: Constraint::None,
+            passthrough: Default::default(),
         };
         let pending = futures::future::join_all((0..4).map(|i| stacks[i % 2].chat(&request)));
         let still_waiting = tokio::time::timeout(Duration::from_millis(500), pending).await;

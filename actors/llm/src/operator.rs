@@ -12,14 +12,15 @@
 //! when the backend failed.
 
 use crate::backend::{
-    BackendError, ChatBackend, ChatMessage, ChatRequest, Content, ContentPart, Role, Usage,
+    BackendError, ChatBackend, ChatMessage, ChatRequest, Content, ContentPart, Passthrough, Role,
+    Usage,
 };
 use crate::layers::CacheKey;
 use crate::parser::{Parsed, ResponseParser};
 use crate::prompt::{CurrentTurn, PromptBuilder, Turn};
 use actix::prelude::*;
 use base64::Engine as _;
-use mosaic_actors::channel::{Channel, Envelope, Inbox, Post, Scope};
+use mosaic_actors::channel::{Envelope, Post, Voice};
 use mosaic_actors::error::DEADLINE_MISSED;
 use mosaic_actors::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
 use mosaic_core::{Action, Decision, DecisionSource, Observation};
@@ -33,8 +34,8 @@ use std::sync::{Arc, Mutex};
 pub struct OperatorConfig {
     /// The agent's id.
     pub agent: String,
-    /// Ids of agents this agent may address (its scope).
-    pub recipients: Vec<String>,
+    /// The agent's part in the session's channel; `None` when it does not talk.
+    pub voice: Option<Voice>,
     /// Builds prompts.
     pub prompt: PromptBuilder,
     /// Reads answers.
@@ -51,8 +52,8 @@ pub struct OperatorConfig {
     pub max_answer_chars: usize,
     /// Format re-prompts before the default action.
     pub retries: u32,
-    /// Message scope; `None` when the agent does not talk.
-    pub scope: Option<Scope>,
+    /// Settings passed through to the backend with every request.
+    pub passthrough: Passthrough,
     /// Render `info.visible_teammates` (observation mode `visible_teammates`).
     pub visible_teammates: bool,
     /// Record whole prompts instead of cache keys.
@@ -186,7 +187,6 @@ pub struct RestoreState(pub LlmState);
 pub struct LlmOperator {
     config: Arc<OperatorConfig>,
     backend: Arc<dyn ChatBackend>,
-    channel: Option<Addr<Channel>>,
     state: LlmState,
     usage: AgentUsage,
     episode_seed: u64,
@@ -194,15 +194,10 @@ pub struct LlmOperator {
 
 impl LlmOperator {
     /// An operator for one agent slot.
-    pub fn new(
-        config: OperatorConfig,
-        backend: Arc<dyn ChatBackend>,
-        channel: Option<Addr<Channel>>,
-    ) -> Self {
+    pub fn new(config: OperatorConfig, backend: Arc<dyn ChatBackend>) -> Self {
         Self {
             config: Arc::new(config),
             backend,
-            channel,
             state: LlmState::default(),
             usage: AgentUsage::default(),
             episode_seed: 0,
@@ -327,7 +322,6 @@ struct Outcome {
 struct Job {
     config: Arc<OperatorConfig>,
     backend: Arc<dyn ChatBackend>,
-    channel: Option<Addr<Channel>>,
     state: LlmState,
     obs: Arc<Observation>,
     step: u32,
@@ -335,35 +329,11 @@ struct Job {
 }
 
 impl Job {
-    /// The message to post, addressed when it starts with `@agent` of the scope.
-    fn post(&self, text: &str) -> Option<Post> {
-        let scope = self.config.scope?;
-        let (to, text) = match text
-            .strip_prefix('@')
-            .and_then(|t| t.split_once(char::is_whitespace))
-        {
-            Some((name, rest)) if self.config.recipients.iter().any(|r| r == name) => {
-                (Some(name.to_owned()), rest.trim().to_owned())
-            }
-            _ => (None, text.to_owned()),
-        };
-        (!text.is_empty()).then(|| Post {
-            from: self.config.agent.clone(),
-            to,
-            scope,
-            text,
-            step: self.step,
-        })
-    }
-
     async fn run(self) -> Outcome {
         let config = self.config.clone();
-        let received: Vec<Envelope> = match (&self.channel, config.scope) {
-            (Some(channel), Some(_)) => channel
-                .send(Inbox::new(&config.agent, self.step))
-                .await
-                .unwrap_or_default(),
-            _ => Vec::new(),
+        let received: Vec<Envelope> = match &config.voice {
+            Some(voice) => voice.inbox(self.step).await,
+            None => Vec::new(),
         };
         let frame = match (config.max_image_history, frame_url(&self.obs)) {
             (0, _) | (_, None) => None,
@@ -421,6 +391,7 @@ impl Job {
                 max_tokens: config.max_tokens,
                 seed: Some(self.state.seed),
                 constraint: constraint.clone(),
+                passthrough: config.passthrough.clone(),
             };
             tally.requests += 1;
             let response = match self.backend.chat(&request).await {
@@ -481,7 +452,10 @@ impl Job {
             None => (config.default_action, None, None),
         };
         let scratchpad = note.or_else(|| self.state.scratchpad.clone());
-        let post = message.as_deref().and_then(|m| self.post(m));
+        let voice = config.voice.as_ref();
+        let post = message
+            .as_deref()
+            .and_then(|m| voice.and_then(|v| v.post(m, self.step)));
         let mut detail = serde_json::Map::new();
         if config.record_prompt {
             detail.insert("prompt".into(), recorded_prompt(&request.messages));
@@ -498,12 +472,8 @@ impl Job {
         if !format_errors.is_empty() {
             detail.insert("format_errors".into(), json!(format_errors));
         }
-        detail.insert("message".into(), json!(post.as_ref().map(|p| &p.text)));
-        if let Some(to) = post.as_ref().and_then(|p| p.to.as_ref()) {
-            detail.insert("message_to".into(), json!(to));
-        }
+        Voice::record(&mut detail, post.as_ref(), received.len());
         detail.insert("scratchpad".into(), json!(scratchpad));
-        detail.insert("received".into(), json!(received.len()));
         if let Some(think) = parsed.as_ref().and_then(|p| p.think.as_ref()) {
             detail.insert("think".into(), json!(think));
         }
@@ -589,10 +559,8 @@ impl LlmOperator {
                 self.state.frames.pop_front();
             }
         }
-        if let (Some(post), Some(channel)) = (outcome.post, &self.channel) {
-            // Posted before the decision is returned, so it is in the channel before the
-            // next step's inbox is read.
-            channel.do_send(post);
+        if let (Some(post), Some(voice)) = (outcome.post, &config.voice) {
+            voice.send(post);
         }
         self.usage.episode.add(&outcome.tally);
         self.usage.total.add(&outcome.tally);
@@ -610,7 +578,6 @@ impl Handler<Decide> for LlmOperator {
         let job = Job {
             config: self.config.clone(),
             backend: self.backend.clone(),
-            channel: self.channel.clone(),
             state: self.state.clone(),
             obs: msg.obs,
             step: msg.step,

@@ -13,6 +13,11 @@ use std::path::Path;
 /// The built-in template.
 pub const DEFAULT_TEMPLATE: &str = include_str!("../templates/default.toml");
 
+/// Built-in templates merged over the default one, by the name the `template` setting
+/// gives them: `alem`, ALEM's prompt for the coordination world
+/// (`actors/llm/templates/alem.toml`).
+pub const BUILTIN_TEMPLATES: &[(&str, &str)] = &[("alem", include_str!("../templates/alem.toml"))];
+
 /// A template could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("prompt template {source_name}: {message}")]
@@ -47,9 +52,9 @@ pub struct FormatTexts {
     pub json: FormatText,
 }
 
-/// Texts of MOSAIC's three coordination levels.
+/// Texts of MOSAIC's three coordination levels: the ones for every environment, and
+/// those of particular environments (`[coordination.<env>]`).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct CoordinationTexts {
     /// No guidance.
     pub emergent: String,
@@ -57,6 +62,38 @@ pub struct CoordinationTexts {
     pub hints: String,
     /// An explicit role. `{role}`.
     pub role_based: String,
+    /// Texts of particular environments, by environment name; a text they leave out is
+    /// the one for every environment.
+    #[serde(flatten)]
+    pub by_env: BTreeMap<String, CoordinationOverride>,
+}
+
+/// The coordination texts of one environment (each optional).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoordinationOverride {
+    /// No guidance.
+    pub emergent: Option<String>,
+    /// Cooperation tips.
+    pub hints: Option<String>,
+    /// An explicit role. `{role}`.
+    pub role_based: Option<String>,
+}
+
+impl CoordinationTexts {
+    /// The text of `level` in the environment `env`.
+    pub fn text(&self, env: &str, level: CoordinationLevel) -> &str {
+        let own = self.by_env.get(env).and_then(|texts| match level {
+            CoordinationLevel::Emergent => texts.emergent.as_deref(),
+            CoordinationLevel::Hints => texts.hints.as_deref(),
+            CoordinationLevel::RoleBased => texts.role_based.as_deref(),
+        });
+        own.unwrap_or(match level {
+            CoordinationLevel::Emergent => &self.emergent,
+            CoordinationLevel::Hints => &self.hints,
+            CoordinationLevel::RoleBased => &self.role_based,
+        })
+    }
 }
 
 /// Texts of the per-step turns.
@@ -106,7 +143,11 @@ pub struct Template {
     pub action_descriptions: BTreeMap<String, BTreeMap<String, String>>,
     /// Coordination levels.
     pub coordination: CoordinationTexts,
-    /// Default roles (`default` list) handed out in team order.
+    /// The coordination information of an environment (how its joint tasks work), by
+    /// environment name; in the system prompt with `disclosure = 0` only.
+    #[serde(default)]
+    pub coordination_rules: BTreeMap<String, String>,
+    /// Roles handed out in team order, by environment name (`default` for the rest).
     #[serde(default)]
     pub roles: BTreeMap<String, Vec<String>>,
     /// Output formats.
@@ -182,11 +223,15 @@ impl Template {
         Self::parse(DEFAULT_TEMPLATE, Some(&text), &name)
     }
 
-    /// The built-in template, or the one at `path`.
-    pub fn builtin_or(path: Option<&str>) -> Result<Self, TemplateError> {
-        match path {
+    /// The built-in template; with `Some`, the built-in template of that name (see
+    /// [`BUILTIN_TEMPLATES`]), else the file at that path, merged over it.
+    pub fn builtin_or(name_or_path: Option<&str>) -> Result<Self, TemplateError> {
+        match name_or_path {
             None => Self::builtin(),
-            Some(path) => Self::load(Path::new(path)),
+            Some(name) => match BUILTIN_TEMPLATES.iter().find(|(known, _)| *known == name) {
+                Some((name, text)) => Self::parse(DEFAULT_TEMPLATE, Some(text), name),
+                None => Self::load(Path::new(name)),
+            },
         }
     }
 
@@ -222,9 +267,11 @@ impl Template {
             &self.system,
             &[
                 "agent",
+                "role",
                 "env",
                 "team",
                 "rules",
+                "coordination_rules",
                 "coordination",
                 "actions",
                 "output_format",
@@ -245,6 +292,20 @@ impl Template {
         for (env, rules) in &self.rules {
             check(&format!("rules.{env}"), rules, &[])?;
         }
+        for (env, rules) in &self.coordination_rules {
+            check(&format!("coordination_rules.{env}"), rules, &[])?;
+        }
+        for (env, texts) in &self.coordination.by_env {
+            for (level, text) in [
+                ("emergent", &texts.emergent),
+                ("hints", &texts.hints),
+                ("role_based", &texts.role_based),
+            ] {
+                if let Some(text) = text {
+                    check(&format!("coordination.{env}.{level}"), text, &["role"])?;
+                }
+            }
+        }
         check(
             "coordination.emergent",
             &self.coordination.emergent,
@@ -260,7 +321,7 @@ impl Template {
             check(
                 &format!("format.{name}.answer"),
                 &format.answer,
-                &["communication", "scratchpad"],
+                &["communication", "scratchpad", "max_tokens"],
             )?;
             check(
                 &format!("format.{name}.communication"),
@@ -356,6 +417,51 @@ pub enum CoordinationLevel {
     RoleBased,
 }
 
+/// How much the system prompt says about the environment and about coordination
+/// (ALEM's disclosure levels, written `0`, `1`, `2` in settings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(try_from = "u8", into = "u8")]
+pub enum Disclosure {
+    /// 0: everything: the environment's rules and its coordination rules.
+    #[default]
+    Full,
+    /// 1: no coordination information (the environment's `coordination_rules`).
+    NoCoordination,
+    /// 2: no environment information either (the generic `"*"` rule instead of the
+    /// environment's).
+    NoEnvironment,
+}
+
+/// A disclosure level other than 0, 1 or 2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "disclosure {0} is not a level: use 0 (everything), 1 (no coordination information) or 2 (no environment information either)"
+)]
+pub struct DisclosureError(pub u8);
+
+impl TryFrom<u8> for Disclosure {
+    type Error = DisclosureError;
+
+    fn try_from(level: u8) -> Result<Self, Self::Error> {
+        match level {
+            0 => Ok(Disclosure::Full),
+            1 => Ok(Disclosure::NoCoordination),
+            2 => Ok(Disclosure::NoEnvironment),
+            other => Err(DisclosureError(other)),
+        }
+    }
+}
+
+impl From<Disclosure> for u8 {
+    fn from(level: Disclosure) -> u8 {
+        match level {
+            Disclosure::Full => 0,
+            Disclosure::NoCoordination => 1,
+            Disclosure::NoEnvironment => 2,
+        }
+    }
+}
+
 /// Where the volatile part of the prompt goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -440,7 +546,8 @@ impl Identity {
             }
         }
         let role = role.map(str::to_owned).or_else(|| {
-            let roles = template.roles.get("default")?;
+            let roles =
+                (template.roles.get(&spec.name)).or_else(|| template.roles.get("default"))?;
             (!roles.is_empty()).then(|| roles[position % roles.len()].clone())
         });
         Self {
@@ -468,6 +575,10 @@ pub struct PromptOptions {
     pub scratchpad_cap: usize,
     /// Prompt order.
     pub order: PromptOrder,
+    /// What the system prompt discloses.
+    pub disclosure: Disclosure,
+    /// The completion token limit (the output section's token budget).
+    pub max_tokens: u32,
 }
 
 /// Assembles one agent's chat messages.
@@ -514,19 +625,21 @@ impl PromptBuilder {
                 &[("others", &join_or(&identity.opponents, "nobody"))],
             ),
         };
-        let rules = t
-            .rules
-            .get(&spec.name)
-            .or_else(|| t.rules.get("*"))
-            .cloned()
-            .unwrap_or_default();
-        let role = identity.role.clone().unwrap_or_default();
-        let coordination = match options.coordination {
-            CoordinationLevel::Emergent => &t.coordination.emergent,
-            CoordinationLevel::Hints => &t.coordination.hints,
-            CoordinationLevel::RoleBased => &t.coordination.role_based,
+        let generic = t.rules.get("*");
+        let rules = match options.disclosure {
+            Disclosure::NoEnvironment => generic,
+            Disclosure::Full | Disclosure::NoCoordination => t.rules.get(&spec.name).or(generic),
         };
-        let coordination = fill(coordination, &[("role", &role)]);
+        let rules = rules.cloned().unwrap_or_default();
+        let coordination_rules = match options.disclosure {
+            Disclosure::Full => t.coordination_rules.get(&spec.name).cloned(),
+            Disclosure::NoCoordination | Disclosure::NoEnvironment => None,
+        };
+        let role = identity.role.clone().unwrap_or_default();
+        let coordination = fill(
+            t.coordination.text(&spec.name, options.coordination),
+            &[("role", &role)],
+        );
         let descriptions = t.action_descriptions.get(&spec.name);
         let actions = spec
             .action_labels
@@ -568,15 +681,21 @@ impl PromptBuilder {
             &[
                 ("communication", &communication),
                 ("scratchpad", &scratchpad),
+                ("max_tokens", &options.max_tokens.to_string()),
             ],
         );
         let system = fill(
             &t.system,
             &[
                 ("agent", &identity.agent),
+                ("role", &role),
                 ("env", &spec.name),
                 ("team", &team),
                 ("rules", &rules),
+                (
+                    "coordination_rules",
+                    coordination_rules.as_deref().unwrap_or_default(),
+                ),
                 ("coordination", &coordination),
                 ("actions", &actions),
                 ("output_format", &output_format),
@@ -741,7 +860,193 @@ mod tests {
             message_cap: 50,
             scratchpad_cap: 80,
             order: PromptOrder::StableFirst,
+            disclosure: Disclosure::Full,
+            max_tokens: 256,
         }
+    }
+
+    /// `spec()` renamed: the same agents in another environment.
+    fn spec_named(name: &str) -> EnvSpec {
+        EnvSpec {
+            name: name.into(),
+            ..spec()
+        }
+    }
+
+    fn system_prompt(template: &Arc<Template>, env: &str, options: PromptOptions) -> String {
+        let spec = spec_named(env);
+        let identity = Identity::of(&spec, 0, None, template);
+        PromptBuilder::new(template.clone(), options, &spec, &identity)
+            .system()
+            .to_owned()
+    }
+
+    #[test]
+    fn soccer_prompts_are_unchanged() {
+        let template = Arc::new(Template::builtin().unwrap());
+        let system = system_prompt(&template, "soccer-2v2", options(OutputFormat::Json));
+        let expected = "You are green_0, an agent in the multi-agent game \"soccer-2v2\". \
+            You play for team green with green_1; your opponents are blue_0.\n\
+            Each turn you receive an observation and choose exactly one of the legal actions.\
+            Your role is attacker. Play that role, tell your teammates when you need help, and \
+            leave the other roles to them.\n\
+            Actions:\n- noop\n- forward\n- pickup\n\n\
+            Answer with one JSON object: {\"action\": \"ONE LEGAL ACTION\", \"message\": \
+            \"up to 50 characters to your team, or empty; start with @agent_id to address one \
+            agent\", \"scratchpad\": \"private notes up to 80 characters that replace your \
+            previous notes, or empty to keep them\"}";
+        assert_eq!(system, expected);
+        let hints = PromptOptions {
+            coordination: CoordinationLevel::Hints,
+            ..options(OutputFormat::Json)
+        };
+        let system = system_prompt(&template, "soccer-2v2", hints);
+        assert!(
+            system.contains("support whoever is closest to the goal"),
+            "{system}"
+        );
+        // Disclosure levels change nothing where the environment has no texts for them.
+        for disclosure in [Disclosure::NoCoordination, Disclosure::NoEnvironment] {
+            let options = PromptOptions {
+                disclosure,
+                ..options(OutputFormat::Json)
+            };
+            assert_eq!(system_prompt(&template, "soccer-2v2", options), expected);
+        }
+    }
+
+    #[test]
+    fn coord_world_has_its_own_roles_and_coordination_texts() {
+        let template = Arc::new(Template::builtin().unwrap());
+        let coord = spec_named("coord-world");
+        let roles: Vec<_> = (0..3)
+            .map(|i| Identity::of(&coord, i, None, &template).role)
+            .collect();
+        // Team order: green_0 and green_1 are the team, blue_0 alone in its own.
+        assert_eq!(roles[0].as_deref(), Some("warrior"));
+        assert_eq!(roles[1].as_deref(), Some("forager"));
+        assert_eq!(roles[2].as_deref(), Some("warrior"));
+        let role_based = system_prompt(&template, "coord-world", options(OutputFormat::Json));
+        assert!(
+            role_based.contains("You are the team's warrior."),
+            "{role_based}"
+        );
+        assert!(!role_based.contains("attacker"), "{role_based}");
+        let hints = PromptOptions {
+            coordination: CoordinationLevel::Hints,
+            ..options(OutputFormat::Json)
+        };
+        let hints = system_prompt(&template, "coord-world", hints);
+        assert!(hints.contains("split the work by role"), "{hints}");
+        assert!(!hints.contains("closest to the goal"), "{hints}");
+        // Any other environment keeps the texts for every environment.
+        let other = system_prompt(&template, "skirmish", options(OutputFormat::Json));
+        assert!(other.contains("Your role is attacker."), "{other}");
+    }
+
+    #[test]
+    fn the_alem_template_discloses_by_level() {
+        let template = Arc::new(Template::builtin_or(Some("alem")).unwrap());
+        let at = |disclosure, format| {
+            let options = PromptOptions {
+                disclosure,
+                coordination: CoordinationLevel::Emergent,
+                ..options(format)
+            };
+            system_prompt(&template, "coord-world", options)
+        };
+        let environment = [
+            "<game_rules>",
+            "## How to play",
+            "## Roles",
+            "## Resource chain",
+            "## Crafting recipes",
+            "Build Forge: 10 stone + 3 iron + 2 coal",
+            "<achievements>",
+            "Make Iron Sword",
+        ];
+        let coordination = [
+            "<coordination>",
+            "- Synchronous:",
+            "- Handover:",
+            "Coord Build Forge",
+        ];
+        let always = [
+            "You are green_0 (warrior)",
+            "Your teammates are green_1.",
+            "<output_format>",
+            "Token budget: 256 tokens",
+        ];
+        let full = at(Disclosure::Full, OutputFormat::Tagged);
+        let no_coordination = at(Disclosure::NoCoordination, OutputFormat::Tagged);
+        let no_environment = at(Disclosure::NoEnvironment, OutputFormat::Tagged);
+        for (system, shows_environment, shows_coordination) in [
+            (&full, true, true),
+            (&no_coordination, true, false),
+            (&no_environment, false, false),
+        ] {
+            for needle in always {
+                assert!(system.contains(needle), "{needle} missing from\n{system}");
+            }
+            for needle in environment {
+                assert_eq!(
+                    system.contains(needle),
+                    shows_environment,
+                    "{needle} in\n{system}"
+                );
+            }
+            for needle in coordination {
+                assert_eq!(
+                    system.contains(needle),
+                    shows_coordination,
+                    "{needle} in\n{system}"
+                );
+            }
+        }
+        assert!(no_environment.contains("choose exactly one of the legal actions"));
+        assert!(full.contains("<action>ONE LEGAL ACTION</action>"));
+        assert!(full.contains("<communication>YOUR_MESSAGE</communication>"));
+        assert!(full.contains("up to 50 characters"));
+        assert!(full.contains("<scratchpad>YOUR_NOTES</scratchpad>"));
+        let json = at(Disclosure::Full, OutputFormat::Json);
+        assert!(json.contains("Token budget: 256 tokens"), "{json}");
+        assert!(json.contains(r#"{"action": "ONE LEGAL ACTION""#), "{json}");
+        // Other environments keep their own rules under the ALEM frame.
+        let soccer = system_prompt(&template, "soccer-2v2", options(OutputFormat::Json));
+        assert!(!soccer.contains("<game_rules>") && !soccer.contains("<coordination>"));
+    }
+
+    #[test]
+    fn disclosure_levels_are_0_1_2() {
+        let level = |v: serde_json::Value| serde_json::from_value::<Disclosure>(v);
+        assert_eq!(level(serde_json::json!(0)).unwrap(), Disclosure::Full);
+        assert_eq!(
+            level(serde_json::json!(1)).unwrap(),
+            Disclosure::NoCoordination
+        );
+        assert_eq!(
+            level(serde_json::json!(2)).unwrap(),
+            Disclosure::NoEnvironment
+        );
+        let error = level(serde_json::json!(3)).unwrap_err().to_string();
+        assert!(error.contains("disclosure 3 is not a level"), "{error}");
+        assert_eq!(serde_json::to_value(Disclosure::NoEnvironment).unwrap(), 2);
+    }
+
+    #[test]
+    fn coordination_texts_per_environment_are_validated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.toml");
+        std::fs::write(&path, "[coordination.grid]\nhints = \"Go {where}.\"\n").unwrap();
+        let err = Template::load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("coordination.grid.hints") && err.contains("{where}"),
+            "{err}"
+        );
+        std::fs::write(&path, "[coordination.grid]\nhint = \"x\"\n").unwrap();
+        assert!(Template::load(&path).is_err());
+        std::fs::write(&path, "[coordination_rules]\ngrid = \"{role}\"\n").unwrap();
+        assert!(Template::load(&path).is_err());
     }
 
     #[test]

@@ -26,6 +26,7 @@ fn request() -> ChatRequest {
         max_tokens: 4,
         seed: None,
         constraint: Constraint::None,
+        passthrough: Default::default(),
     }
 }
 

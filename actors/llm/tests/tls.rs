@@ -51,6 +51,7 @@ async fn https_endpoints_get_a_verified_tls_handshake() {
         max_tokens: 1,
         seed: None,
         constraint: Constraint::None,
+        passthrough: Default::default(),
     };
     let error = backend
         .chat(&request)

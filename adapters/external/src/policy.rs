@@ -2,7 +2,9 @@
 //! driver ([`AsyncLink`]) to begin episodes, decide, and save and restore its state. The
 //! `worker` operator kind of `mosaic-actors` is the actor around it.
 //!
-//! A `mosaic/1` worker says in its `hello` what it reads and its paradigm; unmodified
+//! A `mosaic/1` worker says in its `hello` what it reads and its paradigm, and whether it
+//! takes part in the team channel (capability `messages`: its `decide` requests carry the
+//! agent's inbox, and the message of its decision is the caller's to post); unmodified
 //! MOSAIC action-selector workers (`init_agent` / `select_action`, detected from their
 //! `init` line) read whatever they are sent: the text when there is some, else the symbolic
 //! tensor.
@@ -11,7 +13,7 @@ use crate::WorkerError;
 use crate::link::{AsyncLink, Mode};
 use crate::settings::{LINK_HELP, PROCESS_HELP, WorkerSettings, help_lines};
 use mosaic_core::{Action, AgentContext, Decision, EnvSpec, ObsRequest, Observation, Paradigm};
-use mosaic_protocols::message::{Ack, FrameEncoding, InitAgent, State, capability, code};
+use mosaic_protocols::message::{Ack, Envelope, FrameEncoding, InitAgent, State, capability, code};
 use mosaic_protocols::wire::{WireObservation, legal_indices};
 use mosaic_protocols::{Message, WorkerKind, mosaic};
 use std::time::{Duration, Instant};
@@ -35,6 +37,8 @@ pub struct PolicyWorker {
     frames: FrameEncoding,
     /// Whether the worker announced the `checkpoint` capability.
     checkpoints: bool,
+    /// Whether the worker announced the `messages` capability.
+    messages: bool,
     /// The agent of the current episode (MOSAIC workers are told it with every decision).
     agent_id: String,
 }
@@ -46,7 +50,7 @@ impl PolicyWorker {
         let command = settings.worker_command()?;
         let options = settings.link_options(WorkerKind::Policy)?;
         let link = AsyncLink::spawn(&command, name, &options, settings.timeout())?;
-        let (paradigm, wants, frames, checkpoints) = match link.mode() {
+        let (paradigm, wants, frames, checkpoints, messages) = match link.mode() {
             Mode::Native { hello, welcome } => {
                 let schema = hello.policy_schema().map_err(WorkerError::Malformed)?;
                 (
@@ -54,6 +58,7 @@ impl PolicyWorker {
                     schema.wants,
                     welcome.frames,
                     hello.has(capability::CHECKPOINT),
+                    hello.has(capability::MESSAGES),
                 )
             }
             Mode::Mosaic { .. } => (
@@ -65,6 +70,7 @@ impl PolicyWorker {
                 },
                 FrameEncoding::Rgb,
                 false,
+                false,
             ),
         };
         Ok(Self {
@@ -73,6 +79,7 @@ impl PolicyWorker {
             wants,
             frames,
             checkpoints,
+            messages,
             agent_id: String::new(),
         })
     }
@@ -95,6 +102,12 @@ impl PolicyWorker {
     /// Whether the worker announced the `checkpoint` capability.
     pub fn checkpoints(&self) -> bool {
         self.checkpoints
+    }
+
+    /// Whether the worker announced the `messages` capability: it reads an inbox with
+    /// every decision and its messages are meant for the channel.
+    pub fn messages(&self) -> bool {
+        self.messages
     }
 
     /// Tells the worker a new episode begins for agent `ctx` of `spec`.
@@ -135,18 +148,22 @@ impl PolicyWorker {
     }
 
     /// The worker's decision on `obs` at `step`, answered before `deadline` if there is one;
-    /// an illegal action is an error.
+    /// an illegal action is an error. `inbox`: the channel messages the agent reads now,
+    /// sent only to a worker that announced the `messages` capability (whose message then
+    /// comes back in [`WorkerDecision::message`] instead of the decision's detail).
     pub async fn decide(
         &mut self,
         obs: &Observation,
         step: u32,
         deadline: Option<Instant>,
-    ) -> Result<Decision, WorkerError> {
+        inbox: Option<Vec<Envelope>>,
+    ) -> Result<WorkerDecision, WorkerError> {
         let action = match self.link.mode() {
             Mode::Native { .. } => {
                 let observation = WireObservation::from_observation(obs, self.frames)
                     .map_err(|e| WorkerError::Invalid(e.to_string()))?;
                 let legal = legal_indices(&obs.legal);
+                let inbox = inbox.filter(|_| self.messages);
                 let deadline_ms = deadline
                     .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64);
                 let request = |id| {
@@ -156,16 +173,21 @@ impl PolicyWorker {
                         observation,
                         legal,
                         deadline_ms,
+                        inbox,
                     })
                 };
                 let reply = self.link.request(request, deadline).await?;
                 let Message::Decision(reply) = reply else {
                     return Err(WorkerError::unexpected("decision", &reply));
                 };
+                let (message, recorded) = match self.messages {
+                    true => (reply.message, None),
+                    false => (None, reply.message.map(serde_json::Value::String)),
+                };
                 let mut detail = serde_json::Map::new();
                 for (key, value) in [
                     ("text", reply.text.map(serde_json::Value::String)),
-                    ("message", reply.message.map(serde_json::Value::String)),
+                    ("message", recorded),
                     ("usage", reply.usage),
                     ("detail", reply.detail),
                 ] {
@@ -178,7 +200,7 @@ impl PolicyWorker {
                 if !detail.is_empty() {
                     decision.detail = Some(serde_json::Value::Object(detail));
                 }
-                return Ok(decision);
+                return Ok(WorkerDecision { decision, message });
             }
             Mode::Mosaic { .. } => {
                 let command = mosaic::Command::SelectAction {
@@ -204,7 +226,10 @@ impl PolicyWorker {
             }
         };
         check_legal(obs, action)?;
-        Ok(Decision::act(action))
+        Ok(WorkerDecision {
+            decision: Decision::act(action),
+            message: None,
+        })
     }
 
     /// The worker's state (its `checkpoint` answer, a base64 string); `None` when the
@@ -246,6 +271,17 @@ impl PolicyWorker {
     pub fn stop_in_background(self, grace: Duration) {
         self.link.stop_in_background(grace);
     }
+}
+
+/// A policy worker's answer to `decide`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerDecision {
+    /// The decision, with the worker's `text`, `usage` and `detail` in its detail (and its
+    /// `message` too when the worker does not take part in the channel: recorded, not
+    /// posted).
+    pub decision: Decision,
+    /// The message of a worker that announced the `messages` capability, to be posted.
+    pub message: Option<String>,
 }
 
 /// What MOSAIC workers get as `observation`: the text when there is one, else the symbolic

@@ -5,6 +5,14 @@
 ``Context`` of the current episode; it returns an action index, or a dict with ``action``
 and any of ``text``, ``message``, ``usage``, ``detail``.
 
+Team channel (``serve_policy(..., messages=True)``, protocol ``mosaic/1.1``): the worker
+announces the ``messages`` capability; before each decision ``context.inbox`` holds the
+channel messages the agent reads at this step (dicts with ``from``, ``to`` (absent for a
+broadcast), ``scope``, ``step``, ``text``), and the ``message`` of a returned dict is posted
+to the agent's audience (``"@green_1 go left"`` addresses one agent). mosaic caps, delivers
+and records messages exactly as it does those of language-model agents. Without
+``messages=True``, ``context.inbox`` stays empty and a ``message`` is only recorded.
+
 Checkpoints (for fault recovery: a restarted worker continues where the old one stopped)
 are opt-in, because only the policy knows where its state lives:
 
@@ -35,8 +43,9 @@ class Context:
     """What a policy knows about its current episode.
 
     ``rng`` is seeded with the agent's seed (all randomness should come from it), ``state``
-    is a dict for whatever the policy keeps between decisions, and ``decisions`` counts the
-    decisions made so far in the episode.
+    is a dict for whatever the policy keeps between decisions, ``decisions`` counts the
+    decisions made so far in the episode, and ``inbox`` lists the channel messages the agent
+    reads at the current decision (empty unless served with ``messages=True``).
     """
 
     def __init__(self, msg: Dict[str, Any]) -> None:
@@ -48,6 +57,7 @@ class Context:
         self.rng = random.Random(self.seed)
         self.state: Dict[str, Any] = {}
         self.decisions: int = 0
+        self.inbox: List[Dict[str, Any]] = []
 
 
 class PolicyHandler(Handler):
@@ -56,7 +66,7 @@ class PolicyHandler(Handler):
     def __init__(self, decide: DecideFn, name: str, wants: Optional[Dict[str, bool]] = None,
                  paradigm: Optional[str] = None, init: Optional[Callable[[Context], None]] = None,
                  checkpoint: bool = False, save_state: Optional[SaveFn] = None,
-                 load_state: Optional[LoadFn] = None) -> None:
+                 load_state: Optional[LoadFn] = None, messages: bool = False) -> None:
         if (save_state is None) != (load_state is None):
             raise ValueError("save_state and load_state go together")
         self.decide_fn = decide
@@ -67,13 +77,15 @@ class PolicyHandler(Handler):
         self.save_fn = save_state
         self.load_fn = load_state
         self.checkpoints = checkpoint or save_state is not None
+        self.messages = messages
         self.context: Optional[Context] = None
 
     def hello(self) -> Dict[str, Any]:
         schema: Dict[str, Any] = {"wants": self.wants}
         if self.paradigm:
             schema["paradigm"] = self.paradigm
-        return protocol.hello("policy", schema, self.name, ["checkpoint"] if self.checkpoints else [])
+        capabilities = (["checkpoint"] if self.checkpoints else []) + (["messages"] if self.messages else [])
+        return protocol.hello("policy", schema, self.name, capabilities)
 
     def handlers(self):
         return {"init_agent": self.init_agent, "decide": self.decide, "checkpoint": self.checkpoint,
@@ -92,6 +104,11 @@ class PolicyHandler(Handler):
         legal = msg.get("legal")
         if legal.__class__ is not list:
             raise WorkerError(BAD_REQUEST, "decide needs a list of legal actions")
+        if self.messages:
+            inbox = msg.get("inbox")
+            if inbox is not None and inbox.__class__ is not list:
+                raise WorkerError(BAD_REQUEST, "decide.inbox must be a list of messages")
+            context.inbox = inbox or []
         result = self.decide_fn(msg.get("observation") or {}, legal, context)
         context.decisions += 1
         if result.__class__ is int:
@@ -151,12 +168,13 @@ class PolicyHandler(Handler):
 def serve_policy(decide: DecideFn, name: str = "python-policy", wants: Optional[Dict[str, bool]] = None,
                  paradigm: Optional[str] = None, init: Optional[Callable[[Context], None]] = None,
                  listen: Optional[str] = None, checkpoint: bool = False, save_state: Optional[SaveFn] = None,
-                 load_state: Optional[LoadFn] = None) -> int:
+                 load_state: Optional[LoadFn] = None, messages: bool = False) -> int:
     """Serves a decision function. Returns the exit status.
 
-    ``checkpoint``, ``save_state`` and ``load_state``: see the module's documentation.
+    ``checkpoint``, ``save_state``, ``load_state`` and ``messages`` (the team channel): see
+    the module's documentation.
     """
-    handler = PolicyHandler(decide, name, wants, paradigm, init, checkpoint, save_state, load_state)
+    handler = PolicyHandler(decide, name, wants, paradigm, init, checkpoint, save_state, load_state, messages)
     return protocol.serve(handler, listen)
 
 

@@ -1,4 +1,4 @@
-"""The mosaic/1 worker protocol: framing, handshake, frames and the request loop.
+"""The mosaic/1 worker protocol (version 1.1): framing, handshake, frames and the request loop.
 
 One JSON object per line. The worker speaks first (``hello``), the orchestrator answers
 ``welcome`` or ``reject``, then sends requests carrying an ``id`` that every reply echoes.
@@ -19,7 +19,7 @@ import traceback
 import zlib
 from typing import Any, Callable, Dict, Optional
 
-PROTOCOL = "mosaic/1"
+PROTOCOL = "mosaic/1.1"
 
 # Built once: the module-level json.loads/dumps re-create or re-check these on every call,
 # which is a third of the cost of a small message.

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +144,46 @@ def test_the_usual_decision_is_a_ready_line():
     assert isinstance(line, bytes) and line.endswith(b"\n")
     assert json.loads(line) == {"type": "decision", "id": 12, "action": 4}
     assert handler.decide({"type": "decide", "id": "twelve", "legal": [4]}) == {"type": "decision", "action": 4}
+
+
+def echo_inbox(observation, legal, context):
+    return {"action": legal[0], "message": "seen %d" % len(context.inbox),
+            "detail": {"inbox": list(context.inbox)}}
+
+
+MESSAGE = {"from": "green_1", "scope": "team", "step": 2, "text": "go left"}
+
+
+def test_a_talking_policy_reads_its_inbox_and_answers_with_a_message():
+    handler = PolicyHandler(echo_inbox, "talking", messages=True)
+    assert "messages" in handler.hello()["capabilities"]
+    handler.init_agent(INIT)
+    reply = handler.decide({"legal": [3], "inbox": [MESSAGE]})
+    assert reply == {"type": "decision", "action": 3, "message": "seen 1", "detail": {"inbox": [MESSAGE]}}
+    # Each decision reads its own inbox: an empty or missing one leaves nothing from before.
+    assert handler.decide({"legal": [3], "inbox": []})["detail"] == {"inbox": []}
+    assert handler.decide({"legal": [3]})["message"] == "seen 0"
+    with pytest.raises(WorkerError) as err:
+        handler.decide({"legal": [3], "inbox": {"text": "not a list"}})
+    assert err.value.code == "bad_request"
+
+
+def test_a_silent_policy_neither_announces_nor_reads_messages():
+    handler = PolicyHandler(echo_inbox, "silent")
+    assert "messages" not in handler.hello()["capabilities"]
+    handler.init_agent(INIT)
+    assert handler.decide({"legal": [3], "inbox": [MESSAGE]})["detail"] == {"inbox": []}
+
+
+def test_talking_worker_over_stdio(peer):
+    script = Path(__file__).resolve().parents[2] / "tests" / "workers" / "talking_policy.py"
+    worker = peer(str(script))
+    hello = worker.handshake()
+    assert "messages" in hello["capabilities"]
+    assert worker.request({"type": "init_agent", "id": 1, **INIT})["type"] == "agent_ready"
+    first = worker.request({"type": "decide", "id": 2, "step": 0, "observation": {}, "legal": [2, 5], "inbox": []})
+    assert first == {"type": "decision", "id": 2, "action": 2, "message": "player_1 at 0 ok", "detail": {"heard": []}}
+    second = worker.request({"type": "decide", "id": 3, "step": 1, "observation": {}, "legal": [5],
+                             "inbox": [MESSAGE]})
+    assert second["message"] == "@green_1 player_1 at 1 ok"
+    assert second["detail"] == {"heard": ["green_1: go left"]}
