@@ -248,6 +248,17 @@ impl Handler<Post> for Channel {
                 )));
             }
         }
+        // An agent decides once per step, so it posts at most once per step: a second post
+        // for the same step is a decision replayed after its operator restarted, already
+        // delivered (or pending) the first time.
+        if self
+            .episode
+            .log
+            .iter()
+            .any(|s| s.sender == sender && s.envelope.step == msg.step)
+        {
+            return Ok(());
+        }
         let text = match msg.text.char_indices().nth(self.config.max_chars) {
             Some((cut, _)) => msg.text[..cut].to_owned(),
             None => msg.text,
@@ -599,6 +610,32 @@ mod tests {
             second.send(garbage).await.unwrap(),
             Err(ChannelError::State(_))
         ));
+    }
+
+    #[actix::test]
+    async fn a_replayed_post_of_the_same_step_is_delivered_once() {
+        let channel = Channel::start(&spec(), ChannelConfig::default());
+        for agent in ["g0", "g1"] {
+            let join = Join {
+                agent: agent.into(),
+            };
+            channel.send(join).await.unwrap().unwrap();
+        }
+        for _ in 0..2 {
+            channel
+                .send(post("g0", None, Scope::Team, "hold", 4))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        channel
+            .send(post("g0", None, Scope::Team, "go", 5))
+            .await
+            .unwrap()
+            .unwrap();
+        let inbox = channel.send(Inbox::new("g1", 6)).await.unwrap();
+        let texts: Vec<_> = inbox.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts, ["hold", "go"]);
     }
 
     #[actix::test]
