@@ -29,10 +29,12 @@
 
 #![warn(missing_docs)]
 
+pub mod aggregate;
 pub mod compare;
 pub mod error;
 pub mod export;
 pub mod jsonl;
+pub mod paired;
 pub mod plot;
 pub mod replay;
 pub mod report;

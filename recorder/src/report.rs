@@ -21,11 +21,14 @@
 //! wall time.
 
 pub mod agents;
+pub mod aggregates;
 
 use crate::error::Result;
+use crate::paired::{ConfigComparison, ConfigSamples, compare_configs};
 use crate::run_dir::{Records, RunDir, RunSummary};
 use crate::stats::{MeanCi, Outcomes, bootstrap_mean};
 use agents::{ChannelReader, ChannelStats, ErrorGroup, ErrorReader};
+use aggregates::{OperatorAggregates, aggregates_markdown, operator_aggregates};
 use mosaic_core::Outcome;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
 use serde::Serialize;
@@ -240,6 +243,20 @@ pub struct Report {
     pub operators: Vec<OperatorReport>,
     /// Decision errors and timeouts per agent, failed episodes per operator.
     pub errors: Vec<ErrorGroup>,
+    /// Every operator after the first compared with the first, paired by seed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paired: Vec<ConfigComparison>,
+    /// rliable aggregates per operator.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aggregates: Vec<OperatorAggregates>,
+}
+
+/// What a report computes beyond its defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReportOptions {
+    /// Threshold γ of the optimality gap (meaningful for normalised returns); no gap
+    /// without it.
+    pub gamma: Option<f64>,
 }
 
 #[derive(Default)]
@@ -278,6 +295,11 @@ impl GroupAcc {
 
 /// Builds the report of `run` from its complete units.
 pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
+    build_with(run, records, ReportOptions::default())
+}
+
+/// [`build`] with `options`.
+pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Result<Report> {
     let summary = run.summary_with(records)?;
     let episodes = records.episodes()?;
     let mut llm: BTreeMap<(String, String), LlmStats> = BTreeMap::new();
@@ -303,6 +325,7 @@ pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
         .iter()
         .map(|op| op.id.clone())
         .collect();
+    let mut samples = Vec::new();
     let operators = run
         .manifest()
         .experiment
@@ -311,16 +334,26 @@ pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
         .map(|op| {
             let mine: Vec<&EpisodeRecord> =
                 episodes.iter().filter(|e| e.operator_id == op.id).collect();
+            samples.push((op.id.as_str(), ConfigSamples::of(mine.iter().copied())));
             let mut report = operator_report(&op.id, &op.env, &mine, &llm);
             channels.fill(&mut report, &mine);
             report
         })
         .collect();
+    let paired = match samples.split_first() {
+        Some(((baseline, base), others)) => others
+            .iter()
+            .map(|(id, other)| compare_configs((baseline, base), (id, other), None))
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(Report {
         run: summary,
         live: records.is_live(),
         operators,
         errors: errors.finish(&operator_ids),
+        paired,
+        aggregates: operator_aggregates(&samples, options.gamma),
     })
 }
 
@@ -534,6 +567,13 @@ impl Report {
         if self.operators.len() > 1 {
             out.push_str(&self.side_by_side());
         }
+        if !self.paired.is_empty() {
+            out.push_str("## Paired by seed\n\n");
+            for comparison in &self.paired {
+                out.push_str(&comparison.markdown());
+            }
+        }
+        out.push_str(&aggregates_markdown(&self.aggregates));
         for op in &self.operators {
             let _ = writeln!(out, "## Operator `{}` ({})\n", op.operator_id, op.env);
             let _ = writeln!(
@@ -770,6 +810,64 @@ impl Report {
                     "mean_recovery_ms",
                     r.mean_recovery_ms.to_string(),
                 );
+            }
+        }
+        for a in &self.aggregates {
+            let id = a.operator_id.as_str();
+            let estimates = [
+                ("iqm", Some(a.aggregates.iqm)),
+                ("mean", Some(a.aggregates.mean)),
+                ("median", Some(a.aggregates.median)),
+                (
+                    "optimality_gap",
+                    a.aggregates.optimality_gap.map(|(_, e)| e),
+                ),
+                ("probability_of_improvement", a.improvement_over_first),
+            ];
+            for (statistic, estimate) in estimates.into_iter().filter_map(|(s, e)| Some((s, e?))) {
+                put(id, "aggregate", id, statistic, estimate.point.to_string());
+                put(
+                    id,
+                    "aggregate",
+                    id,
+                    &format!("{statistic}_ci_low"),
+                    estimate.low.to_string(),
+                );
+                put(
+                    id,
+                    "aggregate",
+                    id,
+                    &format!("{statistic}_ci_high"),
+                    estimate.high.to_string(),
+                );
+            }
+        }
+        for c in &self.paired {
+            let mut paired = |name: &str, comparison: &crate::paired::PairedComparison| {
+                let Some(d) = &comparison.difference else {
+                    return;
+                };
+                for (statistic, value) in [
+                    ("paired_seeds", comparison.paired_seeds as f64),
+                    ("difference", d.difference.mean),
+                    ("difference_ci_low", d.difference.low),
+                    ("difference_ci_high", d.difference.high),
+                    ("p_value", d.test.p_value),
+                    ("difference_sd", d.power.sd),
+                    ("detectable_difference", d.power.detectable),
+                ] {
+                    put(
+                        &c.b,
+                        "paired",
+                        &format!("{name} vs {}", c.a),
+                        statistic,
+                        value.to_string(),
+                    );
+                }
+            };
+            paired("return", &c.returns);
+            for (team, comparison) in &c.win_rates {
+                paired(&format!("team {team} win rate"), comparison);
             }
         }
         agents::errors_csv(&self.errors, &mut out);

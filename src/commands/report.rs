@@ -2,7 +2,7 @@
 
 use super::{CliError, print};
 use mosaic_recorder::RunDir;
-use mosaic_recorder::report::{Format, build};
+use mosaic_recorder::report::{Format, ReportOptions, build_with};
 use std::path::PathBuf;
 
 /// Output format of a report.
@@ -27,13 +27,16 @@ pub struct ReportArgs {
     /// Also write SVG plots (returns per episode, return distributions) into this directory.
     #[arg(long)]
     pub plots: Option<PathBuf>,
+    /// Also give the optimality gap at this threshold γ (for normalised returns, e.g. 1).
+    #[arg(long)]
+    pub gamma: Option<f64>,
 }
 
 /// Prints the report; writes the plots when asked.
 pub fn run(args: &ReportArgs) -> Result<(), CliError> {
     let run = RunDir::open(&args.run)?;
     let records = run.records()?;
-    let report = build(&run, &records)?;
+    let report = build_with(&run, &records, ReportOptions { gamma: args.gamma })?;
     let format = match args.format {
         ReportFormat::Md => Format::Markdown,
         ReportFormat::Json => Format::Json,

@@ -180,11 +180,18 @@ fn renders_are_complete_and_reproducible() {
     assert!(md.contains("## Side by side"), "{md}");
     assert!(md.contains("| team green: win / draw / loss |"), "{md}");
     assert!(md.contains("## Operator `b`"), "{md}");
+    // Operators share seeds: b is compared with a seed by seed (the synthetic episodes
+    // depend on the seed only, so every difference is zero).
+    assert!(md.contains("## Paired by seed"), "{md}");
+    assert!(md.contains("| return | "), "{md}");
+    assert!(md.contains("8 seeds paired."), "{md}");
     let json: serde_json::Value = serde_json::from_str(&report.render(Format::Json)).unwrap();
     assert_eq!(json["operators"][1]["episodes"], 8);
     let csv = report.render(Format::Csv);
     assert!(csv.lines().all(|l| l.split(',').count() == 5), "{csv}");
     assert!(csv.contains("a,team,green,win_rate,"), "{csv}");
+    assert!(csv.contains("b,paired,return vs a,difference,0\n"), "{csv}");
+    assert_eq!(json["paired"][0]["returns"]["paired_seeds"], 8);
     let (_, single) = self::report(&["solo"]);
     assert!(!single.render(Format::Markdown).contains("Side by side"));
     let plots = crate::plot::write_plots(&report, &dir.path().join("plots")).unwrap();
