@@ -87,6 +87,29 @@ fn operators_of_one_run_compare_seed_by_seed() {
     assert!(report.contains("## Paired by seed"), "{report}");
     assert!(report.contains("| +2.000 [+2.000, +2.000] |"), "{report}");
 
+    // The rliable aggregates, with the optimality gap when γ is given.
+    let report = text(&mosaic(&["report", path(&run), "--gamma", "1"]).stdout);
+    assert!(report.contains("## Aggregates (rliable)"), "{report}");
+    assert!(report.contains("optimality gap (γ = 1)"), "{report}");
+    assert!(report.contains("P(better than `a`)"), "{report}");
+
+    // The matrix: green (LLM and random agents) against blue (random agents).
+    let matrix = mosaic(&["report", path(&run), "--matrix"]);
+    let stdout = text(&matrix.stdout);
+    assert!(matrix.status.success(), "{}", text(&matrix.stderr));
+    assert!(
+        stdout.starts_with("## Matrix: team green (rows) against team blue (columns)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| **llm+random** | `a` (12 ep.): W "),
+        "{stdout}"
+    );
+    let json = mosaic(&["report", path(&run), "--matrix", "--format", "json"]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(value["cells"][1]["operator_id"], "b");
+    assert_eq!(value["rows"][0], "llm+random");
+
     let unknown = mosaic(&["compare", path(&run), "--operators", "a", "zz"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(text(&unknown.stderr).contains("operator `zz`"));

@@ -22,6 +22,7 @@
 
 pub mod agents;
 pub mod aggregates;
+pub mod matrix;
 
 use crate::error::Result;
 use crate::paired::{ConfigComparison, ConfigSamples, compare_configs};
@@ -29,6 +30,7 @@ use crate::run_dir::{Records, RunDir, RunSummary};
 use crate::stats::{MeanCi, Outcomes, bootstrap_mean};
 use agents::{ChannelReader, ChannelStats, ErrorGroup, ErrorReader};
 use aggregates::{OperatorAggregates, aggregates_markdown, operator_aggregates};
+use matrix::{Matrix, build_matrix};
 use mosaic_core::Outcome;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
 use serde::Serialize;
@@ -249,6 +251,9 @@ pub struct Report {
     /// rliable aggregates per operator.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub aggregates: Vec<OperatorAggregates>,
+    /// The configuration matrix of two-team games.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<Matrix>,
 }
 
 /// What a report computes beyond its defaults.
@@ -326,6 +331,7 @@ pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Re
         .map(|op| op.id.clone())
         .collect();
     let mut samples = Vec::new();
+    let mut by_operator = Vec::new();
     let operators = run
         .manifest()
         .experiment
@@ -337,6 +343,7 @@ pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Re
             samples.push((op.id.as_str(), ConfigSamples::of(mine.iter().copied())));
             let mut report = operator_report(&op.id, &op.env, &mine, &llm);
             channels.fill(&mut report, &mine);
+            by_operator.push((op.id.as_str(), op.env.as_str(), mine));
             report
         })
         .collect();
@@ -354,6 +361,7 @@ pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Re
         errors: errors.finish(&operator_ids),
         paired,
         aggregates: operator_aggregates(&samples, options.gamma),
+        matrix: build_matrix(&by_operator),
     })
 }
 

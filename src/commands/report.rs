@@ -27,6 +27,10 @@ pub struct ReportArgs {
     /// Also write SVG plots (returns per episode, return distributions) into this directory.
     #[arg(long)]
     pub plots: Option<PathBuf>,
+    /// Print only the configuration matrix of two-team games: rows = what team A plays,
+    /// columns = what team B plays.
+    #[arg(long)]
+    pub matrix: bool,
     /// Also give the optimality gap at this threshold γ (for normalised returns, e.g. 1).
     #[arg(long)]
     pub gamma: Option<f64>,
@@ -42,7 +46,17 @@ pub fn run(args: &ReportArgs) -> Result<(), CliError> {
         ReportFormat::Json => Format::Json,
         ReportFormat::Csv => Format::Csv,
     };
-    print(&report.render(format))?;
+    if args.matrix {
+        let matrix = report.matrix.as_ref().ok_or_else(|| {
+            CliError::Usage(format!(
+                "{}: no operator plays a two-team game, so there is no matrix",
+                args.run.display()
+            ))
+        })?;
+        print(&matrix.render(format))?;
+    } else {
+        print(&report.render(format))?;
+    }
     if let Some(dir) = &args.plots {
         for path in mosaic_recorder::plot::write_plots(&report, dir)? {
             eprintln!("wrote {}", path.display());
