@@ -198,3 +198,94 @@ fn aggregates_match_rliable_on_the_same_scores_and_resamples() {
         &rliable["improvement"],
     );
 }
+
+/// What pyarrow and polars read from the Parquet export in `argv[1]`.
+#[cfg(feature = "parquet")]
+const READ_PARQUET: &str = r#"
+import json, sys
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import polars as pl
+d = sys.argv[1]
+steps = pq.read_table(f"{d}/steps.parquet")
+meta = pq.ParquetFile(f"{d}/steps.parquet").metadata
+episodes = pl.read_parquet(f"{d}/episodes.parquet")
+llm = pl.read_parquet(f"{d}/llm_usage.parquet")
+json.dump({
+    "steps": steps.num_rows,
+    "step_types": {f.name: str(f.type) for f in steps.schema},
+    "reward_sum": pc.sum(steps["reward"]).as_py(),
+    "compression": meta.row_group(0).column(0).compression,
+    "episodes": episodes.height,
+    "episode_types": {name: str(t) for name, t in episodes.schema.items()},
+    "first_rewards": episodes["total_reward"][0].to_list(),
+    "first_outcomes": episodes["outcome"][0].to_list(),
+    "llm": llm.height,
+    "prompt_tokens": int(llm["prompt_tokens"].sum()),
+    "parse_failures": int((~llm["parse_ok"]).sum()),
+}, sys.stdout)
+"#;
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_export_reads_back_in_pyarrow_and_polars() {
+    use mosaic_recorder::synthetic;
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = synthetic::manifest("pq", &["a", "b"], 5, 9);
+    drop(synthetic::write_run(&dir.path().join("pq"), &manifest, 20, 4).unwrap());
+    let out = dir.path().join("tables");
+    let export = Command::new(env!("CARGO_BIN_EXE_mosaic"))
+        .args([
+            "export",
+            dir.path().join("pq").to_str().unwrap(),
+            "--format",
+            "parquet",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        export.status.success(),
+        "{}",
+        String::from_utf8_lossy(&export.stderr)
+    );
+    let read = run_python(READ_PARQUET, &[&out]);
+
+    let episodes = synthetic::run_episodes(&manifest, 20, 4);
+    let steps: Vec<_> = episodes.iter().flat_map(|e| e.steps.concat()).collect();
+    assert_eq!(read["steps"], steps.len());
+    let reward: f64 = steps.iter().map(|s| f64::from(s.reward)).sum();
+    assert!((read["reward_sum"].as_f64().unwrap() - reward).abs() < 1e-6);
+    assert_eq!(read["compression"], "ZSTD");
+    let types = &read["step_types"];
+    for (column, expected) in [
+        ("seed", "uint64"),
+        ("step_index", "uint32"),
+        ("reward", "float"),
+        ("terminated", "bool"),
+        ("agent_id", "string"),
+        ("events", "list<item: string>"),
+    ] {
+        assert_eq!(types[column], expected, "{column}: {types}");
+    }
+
+    assert_eq!(read["episodes"], episodes.len());
+    let first = &episodes[0].record;
+    let rewards: Vec<f64> = first.agents.iter().map(|a| a.total_reward).collect();
+    assert_eq!(read["first_rewards"], serde_json::json!(rewards));
+    assert_eq!(read["first_outcomes"].as_array().unwrap().len(), 4);
+    assert_eq!(read["episode_types"]["total_reward"], "List(Float64)");
+    assert_eq!(read["episode_types"]["seed"], "UInt64");
+
+    // LLM usage: agent 0's decisions.
+    let llm: Vec<&serde_json::Value> = steps.iter().filter_map(|s| s.decision.as_ref()).collect();
+    assert_eq!(read["llm"], llm.len());
+    let prompt: u64 = llm
+        .iter()
+        .map(|d| d["usage"]["prompt_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(read["prompt_tokens"], prompt);
+    let failures = llm.iter().filter(|d| d["parse_ok"] == false).count();
+    assert_eq!(read["parse_failures"], failures);
+}

@@ -35,6 +35,8 @@ pub mod error;
 pub mod export;
 pub mod jsonl;
 pub mod paired;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod plot;
 pub mod replay;
 pub mod report;

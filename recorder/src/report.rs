@@ -62,38 +62,69 @@ pub struct LlmStats {
     pub messages: u64,
 }
 
+/// The LLM fields of one decision's details (the contract in the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LlmDecision<'a> {
+    /// `usage.prompt_tokens`.
+    pub prompt_tokens: Option<u64>,
+    /// `usage.completion_tokens`.
+    pub completion_tokens: Option<u64>,
+    /// `parse_ok`.
+    pub parse_ok: Option<bool>,
+    /// `retries`.
+    pub retries: Option<u64>,
+    /// `cache_hits`.
+    pub cache_hits: Option<u64>,
+    /// `latency_ms`.
+    pub latency_ms: Option<u64>,
+    /// `message`.
+    pub message: Option<&'a str>,
+}
+
+impl<'a> LlmDecision<'a> {
+    /// The LLM fields of `decision`; `None` when it holds none of the token, parse, retry
+    /// and message fields (not an LLM decision).
+    pub fn read(decision: &'a serde_json::Value) -> Option<LlmDecision<'a>> {
+        let number = |v: Option<&serde_json::Value>| v.and_then(serde_json::Value::as_u64);
+        let usage = decision.get("usage");
+        let read = LlmDecision {
+            prompt_tokens: number(usage.and_then(|u| u.get("prompt_tokens"))),
+            completion_tokens: number(usage.and_then(|u| u.get("completion_tokens"))),
+            parse_ok: decision
+                .get("parse_ok")
+                .and_then(serde_json::Value::as_bool),
+            retries: number(decision.get("retries")),
+            cache_hits: number(decision.get("cache_hits")),
+            latency_ms: number(decision.get("latency_ms")),
+            message: decision.get("message").and_then(serde_json::Value::as_str),
+        };
+        let any = read.prompt_tokens.is_some()
+            || read.completion_tokens.is_some()
+            || read.parse_ok.is_some()
+            || read.retries.is_some()
+            || read.message.is_some();
+        any.then_some(read)
+    }
+}
+
 impl LlmStats {
     /// Reads the details of one decision; `false` when they hold none of the fields.
     fn add_decision(&mut self, decision: &serde_json::Value) -> bool {
-        let number = |v: Option<&serde_json::Value>| v.and_then(serde_json::Value::as_u64);
-        let usage = decision.get("usage");
-        let prompt = number(usage.and_then(|u| u.get("prompt_tokens")));
-        let completion = number(usage.and_then(|u| u.get("completion_tokens")));
-        let parse_ok = decision
-            .get("parse_ok")
-            .and_then(serde_json::Value::as_bool);
-        let retries = number(decision.get("retries"));
-        let message = decision.get("message").and_then(serde_json::Value::as_str);
-        if prompt.is_none()
-            && completion.is_none()
-            && parse_ok.is_none()
-            && retries.is_none()
-            && message.is_none()
-        {
+        let Some(read) = LlmDecision::read(decision) else {
             return false;
-        }
+        };
         self.decisions += 1;
-        self.requests += 1 + retries.unwrap_or(0);
-        self.cache_hits += number(decision.get("cache_hits")).unwrap_or(0);
-        self.latency_ms += number(decision.get("latency_ms")).unwrap_or(0);
-        self.prompt_tokens += prompt.unwrap_or(0);
-        self.completion_tokens += completion.unwrap_or(0);
-        if let Some(ok) = parse_ok {
+        self.requests += 1 + read.retries.unwrap_or(0);
+        self.cache_hits += read.cache_hits.unwrap_or(0);
+        self.latency_ms += read.latency_ms.unwrap_or(0);
+        self.prompt_tokens += read.prompt_tokens.unwrap_or(0);
+        self.completion_tokens += read.completion_tokens.unwrap_or(0);
+        if let Some(ok) = read.parse_ok {
             self.parses += 1;
             self.parse_ok += u64::from(ok);
         }
-        self.retries += retries.unwrap_or(0);
-        self.messages += u64::from(message.is_some_and(|m| !m.is_empty()));
+        self.retries += read.retries.unwrap_or(0);
+        self.messages += u64::from(read.message.is_some_and(|m| !m.is_empty()));
         true
     }
 

@@ -110,18 +110,12 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
             }
             let trajectories = compare(&a.store()?, &b.store()?)?;
             if trajectories.divergence.is_some() {
-                output.paired = pair_operators(
+                (output.paired, output.unmatched_operators) = pair_operators(
                     &samples_a,
                     &samples_b,
                     |op| (label(&a, op), label(b, op)),
                     args.effect,
                 );
-                output.unmatched_operators = samples_a
-                    .keys()
-                    .filter(|op| !samples_b.contains_key(*op))
-                    .chain(samples_b.keys().filter(|op| !samples_a.contains_key(*op)))
-                    .cloned()
-                    .collect();
             }
             output.trajectories = Some(trajectories);
         }
@@ -139,13 +133,13 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
 }
 
 /// The paired comparisons of the operators both runs have (or of their only operators,
-/// when each has one and the ids differ).
+/// when each has one and the ids differ), and the operators left out.
 fn pair_operators(
     a: &BTreeMap<String, ConfigSamples>,
     b: &BTreeMap<String, ConfigSamples>,
     labels: impl Fn(&str) -> (String, String),
     effect: Option<f64>,
-) -> Vec<ConfigComparison> {
+) -> (Vec<ConfigComparison>, Vec<String>) {
     let common: Vec<&String> = a.keys().filter(|op| b.contains_key(*op)).collect();
     if common.is_empty()
         && let ([(op_a, x)], [(op_b, y)]) = (
@@ -154,15 +148,25 @@ fn pair_operators(
         )
     {
         let (label_a, label_b) = (labels(op_a).0, labels(op_b).1);
-        return vec![compare_configs((&label_a, x), (&label_b, y), effect)];
+        return (
+            vec![compare_configs((&label_a, x), (&label_b, y), effect)],
+            Vec::new(),
+        );
     }
-    common
+    let unmatched = a
+        .keys()
+        .filter(|op| !b.contains_key(*op))
+        .chain(b.keys().filter(|op| !a.contains_key(*op)))
+        .cloned()
+        .collect();
+    let paired = common
         .into_iter()
         .map(|op| {
             let (label_a, label_b) = labels(op);
             compare_configs((&label_a, &a[op]), (&label_b, &b[op]), effect)
         })
-        .collect()
+        .collect();
+    (paired, unmatched)
 }
 
 fn operator_list(run: &RunDir) -> String {
