@@ -39,7 +39,26 @@ fn main() {
         jsonl_bytes as f64 / 1e6
     );
 
+    let store_bytes = dir_size(&path.join("store"));
+    eprintln!("store: {:.0} MB", store_bytes as f64 / 1e6);
+
     let run = RunDir::open(&path).expect("run");
+    // Reading alone: every step record decoded from the store, nothing done with it.
+    let start = Instant::now();
+    let mut read = 0u64;
+    run.records()
+        .expect("records")
+        .for_each_step(|_| {
+            read += 1;
+            Ok(())
+        })
+        .expect("read");
+    let seconds = start.elapsed().as_secs_f64();
+    println!(
+        "reading the step records: {read} in {seconds:.2} s ({:.2} M records/s)",
+        read as f64 / seconds / 1e6
+    );
+
     let start = Instant::now();
     let report = build(&run, &run.records().expect("records")).expect("report");
     let seconds = start.elapsed().as_secs_f64();
@@ -57,10 +76,7 @@ fn main() {
             mosaic_recorder::parquet::export_parquet(&run.records().expect("records"), &out)
                 .expect("export");
         let seconds = start.elapsed().as_secs_f64();
-        let size: u64 = std::fs::read_dir(&out)
-            .expect("parquet dir")
-            .map(|entry| entry.expect("entry").metadata().expect("metadata").len())
-            .sum();
+        let size = dir_size(&out);
         let rows = counts.steps + counts.episodes + counts.llm_usage;
         println!(
             "parquet export: {} step + {} episode + {} LLM rows in {seconds:.2} s: {:.2} M step records/s ({:.2} M rows/s); {:.1} MB = {:.1}% of the {:.0} MB of JSON lines",
@@ -74,6 +90,22 @@ fn main() {
             jsonl_bytes as f64 / 1e6
         );
     }
+}
+
+/// Bytes of the files in `dir` and below.
+fn dir_size(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .expect("directory")
+        .map(|entry| {
+            let entry = entry.expect("entry");
+            let meta = entry.metadata().expect("metadata");
+            if meta.is_dir() {
+                dir_size(&entry.path())
+            } else {
+                meta.len()
+            }
+        })
+        .sum()
 }
 
 /// Writes every episode into the store (synced once at the end); returns the bytes the
