@@ -81,7 +81,8 @@ pub fn pair(a: &[(u64, f64)], b: &[(u64, f64)]) -> Pairing {
     pairing
 }
 
-fn seed_means(values: &[(u64, f64)]) -> BTreeMap<u64, f64> {
+/// The mean value of each seed.
+pub(crate) fn seed_means(values: &[(u64, f64)]) -> BTreeMap<u64, f64> {
     let mut sums: BTreeMap<u64, (f64, u32)> = BTreeMap::new();
     for (seed, value) in values {
         let entry = sums.entry(*seed).or_default();

@@ -6,9 +6,8 @@ use crate::aggregate::{
     Aggregates, Estimate, Profile, ScoreMatrix, aggregates, improvement_interval,
     performance_profile, thresholds,
 };
-use crate::paired::ConfigSamples;
+use crate::paired::{ConfigSamples, seed_means};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Points of each operator's performance profile.
@@ -39,16 +38,7 @@ pub(super) fn operator_aggregates(
     let matrices: Vec<(&str, ScoreMatrix)> = samples
         .iter()
         .filter_map(|(id, s)| {
-            let mut by_seed: BTreeMap<u64, (f64, u32)> = BTreeMap::new();
-            for (seed, value) in &s.returns {
-                let entry = by_seed.entry(*seed).or_default();
-                entry.0 += value;
-                entry.1 += 1;
-            }
-            let scores: Vec<f64> = by_seed
-                .values()
-                .map(|(sum, n)| sum / f64::from(*n))
-                .collect();
+            let scores: Vec<f64> = seed_means(&s.returns).into_values().collect();
             ScoreMatrix::new(scores.len(), 1, scores)
                 .ok()
                 .map(|m| (*id, m))
