@@ -38,11 +38,13 @@ enum Command {
     Operators,
     /// List runs: id, experiment, status, episodes done/planned, start time.
     Runs(commands::runs::RunsArgs),
-    /// Statistics of a run (per operator, team and agent), optionally with SVG plots.
+    /// Statistics of a run (per operator, team and agent; paired by seed; rliable
+    /// aggregates; the configuration matrix), optionally with SVG plots.
     Report(commands::report::ReportArgs),
-    /// Export a run's records as JSON lines or CSV.
+    /// Export a run's records as JSON lines, CSV or Parquet.
     Export(commands::export::ExportArgs),
-    /// Compare the trajectories of two runs.
+    /// Compare two runs (same trajectories? then paired statistics per operator), or two
+    /// operators of one run or two, seed by seed.
     Compare(commands::compare::CompareArgs),
     /// Replay an episode from its seed and recorded actions, checking it against the records.
     Replay(commands::replay::ReplayArgs),

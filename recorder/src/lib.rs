@@ -29,10 +29,14 @@
 
 #![warn(missing_docs)]
 
+pub mod aggregate;
 pub mod compare;
 pub mod error;
 pub mod export;
 pub mod jsonl;
+pub mod paired;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod plot;
 pub mod replay;
 pub mod report;

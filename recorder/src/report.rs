@@ -21,11 +21,16 @@
 //! wall time.
 
 pub mod agents;
+pub mod aggregates;
+pub mod matrix;
 
 use crate::error::Result;
+use crate::paired::{ConfigComparison, ConfigSamples, compare_configs};
 use crate::run_dir::{Records, RunDir, RunSummary};
 use crate::stats::{MeanCi, Outcomes, bootstrap_mean};
 use agents::{ChannelReader, ChannelStats, ErrorGroup, ErrorReader};
+use aggregates::{OperatorAggregates, aggregates_markdown, operator_aggregates};
+use matrix::{Matrix, build_matrix};
 use mosaic_core::Outcome;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
 use serde::Serialize;
@@ -57,38 +62,69 @@ pub struct LlmStats {
     pub messages: u64,
 }
 
+/// The LLM fields of one decision's details (the contract in the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LlmDecision<'a> {
+    /// `usage.prompt_tokens`.
+    pub prompt_tokens: Option<u64>,
+    /// `usage.completion_tokens`.
+    pub completion_tokens: Option<u64>,
+    /// `parse_ok`.
+    pub parse_ok: Option<bool>,
+    /// `retries`.
+    pub retries: Option<u64>,
+    /// `cache_hits`.
+    pub cache_hits: Option<u64>,
+    /// `latency_ms`.
+    pub latency_ms: Option<u64>,
+    /// `message`.
+    pub message: Option<&'a str>,
+}
+
+impl<'a> LlmDecision<'a> {
+    /// The LLM fields of `decision`; `None` when it holds none of the token, parse, retry
+    /// and message fields (not an LLM decision).
+    pub fn read(decision: &'a serde_json::Value) -> Option<LlmDecision<'a>> {
+        let number = |v: Option<&serde_json::Value>| v.and_then(serde_json::Value::as_u64);
+        let usage = decision.get("usage");
+        let read = LlmDecision {
+            prompt_tokens: number(usage.and_then(|u| u.get("prompt_tokens"))),
+            completion_tokens: number(usage.and_then(|u| u.get("completion_tokens"))),
+            parse_ok: decision
+                .get("parse_ok")
+                .and_then(serde_json::Value::as_bool),
+            retries: number(decision.get("retries")),
+            cache_hits: number(decision.get("cache_hits")),
+            latency_ms: number(decision.get("latency_ms")),
+            message: decision.get("message").and_then(serde_json::Value::as_str),
+        };
+        let any = read.prompt_tokens.is_some()
+            || read.completion_tokens.is_some()
+            || read.parse_ok.is_some()
+            || read.retries.is_some()
+            || read.message.is_some();
+        any.then_some(read)
+    }
+}
+
 impl LlmStats {
     /// Reads the details of one decision; `false` when they hold none of the fields.
     fn add_decision(&mut self, decision: &serde_json::Value) -> bool {
-        let number = |v: Option<&serde_json::Value>| v.and_then(serde_json::Value::as_u64);
-        let usage = decision.get("usage");
-        let prompt = number(usage.and_then(|u| u.get("prompt_tokens")));
-        let completion = number(usage.and_then(|u| u.get("completion_tokens")));
-        let parse_ok = decision
-            .get("parse_ok")
-            .and_then(serde_json::Value::as_bool);
-        let retries = number(decision.get("retries"));
-        let message = decision.get("message").and_then(serde_json::Value::as_str);
-        if prompt.is_none()
-            && completion.is_none()
-            && parse_ok.is_none()
-            && retries.is_none()
-            && message.is_none()
-        {
+        let Some(read) = LlmDecision::read(decision) else {
             return false;
-        }
+        };
         self.decisions += 1;
-        self.requests += 1 + retries.unwrap_or(0);
-        self.cache_hits += number(decision.get("cache_hits")).unwrap_or(0);
-        self.latency_ms += number(decision.get("latency_ms")).unwrap_or(0);
-        self.prompt_tokens += prompt.unwrap_or(0);
-        self.completion_tokens += completion.unwrap_or(0);
-        if let Some(ok) = parse_ok {
+        self.requests += 1 + read.retries.unwrap_or(0);
+        self.cache_hits += read.cache_hits.unwrap_or(0);
+        self.latency_ms += read.latency_ms.unwrap_or(0);
+        self.prompt_tokens += read.prompt_tokens.unwrap_or(0);
+        self.completion_tokens += read.completion_tokens.unwrap_or(0);
+        if let Some(ok) = read.parse_ok {
             self.parses += 1;
             self.parse_ok += u64::from(ok);
         }
-        self.retries += retries.unwrap_or(0);
-        self.messages += u64::from(message.is_some_and(|m| !m.is_empty()));
+        self.retries += read.retries.unwrap_or(0);
+        self.messages += u64::from(read.message.is_some_and(|m| !m.is_empty()));
         true
     }
 
@@ -240,6 +276,23 @@ pub struct Report {
     pub operators: Vec<OperatorReport>,
     /// Decision errors and timeouts per agent, failed episodes per operator.
     pub errors: Vec<ErrorGroup>,
+    /// Every operator after the first compared with the first, paired by seed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paired: Vec<ConfigComparison>,
+    /// rliable aggregates per operator.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aggregates: Vec<OperatorAggregates>,
+    /// The configuration matrix of two-team games.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<Matrix>,
+}
+
+/// What a report computes beyond its defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReportOptions {
+    /// Threshold γ of the optimality gap (meaningful for normalised returns); no gap
+    /// without it.
+    pub gamma: Option<f64>,
 }
 
 #[derive(Default)]
@@ -278,6 +331,11 @@ impl GroupAcc {
 
 /// Builds the report of `run` from its complete units.
 pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
+    build_with(run, records, ReportOptions::default())
+}
+
+/// [`build`] with `options`.
+pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Result<Report> {
     let summary = run.summary_with(records)?;
     let episodes = records.episodes()?;
     let mut llm: BTreeMap<(String, String), LlmStats> = BTreeMap::new();
@@ -303,6 +361,8 @@ pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
         .iter()
         .map(|op| op.id.clone())
         .collect();
+    let mut samples = Vec::new();
+    let mut by_operator = Vec::new();
     let operators = run
         .manifest()
         .experiment
@@ -311,16 +371,28 @@ pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
         .map(|op| {
             let mine: Vec<&EpisodeRecord> =
                 episodes.iter().filter(|e| e.operator_id == op.id).collect();
+            samples.push((op.id.as_str(), ConfigSamples::of(mine.iter().copied())));
             let mut report = operator_report(&op.id, &op.env, &mine, &llm);
             channels.fill(&mut report, &mine);
+            by_operator.push((op.id.as_str(), op.env.as_str(), mine));
             report
         })
         .collect();
+    let paired = match samples.split_first() {
+        Some(((baseline, base), others)) => others
+            .iter()
+            .map(|(id, other)| compare_configs((baseline, base), (id, other), None))
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(Report {
         run: summary,
         live: records.is_live(),
         operators,
         errors: errors.finish(&operator_ids),
+        paired,
+        aggregates: operator_aggregates(&samples, options.gamma),
+        matrix: build_matrix(&by_operator),
     })
 }
 
@@ -534,6 +606,13 @@ impl Report {
         if self.operators.len() > 1 {
             out.push_str(&self.side_by_side());
         }
+        if !self.paired.is_empty() {
+            out.push_str("## Paired by seed\n\n");
+            for comparison in &self.paired {
+                out.push_str(&comparison.markdown());
+            }
+        }
+        out.push_str(&aggregates_markdown(&self.aggregates));
         for op in &self.operators {
             let _ = writeln!(out, "## Operator `{}` ({})\n", op.operator_id, op.env);
             let _ = writeln!(
@@ -770,6 +849,64 @@ impl Report {
                     "mean_recovery_ms",
                     r.mean_recovery_ms.to_string(),
                 );
+            }
+        }
+        for a in &self.aggregates {
+            let id = a.operator_id.as_str();
+            let estimates = [
+                ("iqm", Some(a.aggregates.iqm)),
+                ("mean", Some(a.aggregates.mean)),
+                ("median", Some(a.aggregates.median)),
+                (
+                    "optimality_gap",
+                    a.aggregates.optimality_gap.map(|(_, e)| e),
+                ),
+                ("probability_of_improvement", a.improvement_over_first),
+            ];
+            for (statistic, estimate) in estimates.into_iter().filter_map(|(s, e)| Some((s, e?))) {
+                put(id, "aggregate", id, statistic, estimate.point.to_string());
+                put(
+                    id,
+                    "aggregate",
+                    id,
+                    &format!("{statistic}_ci_low"),
+                    estimate.low.to_string(),
+                );
+                put(
+                    id,
+                    "aggregate",
+                    id,
+                    &format!("{statistic}_ci_high"),
+                    estimate.high.to_string(),
+                );
+            }
+        }
+        for c in &self.paired {
+            let mut paired = |name: &str, comparison: &crate::paired::PairedComparison| {
+                let Some(d) = &comparison.difference else {
+                    return;
+                };
+                for (statistic, value) in [
+                    ("paired_seeds", comparison.paired_seeds as f64),
+                    ("difference", d.difference.mean),
+                    ("difference_ci_low", d.difference.low),
+                    ("difference_ci_high", d.difference.high),
+                    ("p_value", d.test.p_value),
+                    ("difference_sd", d.power.sd),
+                    ("detectable_difference", d.power.detectable),
+                ] {
+                    put(
+                        &c.b,
+                        "paired",
+                        &format!("{name} vs {}", c.a),
+                        statistic,
+                        value.to_string(),
+                    );
+                }
+            };
+            paired("return", &c.returns);
+            for (team, comparison) in &c.win_rates {
+                paired(&format!("team {team} win rate"), comparison);
             }
         }
         agents::errors_csv(&self.errors, &mut out);

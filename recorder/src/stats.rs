@@ -90,7 +90,7 @@ pub fn bootstrap_mean(values: &[(u64, f64)]) -> Option<MeanCi> {
 }
 
 /// The `q` quantile of sorted `values`, interpolating linearly between neighbours.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
     let position = q * (sorted.len() - 1) as f64;
     let below = position.floor() as usize;
     let above = (below + 1).min(sorted.len() - 1);

@@ -2,6 +2,7 @@
 # Creates the Python venvs used by mosaic's Python adapters, cached under
 # $MOSAIC_CACHE/venvs/<name>-<hash of adapters/external/python/requirements-<name>.txt>/.
 # Prints (for eval):  MOSAIC_PY_ENVS=<python>  MOSAIC_PY_MULTIGRID=<python>
+#                     MOSAIC_PY_ANALYSIS=<python>
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 REQ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../adapters/external/python" && pwd)"
@@ -20,6 +21,11 @@ import gymnasium, mosaic_multigrid
 env = gymnasium.make("MosaicMultiGrid-S-2v2-IndAgObs-v1")
 obs, _ = env.reset(seed=0)
 env.step({i: 0 for i in obs})'
+# rliable (the reference for the aggregates), pyarrow and polars (reading Parquet exports).
+CHECK_ANALYSIS='
+import numpy, pyarrow.parquet, polars
+from rliable import library, metrics
+metrics.aggregate_iqm(numpy.ones((3, 2)))'
 
 venv_dir() { echo "$MOSAIC_CACHE/venvs/$1-$(hash_file "$REQ_DIR/requirements-$1.txt")"; }
 
@@ -41,6 +47,8 @@ ensure_venv() {
 
 with_lock venv-envs ensure_venv envs "$CHECK_ENVS"
 with_lock venv-multigrid ensure_venv multigrid "$CHECK_MULTIGRID"
-log "ok: python venvs envs + multigrid ready in $MOSAIC_CACHE/venvs"
+with_lock venv-analysis ensure_venv analysis "$CHECK_ANALYSIS"
+log "ok: python venvs envs + multigrid + analysis ready in $MOSAIC_CACHE/venvs"
 echo "MOSAIC_PY_ENVS=$(venv_dir envs)/bin/python"
 echo "MOSAIC_PY_MULTIGRID=$(venv_dir multigrid)/bin/python"
+echo "MOSAIC_PY_ANALYSIS=$(venv_dir analysis)/bin/python"

@@ -1,4 +1,5 @@
-//! `mosaic export RUN --format jsonl|csv`: a run's records in one stream.
+//! `mosaic export RUN --format jsonl|csv`: a run's records in one stream;
+//! `--format parquet`: three Parquet tables (steps, episodes, LLM usage) in a directory.
 
 use super::CliError;
 use mosaic_recorder::RunDir;
@@ -13,6 +14,10 @@ pub enum Format {
     Jsonl,
     /// CSV with a header.
     Csv,
+    /// Parquet: `steps.parquet`, `episodes.parquet` and `llm_usage.parquet` in the
+    /// directory given by `--output` (all records; `--records` does not apply).
+    #[cfg(feature = "parquet")]
+    Parquet,
 }
 
 /// Which records.
@@ -36,7 +41,7 @@ pub struct ExportArgs {
     /// Which records.
     #[arg(long, value_enum, default_value = "steps")]
     pub records: Which,
-    /// Write here instead of standard output.
+    /// Write here instead of standard output (for Parquet: the directory, required).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
 }
@@ -48,6 +53,8 @@ pub fn run(args: &ExportArgs) -> Result<(), CliError> {
     let format = match args.format {
         Format::Jsonl => ExportFormat::Jsonl,
         Format::Csv => ExportFormat::Csv,
+        #[cfg(feature = "parquet")]
+        Format::Parquet => return parquet(args, &records),
     };
     let which = match args.records {
         Which::Steps => ExportRecords::Steps,
@@ -70,4 +77,30 @@ pub fn run(args: &ExportArgs) -> Result<(), CliError> {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Writes the three Parquet tables into the `--output` directory.
+#[cfg(feature = "parquet")]
+fn parquet(args: &ExportArgs, records: &mosaic_recorder::Records) -> Result<(), CliError> {
+    use mosaic_recorder::parquet::{ParquetExportError, export_parquet};
+    let dir = args.output.as_deref().ok_or_else(|| {
+        CliError::Usage(
+            "--format parquet writes three files: give their directory with --output".into(),
+        )
+    })?;
+    let counts = export_parquet(records, dir).map_err(|e| match e {
+        ParquetExportError::Records(e) => CliError::Recorder(e),
+        ParquetExportError::Io { path, source } => {
+            CliError::Recorder(mosaic_recorder::RecorderError::io(path, source))
+        }
+        other => CliError::Output(std::io::Error::other(other)),
+    })?;
+    eprintln!(
+        "wrote {}: {} step rows, {} episode rows, {} LLM usage rows",
+        dir.display(),
+        counts.steps,
+        counts.episodes,
+        counts.llm_usage
+    );
+    Ok(())
 }

@@ -180,11 +180,18 @@ fn renders_are_complete_and_reproducible() {
     assert!(md.contains("## Side by side"), "{md}");
     assert!(md.contains("| team green: win / draw / loss |"), "{md}");
     assert!(md.contains("## Operator `b`"), "{md}");
+    // Operators share seeds: b is compared with a seed by seed (the synthetic episodes
+    // depend on the seed only, so every difference is zero).
+    assert!(md.contains("## Paired by seed"), "{md}");
+    assert!(md.contains("| return | "), "{md}");
+    assert!(md.contains("8 seeds paired."), "{md}");
     let json: serde_json::Value = serde_json::from_str(&report.render(Format::Json)).unwrap();
     assert_eq!(json["operators"][1]["episodes"], 8);
     let csv = report.render(Format::Csv);
     assert!(csv.lines().all(|l| l.split(',').count() == 5), "{csv}");
     assert!(csv.contains("a,team,green,win_rate,"), "{csv}");
+    assert!(csv.contains("b,paired,return vs a,difference,0\n"), "{csv}");
+    assert_eq!(json["paired"][0]["returns"]["paired_seeds"], 8);
     let (_, single) = self::report(&["solo"]);
     assert!(!single.render(Format::Markdown).contains("Side by side"));
     let plots = crate::plot::write_plots(&report, &dir.path().join("plots")).unwrap();
@@ -204,4 +211,47 @@ fn renders_are_complete_and_reproducible() {
             );
         }
     }
+}
+
+#[test]
+fn matrix_and_aggregates_come_from_the_episodes() {
+    let (_dir, report) = report(&["a", "b"]);
+    let manifest = synthetic::manifest("rep", &["a", "b"], 8, 40);
+    let episodes = synthetic::run_episodes(&manifest, 30, 4);
+    let matrix = report.matrix.as_ref().unwrap();
+    // Green (agent 0's team) is team A; it plays an LLM and a random agent.
+    assert_eq!(
+        (matrix.row_team.as_str(), matrix.column_team.as_str()),
+        ("green", "blue")
+    );
+    assert_eq!(
+        (matrix.rows.clone(), matrix.columns.clone()),
+        (vec!["llm+random".to_owned()], vec!["random".to_owned()])
+    );
+    assert_eq!(matrix.cells.len(), 2);
+    let green_wins = episodes[..8]
+        .iter()
+        .filter(|e| e.record.agents[0].outcome == Some(mosaic_core::Outcome::Win))
+        .count();
+    let cell = &matrix.cells[0];
+    assert_eq!((cell.operator_id.as_str(), cell.episodes), ("a", 8));
+    assert!((cell.win.unwrap().mean - green_wins as f64 / 8.0).abs() < 1e-12);
+    let rates = cell.win.unwrap().mean + cell.draw.unwrap().mean + cell.loss.unwrap().mean;
+    assert!((rates - 1.0).abs() < 1e-12);
+    let md = matrix.render(Format::Markdown);
+    assert!(md.contains("| green \\ blue | random |"), "{md}");
+    assert!(md.contains("| **llm+random** | `a` (8 ep.): W "), "{md}");
+    let csv = matrix.render(Format::Csv);
+    assert!(csv.contains("llm+random,random,b,win_rate,"), "{csv}");
+
+    // Aggregates: a seed per episode here, so the mean is the operator's mean return.
+    let aggregates = &report.aggregates;
+    assert_eq!(aggregates.len(), 2);
+    let mean = report.operators[0].groups[0].mean_return.unwrap().mean;
+    assert!((aggregates[0].aggregates.mean.point - mean).abs() < 1e-12);
+    assert_eq!(aggregates[0].improvement_over_first, None);
+    // b's episodes are a's (same seeds): it is better half the time.
+    assert_eq!(aggregates[1].improvement_over_first.unwrap().point, 0.5);
+    let full = report.render(Format::Markdown);
+    assert!(full.contains("## Aggregates (rliable)"), "{full}");
 }

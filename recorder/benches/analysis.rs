@@ -1,0 +1,135 @@
+//! Analysis at scale: `report::build` and the Parquet export of a large synthetic run.
+//!
+//! Writes a run of `MOSAIC_BENCH_RECORDS` step records (default 10 million: episodes of
+//! 200 steps × 4 agents, one LLM agent among them) into a run store, then times the report
+//! and, with the `parquet` feature, the Parquet export, and compares the Parquet files'
+//! size with the JSON lines of the same records (counted as they would be written, not
+//! written: the JSON of 10M records takes gigabytes of disk). Prints the figures.
+//!
+//! `cargo bench -p mosaic-recorder --features parquet --bench analysis`
+
+use mosaic_recorder::report::build;
+use mosaic_recorder::synthetic;
+use mosaic_recorder::{RunDir, RunStore};
+use std::time::Instant;
+
+const STEPS: u32 = 200;
+const AGENTS: usize = 4;
+
+fn main() {
+    let records: u64 = std::env::var("MOSAIC_BENCH_RECORDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000_000);
+    let per_episode = u64::from(STEPS) * AGENTS as u64;
+    let episodes = records.div_ceil(per_episode) as u32;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let manifest = synthetic::manifest("bench", &["a", "b"], episodes.div_ceil(2), 0);
+    let path = dir.path().join("bench");
+    let start = Instant::now();
+    let jsonl_bytes = {
+        let (_, store) = RunDir::create(&path, &manifest).expect("run dir");
+        write_store(&store, &manifest)
+    };
+    synthetic::wait_for_unlock(&path.join("store")).expect("store unlocked");
+    let written = 2 * u64::from(manifest.experiment.episodes) * per_episode;
+    eprintln!(
+        "wrote {written} step records in {:.1} s (JSON lines would be {:.0} MB)",
+        start.elapsed().as_secs_f64(),
+        jsonl_bytes as f64 / 1e6
+    );
+
+    let store_bytes = dir_size(&path.join("store"));
+    eprintln!("store: {:.0} MB", store_bytes as f64 / 1e6);
+
+    let run = RunDir::open(&path).expect("run");
+    // Reading alone: every step record decoded from the store, nothing done with it.
+    let start = Instant::now();
+    let mut read = 0u64;
+    run.records()
+        .expect("records")
+        .for_each_step(|_| {
+            read += 1;
+            Ok(())
+        })
+        .expect("read");
+    let seconds = start.elapsed().as_secs_f64();
+    println!(
+        "reading the step records: {read} in {seconds:.2} s ({:.2} M records/s)",
+        read as f64 / seconds / 1e6
+    );
+
+    let start = Instant::now();
+    let report = build(&run, &run.records().expect("records")).expect("report");
+    let seconds = start.elapsed().as_secs_f64();
+    println!(
+        "report::build: {written} step records, {} episodes in {seconds:.2} s ({:.2} M records/s)",
+        report.operators.iter().map(|o| o.episodes).sum::<usize>(),
+        written as f64 / seconds / 1e6
+    );
+
+    #[cfg(feature = "parquet")]
+    {
+        let out = dir.path().join("parquet");
+        let start = Instant::now();
+        let counts =
+            mosaic_recorder::parquet::export_parquet(&run.records().expect("records"), &out)
+                .expect("export");
+        let seconds = start.elapsed().as_secs_f64();
+        let size = dir_size(&out);
+        let rows = counts.steps + counts.episodes + counts.llm_usage;
+        println!(
+            "parquet export: {} step + {} episode + {} LLM rows in {seconds:.2} s: {:.2} M step records/s ({:.2} M rows/s); {:.1} MB = {:.1}% of the {:.0} MB of JSON lines",
+            counts.steps,
+            counts.episodes,
+            counts.llm_usage,
+            counts.steps as f64 / seconds / 1e6,
+            rows as f64 / seconds / 1e6,
+            size as f64 / 1e6,
+            100.0 * size as f64 / jsonl_bytes as f64,
+            jsonl_bytes as f64 / 1e6
+        );
+    }
+}
+
+/// Bytes of the files in `dir` and below.
+fn dir_size(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .expect("directory")
+        .map(|entry| {
+            let entry = entry.expect("entry");
+            let meta = entry.metadata().expect("metadata");
+            if meta.is_dir() {
+                dir_size(&entry.path())
+            } else {
+                meta.len()
+            }
+        })
+        .sum()
+}
+
+/// Writes every episode into the store (synced once at the end); returns the bytes the
+/// same records take as JSON lines.
+fn write_store(store: &RunStore, manifest: &mosaic_core::record::RunManifest) -> u64 {
+    let mut writer = store.writer();
+    let mut jsonl = 0u64;
+    for op in &manifest.experiment.operators {
+        for (index, seed) in manifest.seeds.iter().enumerate() {
+            let unit = synthetic::unit(&manifest.run_id, &op.id, index as u32, *seed);
+            let episode = synthetic::episode(&unit, STEPS, AGENTS);
+            for step in &episode.steps {
+                for record in step {
+                    jsonl += serde_json::to_vec(record).expect("json").len() as u64 + 1;
+                }
+                writer.write_step(step).expect("write step");
+            }
+            jsonl += serde_json::to_vec(&episode.record).expect("json").len() as u64 + 1;
+            writer
+                .write_episode(&episode.record, None)
+                .expect("episode");
+            writer.mark_complete(&episode.record).expect("mark");
+        }
+    }
+    writer.sync().expect("sync");
+    jsonl
+}

@@ -1,0 +1,150 @@
+//! The analysis commands of the real `mosaic` binary: paired comparisons of operators
+//! and runs on shared seeds, and seeds that do not pair.
+
+use mosaic_recorder::synthetic;
+use mosaic_recorder::{Durability, RunDir};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn mosaic(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mosaic"))
+        .args(args)
+        .output()
+        .expect("the mosaic binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A run of operators `a` and `b`, 12 episodes of 10 steps, 4 agents, in which `b`'s
+/// first agent scores `bonus` more in every episode (its other figures as `a`'s).
+fn run_with_bonus(root: &Path, id: &str, base_seed: u64, bonus: f64) -> std::path::PathBuf {
+    let manifest = synthetic::manifest(id, &["a", "b"], 12, base_seed);
+    let dir = root.join(id);
+    let (run, store) = RunDir::create(&dir, &manifest).unwrap();
+    let mut writer = run.writer(&store, Durability::Flush).unwrap();
+    for mut episode in synthetic::run_episodes(&manifest, 10, 4) {
+        if episode.record.operator_id == "b" {
+            episode.record.agents[0].total_reward += bonus;
+        }
+        episode
+            .steps
+            .iter()
+            .try_for_each(|s| writer.write_step(s))
+            .unwrap();
+        writer.write_episode(&episode.record).unwrap();
+        writer.commit().unwrap();
+        writer.mark_complete(&episode.record).unwrap();
+    }
+    writer.close().unwrap();
+    dir
+}
+
+#[test]
+fn operators_of_one_run_compare_seed_by_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_with_bonus(dir.path(), "r", 3, 2.0);
+    let out = mosaic(&[
+        "compare",
+        path(&run),
+        "--operators",
+        "a",
+        "b",
+        "--effect",
+        "1",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("### `b` − `a`, paired by seed"), "{stdout}");
+    // Every seed: b is 2 higher; the exact test has p = 2 / 2^12.
+    assert!(
+        stdout.contains("| +2.000 [+2.000, +2.000] | 12 / 0 / 0 | <0.001 (exact) |"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("12 seeds paired."), "{stdout}");
+
+    let json = mosaic(&[
+        "compare",
+        path(&run),
+        "--operators",
+        "a",
+        "b",
+        "--format",
+        "json",
+    ]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let returns = &value["paired"][0]["returns"];
+    assert_eq!(returns["paired_seeds"], 12);
+    assert_eq!(returns["difference"]["difference"]["mean"], 2.0);
+
+    // The report compares every operator with the first the same way.
+    let report = text(&mosaic(&["report", path(&run)]).stdout);
+    assert!(report.contains("## Paired by seed"), "{report}");
+    assert!(report.contains("| +2.000 [+2.000, +2.000] |"), "{report}");
+
+    // The rliable aggregates, with the optimality gap when γ is given.
+    let report = text(&mosaic(&["report", path(&run), "--gamma", "1"]).stdout);
+    assert!(report.contains("## Aggregates (rliable)"), "{report}");
+    assert!(report.contains("optimality gap (γ = 1)"), "{report}");
+    assert!(report.contains("P(better than `a`)"), "{report}");
+
+    // The matrix: green (LLM and random agents) against blue (random agents).
+    let matrix = mosaic(&["report", path(&run), "--matrix"]);
+    let stdout = text(&matrix.stdout);
+    assert!(matrix.status.success(), "{}", text(&matrix.stderr));
+    assert!(
+        stdout.starts_with("## Matrix: team green (rows) against team blue (columns)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| **llm+random** | `a` (12 ep.): W "),
+        "{stdout}"
+    );
+    let json = mosaic(&["report", path(&run), "--matrix", "--format", "json"]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(value["cells"][1]["operator_id"], "b");
+    assert_eq!(value["rows"][0], "llm+random");
+
+    let unknown = mosaic(&["compare", path(&run), "--operators", "a", "zz"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(text(&unknown.stderr).contains("operator `zz`"));
+}
+
+#[test]
+fn runs_compare_by_operator_and_unmatched_seeds_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = run_with_bonus(dir.path(), "one", 3, 0.0);
+    let two = run_with_bonus(dir.path(), "two", 3, 1.0);
+    let out = mosaic(&["compare", path(&one), path(&two)]);
+    // The trajectories are the same, the episode records differ: exit code 1, and the
+    // operators are compared.
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("first difference: b/ep000000 episode record"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("### `two:b` − `one:b`, paired by seed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| +1.000 [+1.000, +1.000] |"), "{stdout}");
+
+    // Other seeds: nothing pairs, and the report says so instead of pairing.
+    let other = run_with_bonus(dir.path(), "other", 500, 0.0);
+    let out = mosaic(&["compare", path(&one), path(&other)]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("no seeds in common"), "{stdout}");
+    assert!(
+        stdout.contains("not paired (seed in one side only): 12 in A only"),
+        "{stdout}"
+    );
+
+    let alone = mosaic(&["compare", path(&one)]);
+    assert_eq!(alone.status.code(), Some(2));
+}
