@@ -44,6 +44,8 @@ enum Command {
     Export(commands::export::ExportArgs),
     /// Compare the trajectories of two runs.
     Compare(commands::compare::CompareArgs),
+    /// Write (and submit) cluster job files running a run's shards and their merge.
+    Cluster(commands::cluster::ClusterArgs),
     /// Merge the finished shards of a run (`mosaic run --shard K/N`) into one run directory.
     Merge(commands::merge::MergeArgs),
     /// Replay an episode from its seed and recorded actions, checking it against the records.
@@ -212,6 +214,7 @@ fn main() -> ExitCode {
         Command::Export(args) => finish(commands::export::run(&args)),
         Command::Compare(args) => finish(commands::compare::run(&args)),
         Command::Merge(args) => finish(commands::merge::run(&args)),
+        Command::Cluster(args) => finish(commands::cluster::run(&args)),
         Command::Replay(args) => finish(commands::replay::run(&args)),
         #[cfg(feature = "rl")]
         Command::Train(args) => finish(commands::train::run(&args)),

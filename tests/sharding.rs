@@ -5,8 +5,11 @@
 //! missing and unfinished shards, naming the directory and the units. `mosaic runs` shows
 //! each shard and its progress.
 
-use mosaic_core::record::strip_volatile;
+#[path = "support/records.rs"]
+mod records;
+
 use mosaic_recorder::RunDir;
+use records::sorted_records;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -75,25 +78,6 @@ fn merge_command(shards: &[PathBuf], out: &Path) -> Command {
     let mut command = mosaic();
     command.arg("merge").args(shards).arg("--out").arg(out);
     command
-}
-
-/// The lines of a run's `steps.jsonl` and `episodes.jsonl` without their volatile fields,
-/// sorted.
-fn sorted_records(run: &Path) -> (Vec<String>, Vec<String>) {
-    let read = |file: &str| {
-        let mut lines: Vec<String> = std::fs::read_to_string(run.join(file))
-            .unwrap()
-            .lines()
-            .map(|line| {
-                let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
-                strip_volatile(&mut value);
-                value.to_string()
-            })
-            .collect();
-        lines.sort();
-        lines
-    };
-    (read("steps.jsonl"), read("episodes.jsonl"))
 }
 
 /// Checks that the merged run at `merged` holds the records of the unsharded run at `whole`,

@@ -1,5 +1,6 @@
 //! Command-line commands, one module each.
 
+pub mod cluster;
 pub mod compare;
 pub mod export;
 pub mod merge;
@@ -23,6 +24,9 @@ pub enum CliError {
     /// written.
     #[error(transparent)]
     Merge(#[from] mosaic_recorder::merge::MergeError),
+    /// `cluster`: the job files could not be written or submitted.
+    #[error(transparent)]
+    Cluster(#[from] cluster::ClusterError),
     /// The arguments make no sense together.
     #[error("{0}")]
     Usage(String),
@@ -50,6 +54,7 @@ impl CliError {
             CliError::Recorder(e) if e.is_bad_input() => 2,
             CliError::Usage(_) => 2,
             CliError::Merge(e) if e.is_bad_input() => 2,
+            CliError::Cluster(e) if e.is_bad_input() => 2,
             CliError::Replay(ReplayError::NoSteps { .. } | ReplayError::UnknownAgent { .. }) => 2,
             #[cfg(feature = "rl")]
             CliError::Train(e) if e.is_bad_input() => 2,
