@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Creates the Python venvs used by mosaic's Python adapters, cached under
 # $MOSAIC_CACHE/venvs/<name>-<hash of adapters/external/python/requirements-<name>.txt>/.
-# Prints (for eval):  MOSAIC_PY_ENVS=<python>  MOSAIC_PY_MULTIGRID=<python>
+# The k8s venv (kubernetes-validate, for the manifests of `mosaic cluster k8s`) is keyed by
+# scripts/setup/requirements-k8s.txt instead.
+# Prints (for eval):  MOSAIC_PY_ENVS=<python>  MOSAIC_PY_MULTIGRID=<python>  MOSAIC_PY_K8S=<python>
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 REQ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../adapters/external/python" && pwd)"
@@ -21,7 +23,20 @@ env = gymnasium.make("MosaicMultiGrid-S-2v2-IndAgObs-v1")
 obs, _ = env.reset(seed=0)
 env.step({i: 0 for i in obs})'
 
-venv_dir() { echo "$MOSAIC_CACHE/venvs/$1-$(hash_file "$REQ_DIR/requirements-$1.txt")"; }
+SETUP_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CHECK_K8S='
+import kubernetes_validate'
+
+# requirements NAME: the requirements file of venv NAME.
+requirements() {
+    if [[ -f "$REQ_DIR/requirements-$1.txt" ]]; then
+        echo "$REQ_DIR/requirements-$1.txt"
+    else
+        echo "$SETUP_DIR/requirements-$1.txt"
+    fi
+}
+
+venv_dir() { echo "$MOSAIC_CACHE/venvs/$1-$(hash_file "$(requirements "$1")")"; }
 
 # ensure_venv NAME CHECK: create the venv unless already complete, then run CHECK in it.
 ensure_venv() {
@@ -33,7 +48,7 @@ ensure_venv() {
     rm -rf "$dir"
     quiet "venv-$name" "$PYTHON" -m venv "$dir"
     quiet "venv-$name" "$dir/bin/python" -m pip install --quiet --no-input \
-        -r "$REQ_DIR/requirements-$name.txt"
+        -r "$(requirements "$name")"
     quiet "venv-$name" "$dir/bin/python" -c "$check"
     touch "$dir/.complete"
     log "venv $name ready in $((SECONDS - t0)) s"
@@ -41,6 +56,8 @@ ensure_venv() {
 
 with_lock venv-envs ensure_venv envs "$CHECK_ENVS"
 with_lock venv-multigrid ensure_venv multigrid "$CHECK_MULTIGRID"
-log "ok: python venvs envs + multigrid ready in $MOSAIC_CACHE/venvs"
+with_lock venv-k8s ensure_venv k8s "$CHECK_K8S"
+log "ok: python venvs envs + multigrid + k8s ready in $MOSAIC_CACHE/venvs"
 echo "MOSAIC_PY_ENVS=$(venv_dir envs)/bin/python"
 echo "MOSAIC_PY_MULTIGRID=$(venv_dir multigrid)/bin/python"
+echo "MOSAIC_PY_K8S=$(venv_dir k8s)/bin/python"

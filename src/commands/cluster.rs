@@ -26,6 +26,48 @@ pub enum Engine {
     /// A Slurm job array running the shards and a merge job that starts once they all
     /// succeeded (`--dependency=afterok`); with `--submit`, submits both with `sbatch`.
     Slurm(SlurmArgs),
+    /// Kubernetes manifests: a ConfigMap with the experiment, an Indexed Job whose
+    /// completion index is the shard, and a merge Job that waits for every shard and merges,
+    /// all on one shared volume (a ReadWriteMany claim). Apply with `kubectl apply -f`.
+    K8s(K8sArgs),
+}
+
+/// `mosaic cluster k8s`.
+#[derive(Debug, clap::Args)]
+pub struct K8sArgs {
+    /// The experiment file.
+    pub experiment: PathBuf,
+    /// Run id (default: the experiment's name and identity, as with `mosaic run --shard`).
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Shards: completions of the Indexed Job, run at once.
+    #[arg(long)]
+    pub shards: u32,
+    /// The container image, with `mosaic` on its PATH.
+    #[arg(long)]
+    pub image: String,
+    /// The PersistentVolumeClaim (ReadWriteMany) every pod mounts for the run directories.
+    #[arg(long)]
+    pub volume_claim: String,
+    /// Where the claim is mounted in the containers.
+    #[arg(long, default_value = "/runs")]
+    pub mount: PathBuf,
+    /// Where the ConfigMap with the experiment is mounted in the containers.
+    #[arg(long, default_value = "/config")]
+    pub config_mount: PathBuf,
+    /// CPUs requested per shard; each shard runs that many episodes at once.
+    #[arg(long, default_value_t = 1)]
+    pub cpus: u32,
+    /// Namespace of the objects (default: kubectl's).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// An environment variable of every container, `NAME=VALUE` (e.g. the URL of an
+    /// in-cluster LLM server the experiment's backends read); repeatable.
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// The manifest file to write (default: `{run_id}.k8s.json`).
+    #[arg(long)]
+    pub write: Option<PathBuf>,
 }
 
 /// What every engine's job files need.
@@ -87,6 +129,9 @@ pub enum ClusterError {
         #[source]
         source: std::io::Error,
     },
+    /// An `--env` that is not `NAME=VALUE`.
+    #[error("--env `{0}`: write NAME=VALUE")]
+    Env(String),
     /// `sbatch` could not be started.
     #[error("cannot run sbatch: {0}")]
     NoSbatch(#[source] std::io::Error),
@@ -105,7 +150,10 @@ pub enum ClusterError {
 impl ClusterError {
     /// Whether the error is about the input (exit code 2).
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, ClusterError::Experiment(_) | ClusterError::Shards(_))
+        matches!(
+            self,
+            ClusterError::Experiment(_) | ClusterError::Shards(_) | ClusterError::Env(_)
+        )
     }
 }
 
@@ -122,6 +170,7 @@ struct Jobs {
 pub fn run(args: &ClusterArgs) -> Result<(), CliError> {
     match &args.engine {
         Engine::Slurm(slurm) => write_slurm(slurm).map_err(CliError::from),
+        Engine::K8s(k8s) => write_k8s(k8s).map_err(CliError::from),
     }
 }
 
@@ -216,7 +265,7 @@ fn shard_body(jobs: &Jobs, index: &str, count: u32, cpus: &str) -> String {
     body
 }
 
-/// The merge of every shard into `OUT/{run_id}`.
+/// The merge of every shard into `OUT/{run_id}`, unless it is there already.
 fn merge_line(jobs: &Jobs, count: u32) -> String {
     let shards: Vec<String> = (0..count)
         .map(|index| {
@@ -227,11 +276,12 @@ fn merge_line(jobs: &Jobs, count: u32) -> String {
             )
         })
         .collect();
+    let merged = quoted_path(&jobs.out.join(&jobs.run_id));
+    // Merged already (a job run again): nothing to do.
     format!(
-        "exec {} merge {} --out {}\n",
+        "if [ -f {merged}/run.json ]; then exit 0; fi\nexec {} merge {} --out {merged}\n",
         quoted_path(&jobs.mosaic),
         shards.join(" "),
-        quoted_path(&jobs.out.join(&jobs.run_id))
     )
 }
 
@@ -324,4 +374,151 @@ fn sbatch(script: &Path, option: Option<&str>) -> Result<String, ClusterError> {
         .next()
         .unwrap_or_default()
         .to_owned())
+}
+
+/// Object names: lower-case letters, digits and `-`, at most 52 characters (a Job's name
+/// becomes a label of its pods, with a suffix).
+fn object_name(run_id: &str, suffix: &str) -> String {
+    let mut name: String = run_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    name.truncate(52 - suffix.len() - 1);
+    format!("{}-{suffix}", name.trim_matches('-'))
+}
+
+fn write_k8s(args: &K8sArgs) -> Result<(), ClusterError> {
+    use serde_json::json;
+    Shard::new(0, args.shards)?;
+    let file = ExperimentFile::load(&args.experiment)?;
+    let run_id = args
+        .run_id
+        .clone()
+        .unwrap_or_else(|| shard_run_id(&file.spec));
+    let experiment_name = args.experiment.file_name().map_or_else(
+        || "experiment.toml".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let text = std::fs::read_to_string(&args.experiment).map_err(io_error(&args.experiment))?;
+    // The paths the containers see.
+    let jobs = Jobs {
+        dir: args.mount.clone(),
+        experiment: args.config_mount.join(&experiment_name),
+        out: args.mount.clone(),
+        run_id: run_id.clone(),
+        mosaic: PathBuf::from("mosaic"),
+    };
+    let mut env = Vec::new();
+    for pair in &args.env {
+        let (name, value) = pair
+            .split_once('=')
+            .filter(|(name, _)| !name.is_empty())
+            .ok_or_else(|| ClusterError::Env(pair.clone()))?;
+        env.push(json!({"name": name, "value": value}));
+    }
+    let config = object_name(&run_id, "experiment");
+    let metadata = |name: String| {
+        let mut metadata = json!({"name": name, "labels": {"app.kubernetes.io/name": "mosaic", "mosaic/run": object_name(&run_id, "run")}});
+        if let Some(namespace) = &args.namespace {
+            metadata["namespace"] = json!(namespace);
+        }
+        metadata
+    };
+    let pod = |script: String, cpus: u32| {
+        json!({
+            "restartPolicy": "OnFailure",
+            "containers": [{
+                "name": "mosaic",
+                "image": args.image,
+                "command": ["/bin/sh", "-c", script],
+                "env": env,
+                "resources": {"requests": {"cpu": cpus.to_string()}},
+                "volumeMounts": [
+                    {"name": "runs", "mountPath": args.mount.to_string_lossy()},
+                    {"name": "experiment", "mountPath": args.config_mount.to_string_lossy(), "readOnly": true}
+                ]
+            }],
+            "volumes": [
+                {"name": "runs", "persistentVolumeClaim": {"claimName": args.volume_claim}},
+                {"name": "experiment", "configMap": {"name": config}}
+            ]
+        })
+    };
+    let shards = args.shards;
+    let config_map = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(config.clone()),
+        "data": {experiment_name: text}
+    });
+    let shard_job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata(object_name(&run_id, "shards")),
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": shards,
+            "parallelism": shards,
+            "backoffLimit": shards.saturating_mul(4),
+            "template": {"spec": pod(
+                shard_body(&jobs, "$JOB_COMPLETION_INDEX", shards, &args.cpus.to_string()),
+                args.cpus,
+            )}
+        }
+    });
+    let merge_job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata(object_name(&run_id, "merge")),
+        "spec": {
+            "backoffLimit": 4,
+            "template": {"spec": pod(merge_when_complete(&jobs, shards), 1)}
+        }
+    });
+    let mut manifest = String::new();
+    for object in [config_map, shard_job, merge_job] {
+        let text = serde_json::to_string_pretty(&object).map_err(|e| ClusterError::Io {
+            path: PathBuf::from("manifest"),
+            source: std::io::Error::other(e),
+        })?;
+        let _ = writeln!(manifest, "---\n{text}");
+    }
+    let path = args
+        .write
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{run_id}.k8s.json")));
+    std::fs::write(&path, manifest).map_err(io_error(&path))?;
+    let _ = print(&format!(
+        "run {run_id}: {shards} shards on claim {}\n  {}\napply: kubectl apply -f {}\n",
+        args.volume_claim,
+        path.display(),
+        quoted_path(&path)
+    ));
+    Ok(())
+}
+
+/// The shell lines of the merge Job: wait until every shard is complete (Kubernetes has no
+/// dependencies between Jobs), then merge.
+fn merge_when_complete(jobs: &Jobs, count: u32) -> String {
+    let mosaic = quoted_path(&jobs.mosaic);
+    let mut body = String::from("set -eu\n");
+    for index in 0..count {
+        let shard = quoted_path(
+            &jobs
+                .out
+                .join(shard_dir_name(&jobs.run_id, Shard { index, count })),
+        );
+        let _ = writeln!(
+            body,
+            "until [ -f {shard}/run.json ] && {mosaic} runs {shard} | grep -q ' complete '; do sleep 10; done"
+        );
+    }
+    body.push_str(&merge_line(jobs, count));
+    body
 }
