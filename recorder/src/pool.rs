@@ -327,3 +327,66 @@ impl Pool {
         Ok(lost)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(lease_ms: u64) -> PoolManifest {
+        PoolManifest {
+            experiment: "e".into(),
+            run_id: "r".into(),
+            units: 3,
+            lease_ms,
+        }
+    }
+
+    #[test]
+    fn an_expired_claim_is_taken_over_once_and_its_holder_learns_it_lost_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let slow = Pool::join(dir.path(), &manifest(400), "slow").unwrap();
+        let (a, b) = (
+            Pool::join(dir.path(), &manifest(400), "a").unwrap(),
+            Pool::join(dir.path(), &manifest(400), "b").unwrap(),
+        );
+        assert_eq!(slow.claim().unwrap(), Claim::Unit(0));
+        assert_eq!(a.claim().unwrap(), Claim::Unit(1));
+        assert_eq!(b.claim().unwrap(), Claim::Unit(2));
+        assert!(a.complete(1).unwrap() && b.complete(2).unwrap());
+        // Renewed claims hold.
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(slow.renew().unwrap().is_empty());
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(a.claim().unwrap(), Claim::Wait);
+        // Not renewed, the claim expires: one worker takes it over, under generation 1.
+        std::thread::sleep(Duration::from_millis(500));
+        let taken = [a.claim().unwrap(), b.claim().unwrap()];
+        assert!(taken.contains(&Claim::Unit(0)), "{taken:?}");
+        assert!(taken.contains(&Claim::Wait), "{taken:?}");
+        assert!(dir.path().join("claims/0.1").exists());
+        assert_eq!(slow.renew().unwrap(), [0]);
+        // Completed by the new holder first, the slow worker's copy does not count.
+        let winner = if taken[0] == Claim::Unit(0) { &a } else { &b };
+        assert!(winner.complete(0).unwrap());
+        assert!(!slow.complete(0).unwrap());
+        assert_eq!(slow.claim().unwrap(), Claim::Finished);
+        assert_eq!(Pool::done_count(dir.path()).unwrap(), 3);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("done/0")).unwrap(),
+            winner.worker()
+        );
+    }
+
+    #[test]
+    fn a_worker_of_another_run_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        Pool::join(dir.path(), &manifest(100), "a").unwrap();
+        let other = PoolManifest {
+            units: 4,
+            ..manifest(100)
+        };
+        let refused = Pool::join(dir.path(), &other, "b").unwrap_err();
+        assert!(matches!(refused, PoolError::OtherRun { .. }), "{refused}");
+        assert_eq!(Pool::read(dir.path()).unwrap(), manifest(100));
+    }
+}
