@@ -41,7 +41,8 @@ pub struct RunOptions {
     /// shard.
     pub shard: Option<Shard>,
     /// Take units from a pool shared with other processes, into this worker's own
-    /// directory ([`pool_dir_name`]); the run id defaults to [`shard_run_id`].
+    /// directory ([`pool_dir_name`]); the run id defaults to [`shard_run_id`]. Ignored
+    /// when `shard` is set.
     pub pool: Option<PoolOptions>,
 }
 
@@ -218,7 +219,8 @@ impl Experiment {
             (Some(shard), _) => Some(RunPart::Shard(shard)),
             (None, Some(pool)) => Some(RunPart::Pool {
                 worker: pool.worker.clone(),
-                pool: pool.dir.clone(),
+                // Absolute: `mosaic runs` looks at the pool from anywhere.
+                pool: std::path::absolute(&pool.dir).unwrap_or_else(|_| pool.dir.clone()),
             }),
             (None, None) => None,
         };
@@ -249,7 +251,7 @@ impl Experiment {
         let prepared = self.families().prepare(options)?;
         runner.validate().map_err(RunFailure::Spec)?;
         let identity = experiment_identity(self.spec());
-        let pool = match &options.pool {
+        let pool = match options.pool.as_ref().filter(|_| options.shard.is_none()) {
             Some(pool) => Some(Arc::new(Pool::join(
                 &pool.dir,
                 &PoolManifest {
