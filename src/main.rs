@@ -36,7 +36,7 @@ enum Command {
     Envs,
     /// List the registered operator kinds and their settings.
     Operators,
-    /// List runs: id, experiment, status, episodes done/planned, start time.
+    /// List runs: id, experiment, status, episodes done/planned, shard, start time.
     Runs(commands::runs::RunsArgs),
     /// Statistics of a run (per operator, team and agent; paired by seed; rliable
     /// aggregates; the configuration matrix), optionally with SVG plots.
@@ -46,6 +46,10 @@ enum Command {
     /// Compare two runs (same trajectories? then paired statistics per operator), or two
     /// operators of one run or two, seed by seed.
     Compare(commands::compare::CompareArgs),
+    /// Write (and submit) cluster job files running a run's shards and their merge.
+    Cluster(commands::cluster::ClusterArgs),
+    /// Merge the finished shards of a run (`mosaic run --shard K/N`) into one run directory.
+    Merge(commands::merge::MergeArgs),
     /// Replay an episode from its seed and recorded actions, checking it against the records.
     Replay(commands::replay::ReplayArgs),
     /// Train RL policies (PPO) on a native environment into a run directory, or resume a
@@ -70,6 +74,23 @@ struct RunArgs {
     /// Episodes running at once (overrides the file).
     #[arg(long)]
     parallelism: Option<usize>,
+    /// Run only shard K (from 0) of N: a contiguous range of the units, into
+    /// `OUT/{run_id}.shard-K-of-N`; the run id defaults to the experiment's name and
+    /// identity, the same in every shard. Merge the shards with `mosaic merge`.
+    #[arg(long, value_name = "K/N", conflicts_with = "pool")]
+    shard: Option<mosaic_core::record::Shard>,
+    /// Take units one at a time from this pool directory, shared with any number of other
+    /// processes (machines of different speeds, preemptible ones), into
+    /// `OUT/{run_id}.pool-{worker}`. A unit whose claim is not renewed within the lease is
+    /// offered again. Merge the workers' parts with `mosaic merge`.
+    #[arg(long, value_name = "DIR")]
+    pool: Option<PathBuf>,
+    /// This worker's name in the pool (default: host name and process id).
+    #[arg(long, requires = "pool")]
+    worker: Option<String>,
+    /// Seconds a pool claim holds without renewal (renewed every third of it).
+    #[arg(long, requires = "pool", value_name = "SECONDS", default_value = "60", value_parser = parse_lease)]
+    lease: std::time::Duration,
     #[command(flatten)]
     families: FamilyArgs,
 }
@@ -150,6 +171,15 @@ struct ServeArgs {
     run_id: Option<String>,
 }
 
+/// A lease in seconds: positive and finite.
+fn parse_lease(text: &str) -> Result<std::time::Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| *s > 0.0)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| format!("`{text}` is not a lease: give a positive number of seconds"))
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -185,6 +215,8 @@ fn main() -> ExitCode {
         Command::Report(args) => finish(commands::report::run(&args)),
         Command::Export(args) => finish(commands::export::run(&args)),
         Command::Compare(args) => finish(commands::compare::run(&args)),
+        Command::Merge(args) => finish(commands::merge::run(&args)),
+        Command::Cluster(args) => finish(commands::cluster::run(&args)),
         Command::Replay(args) => finish(commands::replay::run(&args)),
         #[cfg(feature = "rl")]
         Command::Train(args) => finish(commands::train::run(&args)),
@@ -220,6 +252,12 @@ fn run(args: RunArgs) -> ExitCode {
     let options = args.families.apply(RunOptions {
         out: args.out,
         run_id: args.run_id,
+        shard: args.shard,
+        pool: args.pool.map(|dir| mosaic::run::PoolOptions {
+            dir,
+            worker: args.worker.unwrap_or_else(mosaic::run::default_worker),
+            lease: args.lease,
+        }),
         progress: std::io::stderr().is_terminal(),
         ..RunOptions::default()
     });

@@ -7,8 +7,10 @@ use mosaic_actors::error::SinkError;
 use mosaic_actors::runner::{RunError, RunTally, Runner, UnitPlan};
 use mosaic_actors::session::ResumePoint;
 use mosaic_actors::sink::Sinks;
-use mosaic_core::record::{RunManifest, now_ms};
-use mosaic_core::{RunId, SpecError};
+use mosaic_core::record::{RunManifest, RunPart, Shard, ShardTag, now_ms};
+use mosaic_core::{ExperimentSpec, RunId, SpecError};
+use mosaic_recorder::merge::{deciding_fields, experiment_identity};
+use mosaic_recorder::pool::{Pool, PoolError, PoolManifest};
 use mosaic_recorder::{Durability, RunDir, Unit};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +36,39 @@ pub struct RunOptions {
     /// How LLM answers are recorded into (or replayed from) a run store.
     #[cfg(feature = "llm")]
     pub llm_cache: LlmCache,
+    /// Run only this shard's share of the units, into the shard's own directory
+    /// ([`shard_dir_name`]); the run id defaults to [`shard_run_id`], the same in every
+    /// shard.
+    pub shard: Option<Shard>,
+    /// Take units from a pool shared with other processes, into this worker's own
+    /// directory ([`pool_dir_name`]); the run id defaults to [`shard_run_id`]. Ignored
+    /// when `shard` is set.
+    pub pool: Option<PoolOptions>,
+}
+
+/// How a process works on a pool of units (`mosaic run --pool`).
+#[derive(Clone, Debug)]
+pub struct PoolOptions {
+    /// The pool directory, shared by every worker.
+    pub dir: PathBuf,
+    /// This worker's name, unique among the pool's workers (default: [`default_worker`]).
+    pub worker: String,
+    /// How long a claim holds without renewal: a claim older than this is taken over.
+    pub lease: Duration,
+}
+
+/// `{host name}-{process id}`: a worker name no other process on the pool has.
+pub fn default_worker() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .unwrap_or_default();
+    let host = id_characters(host.trim());
+    let host = if host.is_empty() {
+        "host".to_owned()
+    } else {
+        host
+    };
+    format!("{host}-{}", std::process::id())
 }
 
 impl Default for RunOptions {
@@ -45,6 +80,8 @@ impl Default for RunOptions {
             durability: Durability::Sync,
             #[cfg(feature = "llm")]
             llm_cache: LlmCache::default(),
+            shard: None,
+            pool: None,
         }
     }
 }
@@ -116,6 +153,17 @@ pub enum RunFailure {
         /// The first top-level field that differs.
         field: String,
     },
+    /// The pool of units could not be joined or used.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// `mosaic resume` was pointed at a pool worker's part.
+    #[error("{}: a pool worker's part is not resumed: start a new worker on the pool (`mosaic run EXP --pool {}`); its complete units are kept", path.display(), pool.display())]
+    PoolPart {
+        /// The run directory.
+        path: PathBuf,
+        /// Its pool.
+        pool: PathBuf,
+    },
     /// The LLM response cache could not be used, or a replay missed requests.
     #[cfg(feature = "llm")]
     #[error(transparent)]
@@ -131,7 +179,9 @@ impl RunFailure {
             RunFailure::Unfinished { .. }
             | RunFailure::Finished { .. }
             | RunFailure::Manual { .. }
-            | RunFailure::OtherExperiment { .. } => 2,
+            | RunFailure::OtherExperiment { .. }
+            | RunFailure::PoolPart { .. } => 2,
+            RunFailure::Pool(PoolError::OtherRun { .. } | PoolError::Malformed { .. }) => 2,
             #[cfg(feature = "llm")]
             RunFailure::LlmCache(e) if e.is_bad_input() => 2,
             _ => 1,
@@ -165,11 +215,25 @@ impl Experiment {
     /// [`Experiment::run`] inside a running actix system.
     pub async fn run_async(&self, options: &RunOptions) -> Result<RunOutcome, RunFailure> {
         let started = Instant::now();
-        let run_id = match &options.run_id {
-            Some(id) => id.clone(),
-            None => default_run_id(&self.spec().name, now_ms() / 1000),
+        let part = match (options.shard, &options.pool) {
+            (Some(shard), _) => Some(RunPart::Shard(shard)),
+            (None, Some(pool)) => Some(RunPart::Pool {
+                worker: pool.worker.clone(),
+                // Absolute: `mosaic runs` looks at the pool from anywhere.
+                pool: std::path::absolute(&pool.dir).unwrap_or_else(|_| pool.dir.clone()),
+            }),
+            (None, None) => None,
         };
-        let dir = options.out.join(&run_id);
+        let run_id = match (&options.run_id, &part) {
+            (Some(id), _) => id.clone(),
+            (None, Some(_)) => shard_run_id(self.spec()),
+            (None, None) => default_run_id(&self.spec().name, now_ms() / 1000),
+        };
+        let dir = match &part {
+            Some(RunPart::Shard(shard)) => options.out.join(shard_dir_name(&run_id, *shard)),
+            Some(RunPart::Pool { worker, .. }) => options.out.join(pool_dir_name(&run_id, worker)),
+            None => options.out.join(&run_id),
+        };
         if is_run_dir(&dir) {
             let run = RunDir::open(&dir)?;
             let store = run.store()?;
@@ -186,7 +250,27 @@ impl Experiment {
         let runner = self.runner(&run_id);
         let prepared = self.families().prepare(options)?;
         runner.validate().map_err(RunFailure::Spec)?;
-        let manifest = RunManifest::new(run_id.clone(), self.spec().clone(), versions());
+        let identity = experiment_identity(self.spec());
+        let pool = match options.pool.as_ref().filter(|_| options.shard.is_none()) {
+            Some(pool) => Some(Arc::new(Pool::join(
+                &pool.dir,
+                &PoolManifest {
+                    experiment: identity.clone(),
+                    run_id: run_id.clone(),
+                    units: runner.unit_count(&UnitPlan::All),
+                    lease_ms: u64::try_from(pool.lease.as_millis()).unwrap_or(u64::MAX),
+                },
+                &pool.worker,
+            )?)),
+            None => None,
+        };
+        let manifest = RunManifest {
+            shard: part.map(|part| ShardTag {
+                experiment: identity,
+                part,
+            }),
+            ..RunManifest::new(run_id.clone(), self.spec().clone(), versions())
+        };
         let (_, store, sinks) = Sinks::create_run(&dir, &manifest, options.durability).map_err(
             |error| match error {
                 SinkError::Recorder(error) => RunFailure::Recorder(error),
@@ -194,9 +278,15 @@ impl Experiment {
             },
         )?;
         self.families().attach(options, &store, prepared)?;
-        let tally = self
-            .run_units(&runner, sinks, UnitPlan::All, options)
-            .await?;
+        let plan = match (&pool, options.shard) {
+            (Some(pool), _) => UnitPlan::Pool(pool.clone()),
+            (None, Some(shard)) => UnitPlan::Shard(shard),
+            (None, None) => UnitPlan::All,
+        };
+        let renewal = pool.clone().map(Renewal::start);
+        let tally = self.run_units(&runner, sinks, plan, options).await;
+        drop(renewal);
+        let tally = tally?;
         Ok(RunOutcome {
             run_id,
             dir,
@@ -227,6 +317,14 @@ impl Experiment {
             return Err(RunFailure::Manual {
                 path: dir.to_owned(),
                 run_id,
+            });
+        }
+        if let Some(RunPart::Pool { pool, .. }) =
+            run_dir.manifest().shard.as_ref().map(|tag| &tag.part)
+        {
+            return Err(RunFailure::PoolPart {
+                path: dir.to_owned(),
+                pool: pool.clone(),
             });
         }
         if let Some(field) = first_difference(&run_dir.manifest().experiment, self.spec()) {
@@ -306,8 +404,29 @@ impl Experiment {
     ) -> Result<RunTally, RunFailure> {
         let subscribers = sinks.subscribers();
         let bar = progress_bar(options.progress, runner.unit_count(&plan));
+        let pool = match &plan {
+            UnitPlan::Pool(pool) => Some(pool.clone()),
+            _ => None,
+        };
+        let operators: HashMap<String, u64> = runner
+            .spec()
+            .operators
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (o.id.clone(), i as u64))
+            .collect();
         let tally = runner
             .run(plan, subscribers, |record| {
+                if let (Some(pool), Some(operator)) = (&pool, operators.get(&record.operator_id)) {
+                    let index = u64::from(record.episode_index) * operators.len() as u64 + operator;
+                    // A marker not written leaves the unit to another worker: its records
+                    // then exist twice, and merging keeps one copy.
+                    match pool.complete(index) {
+                        Ok(true) => {}
+                        Ok(false) => tracing::warn!(target: "mosaic::run", "{} episode {} was completed by another worker too", record.operator_id, record.episode_index),
+                        Err(error) => tracing::warn!(target: "mosaic::run", "{error}"),
+                    }
+                }
                 bar.inc(1);
                 bar.set_message(format!(
                     "{} ep {}",
@@ -335,19 +454,8 @@ pub fn experiment_of_run(dir: &Path) -> Result<Experiment, RunFailure> {
 
 /// The first top-level field in which two experiments differ, ignoring how they are run
 /// (`parallelism`, `pace_ms`), which never changes results.
-fn first_difference(
-    recorded: &mosaic_core::ExperimentSpec,
-    given: &mosaic_core::ExperimentSpec,
-) -> Option<String> {
-    let as_map = |spec: &mosaic_core::ExperimentSpec| match serde_json::to_value(spec) {
-        Ok(serde_json::Value::Object(mut map)) => {
-            map.remove("parallelism");
-            map.remove("pace_ms");
-            map
-        }
-        _ => serde_json::Map::new(),
-    };
-    let (recorded, given) = (as_map(recorded), as_map(given));
+fn first_difference(recorded: &ExperimentSpec, given: &ExperimentSpec) -> Option<String> {
+    let (recorded, given) = (deciding_fields(recorded), deciding_fields(given));
     recorded
         .keys()
         .chain(given.keys())
@@ -384,10 +492,9 @@ pub fn versions() -> serde_json::Map<String, serde_json::Value> {
     versions
 }
 
-/// `{name}-{YYYYMMDDTHHMMSS}` in UTC, with the name reduced to id characters.
-pub fn default_run_id(name: &str, unix_seconds: u64) -> String {
-    let clean: String = name
-        .chars()
+/// `name` reduced to the characters of run ids.
+fn id_characters(name: &str) -> String {
+    name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
                 c
@@ -395,7 +502,75 @@ pub fn default_run_id(name: &str, unix_seconds: u64) -> String {
                 '_'
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The run id shards of `spec` share unless one is given: `{name}-{identity}`, with the
+/// first 12 hex digits of the experiment's identity, so that shards started apart (on other
+/// machines, at other times) agree on it without talking to each other.
+pub fn shard_run_id(spec: &ExperimentSpec) -> String {
+    let identity = experiment_identity(spec);
+    format!(
+        "{}-{}",
+        id_characters(&spec.name),
+        identity.get(..12).unwrap_or(&identity)
+    )
+}
+
+/// The directory name of pool worker `worker`'s part of run `run_id`:
+/// `{run_id}.pool-{worker}` (`mosaic merge OUT/{run_id}.pool-*`).
+pub fn pool_dir_name(run_id: &str, worker: &str) -> String {
+    format!("{run_id}.pool-{}", id_characters(worker))
+}
+
+/// Renews a pool worker's claims on a thread of its own until dropped.
+struct Renewal {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Renewal {
+    fn start(pool: Arc<Pool>) -> Self {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(pool.renew_every())
+            {
+                match pool.renew() {
+                    Ok(lost) => {
+                        for unit in lost {
+                            tracing::warn!(target: "mosaic::run", "the claim of unit {unit} expired and another worker took it over");
+                        }
+                    }
+                    Err(error) => tracing::warn!(target: "mosaic::run", "renewing claims: {error}"),
+                }
+            }
+        });
+        Self {
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Renewal {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The directory name of shard `shard` of run `run_id`: `{run_id}.shard-{K}-of-{N}`, beside
+/// the others under one output directory (`mosaic merge OUT/{run_id}.shard-*`).
+pub fn shard_dir_name(run_id: &str, shard: Shard) -> String {
+    format!("{run_id}.shard-{}-of-{}", shard.index, shard.count)
+}
+
+/// `{name}-{YYYYMMDDTHHMMSS}` in UTC, with the name reduced to id characters.
+pub fn default_run_id(name: &str, unix_seconds: u64) -> String {
+    let clean = id_characters(name);
     let days = (unix_seconds / 86_400) as i64;
     let secs = unix_seconds % 86_400;
     let (y, m, d) = civil_from_days(days);

@@ -1,7 +1,7 @@
 //! Script mode: every episode of every operator of an experiment, `parallelism` at a time.
 //!
 //! Work is split into units (operator × episode, the recorder's [`Unit`]), handed out in
-//! episode-major order so operators side by side advance together. Units are planned
+//! episode-major order (all of them, a shard's contiguous range of them, or a given list) so operators side by side advance together. Units are planned
 //! lazily and finished episodes are not kept: a run of millions of episodes holds only
 //! the episodes in flight, and the caller sees each roll-up once, through `on_episode`. Each of the `parallelism` lanes is an arbiter
 //! thread that keeps one session per operator and runs its units one after another.
@@ -15,16 +15,17 @@ use crate::session::{ResumeEpisode, ResumePoint, RunEpisode, Session, SessionCon
 use actix::prelude::*;
 use mosaic_core::EnvRegistry;
 use mosaic_core::experiment::OnEscalation;
-use mosaic_core::record::EpisodeRecord;
+use mosaic_core::record::{EpisodeRecord, Shard};
 use mosaic_core::{ExperimentSpec, OperatorId, RunId, SpecError};
 use mosaic_recorder::Unit;
+use mosaic_recorder::pool::{Claim, Pool, PoolError};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Which units a run covers.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub enum UnitPlan {
     /// Every unit of the experiment, episode-major (each episode's operators in the
     /// experiment's order), planned as the lanes ask for them.
@@ -32,6 +33,13 @@ pub enum UnitPlan {
     All,
     /// These units, in this order (e.g. what a resumed run has left).
     Only(Vec<Unit>),
+    /// A shard's share of the units: a contiguous range of the episode-major order (see
+    /// [`Shard`]), planned lazily like [`UnitPlan::All`].
+    Shard(Shard),
+    /// Units claimed one at a time from a pool shared with other processes, until none is
+    /// left; a lane waits while other workers hold the last claims (they may expire). The
+    /// caller marks each unit complete in the pool once its episode is confirmed.
+    Pool(Arc<Pool>),
 }
 
 /// What a run did, counted as its episodes were confirmed.
@@ -70,24 +78,56 @@ struct Slot {
 
 /// Hands out the units of a run, one at a time, to the lanes.
 enum Queue {
-    /// The next index into the episode-major order of all units, and their number.
+    /// The next index into the episode-major order of all units, and the end of the range
+    /// handed out.
     All {
         next: u64,
-        total: u64,
+        end: u64,
         operators: u64,
     },
     Only(VecDeque<Slot>),
+    /// Claimed from a pool, with the experiment's operator count.
+    Pool {
+        pool: Arc<Pool>,
+        operators: u64,
+    },
+    /// Nothing more (the run is stopping).
+    Closed,
+}
+
+/// What a lane does next.
+enum Next {
+    Unit(Slot),
+    Wait(std::time::Duration),
+    Done,
 }
 
 impl Queue {
+    fn next(&mut self) -> Result<Next, PoolError> {
+        if let Queue::Pool { pool, operators } = self {
+            return Ok(match pool.claim()? {
+                Claim::Unit(index) => match u32::try_from(index / *operators) {
+                    Ok(episode) => Next::Unit(Slot {
+                        operator: (index % *operators) as usize,
+                        episode,
+                    }),
+                    Err(_) => Next::Done,
+                },
+                Claim::Wait => Next::Wait(pool.retry_after()),
+                Claim::Finished => Next::Done,
+            });
+        }
+        Ok(self.pop().map_or(Next::Done, Next::Unit))
+    }
+
     fn pop(&mut self) -> Option<Slot> {
         match self {
             Queue::All {
                 next,
-                total,
+                end,
                 operators,
             } => {
-                if *next >= *total {
+                if *next >= *end {
                     return None;
                 }
                 let slot = Slot {
@@ -98,14 +138,12 @@ impl Queue {
                 Some(slot)
             }
             Queue::Only(units) => units.pop_front(),
+            Queue::Pool { .. } | Queue::Closed => None,
         }
     }
 
     fn clear(&mut self) {
-        match self {
-            Queue::All { next, total, .. } => *next = *total,
-            Queue::Only(units) => units.clear(),
-        }
+        *self = Queue::Closed;
     }
 }
 
@@ -125,6 +163,9 @@ pub enum RunError {
         /// What went wrong.
         error: SessionError,
     },
+    /// The pool of units could not be read or written.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
     /// A session gave up on a failing child and the experiment says to stop
     /// (`supervision.on_escalation = "stop"`).
     #[error(
@@ -207,9 +248,19 @@ impl Runner {
 
     /// How many units `plan` covers.
     pub fn unit_count(&self, plan: &UnitPlan) -> u64 {
+        let range = self.range(plan);
         match plan {
-            UnitPlan::All => u64::from(self.spec.episodes) * self.spec.operators.len() as u64,
+            UnitPlan::All | UnitPlan::Shard(_) | UnitPlan::Pool(_) => range.end - range.start,
             UnitPlan::Only(units) => units.len() as u64,
+        }
+    }
+
+    /// The episode-major indices `plan` covers, when it is a range of them.
+    fn range(&self, plan: &UnitPlan) -> std::ops::Range<u64> {
+        let total = u64::from(self.spec.episodes) * self.spec.operators.len() as u64;
+        match plan {
+            UnitPlan::Shard(shard) => shard.units(total),
+            UnitPlan::All | UnitPlan::Only(_) | UnitPlan::Pool(_) => 0..total,
         }
     }
 
@@ -264,10 +315,11 @@ impl Runner {
     ) -> Result<RunTally, RunError> {
         self.spec.validate()?;
         let count = self.unit_count(&plan);
+        let range = self.range(&plan);
         let queue = match plan {
-            UnitPlan::All => Queue::All {
-                next: 0,
-                total: count,
+            UnitPlan::All | UnitPlan::Shard(_) => Queue::All {
+                next: range.start,
+                end: range.end,
                 operators: self.spec.operators.len() as u64,
             },
             UnitPlan::Only(units) => {
@@ -286,6 +338,10 @@ impl Runner {
                 }
                 Queue::Only(slots)
             }
+            UnitPlan::Pool(pool) => Queue::Pool {
+                pool,
+                operators: self.spec.operators.len() as u64,
+            },
         };
         let queue = Arc::new(Mutex::new(queue));
         let failed = Arc::new(FailedEpisodes::new(self.spec.operators.len()));
@@ -368,8 +424,24 @@ struct Lane {
 }
 
 impl Lane {
-    fn next(&self) -> Option<Slot> {
-        self.queue.lock().ok()?.pop()
+    /// The next unit, waiting while a pool has none to give yet.
+    async fn next(&self) -> Result<Option<Slot>, RunError> {
+        loop {
+            let next = match self.queue.lock() {
+                Ok(mut queue) => queue.next()?,
+                Err(_) => return Ok(None),
+            };
+            match next {
+                Next::Unit(slot) => return Ok(Some(slot)),
+                Next::Done => return Ok(None),
+                Next::Wait(pause) => {
+                    if self.done.is_closed() {
+                        return Ok(None);
+                    }
+                    actix_rt::time::sleep(pause).await;
+                }
+            }
+        }
     }
 
     /// Runs units one after another. An episode is reported done once its subscribers have
@@ -378,7 +450,15 @@ impl Lane {
     async fn run(self) {
         let mut sessions: HashMap<usize, Addr<Session>> = HashMap::new();
         let mut confirming = VecDeque::with_capacity(UNCONFIRMED_PER_LANE);
-        while let Some(unit) = self.next() {
+        loop {
+            let unit = match self.next().await {
+                Ok(Some(unit)) => unit,
+                Ok(None) => break,
+                Err(error) => {
+                    let _ = self.done.send(Err(error));
+                    break;
+                }
+            };
             let outcome = self.run_unit(unit, &mut sessions).await;
             if confirming.len() == UNCONFIRMED_PER_LANE
                 && let Some(oldest) = confirming.pop_front()

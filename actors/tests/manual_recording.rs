@@ -58,6 +58,7 @@ fn abandoned_and_closed_episodes_are_recorded_once_each_and_consistently() {
         experiment: spec.clone(),
         versions: Default::default(),
         started: 0,
+        shard: None,
     };
     let (run, store) = RunDir::create(&path, &manifest).unwrap();
     let (walker_steps, still_steps) = actix::System::new().block_on(async move {

@@ -266,6 +266,143 @@ pub struct RunManifest {
     pub versions: serde_json::Map<String, serde_json::Value>,
     /// Unix time in milliseconds when the run started (volatile).
     pub started: u64,
+    /// The shard of a larger run this run holds (absent in the manifests of whole runs,
+    /// and of runs written before sharding existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardTag>,
+}
+
+/// One of `count` shards of a run: shard `index` (from 0) runs a contiguous range of the
+/// run's units in episode-major order (each episode's operators in the experiment's
+/// order), the ranges differing in length by at most one.
+///
+/// Contiguous ranges rather than every `count`-th unit: a shard then runs every operator
+/// configuration of its episodes, so shards stay balanced when configurations differ in
+/// cost (an LLM agent beside a scripted one), whatever the number of configurations.
+///
+/// ```
+/// use mosaic_core::record::Shard;
+/// let shard: Shard = "1/4".parse().unwrap();
+/// assert_eq!(shard.units(10), 2..5);
+/// assert_eq!(shard.to_string(), "1/4");
+/// assert!("4/4".parse::<Shard>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Shard {
+    /// Which shard, from 0.
+    pub index: u32,
+    /// How many shards the run is split into.
+    pub count: u32,
+}
+
+impl Shard {
+    /// Shard `index` of `count`, if `index < count`.
+    pub fn new(index: u32, count: u32) -> Result<Self, ShardError> {
+        if index < count {
+            Ok(Self { index, count })
+        } else {
+            Err(ShardError::OutOfRange { index, count })
+        }
+    }
+
+    /// The episode-major indices of this shard's units among `total` units.
+    pub fn units(self, total: u64) -> std::ops::Range<u64> {
+        let bound = |k: u32| total * u64::from(k) / u64::from(self.count.max(1));
+        bound(self.index)..bound(self.index + 1)
+    }
+
+    /// The shard of `count` that runs the unit at episode-major index `unit` of `total`
+    /// (`unit < total`): the last shard whose range starts at or before it.
+    pub fn owner(unit: u64, total: u64, count: u32) -> u32 {
+        let (unit, total, count) = (
+            u128::from(unit),
+            u128::from(total.max(1)),
+            u128::from(count),
+        );
+        (((unit + 1) * count).saturating_sub(1) / total) as u32
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = ShardError;
+
+    /// `K/N`: shard `K` (from 0) of `N`.
+    fn from_str(text: &str) -> Result<Self, ShardError> {
+        let malformed = || ShardError::Malformed(text.to_owned());
+        let (index, count) = text.split_once('/').ok_or_else(malformed)?;
+        let index = index.trim().parse().map_err(|_| malformed())?;
+        let count = count.trim().parse().map_err(|_| malformed())?;
+        Self::new(index, count)
+    }
+}
+
+/// A shard that does not exist.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    /// Not of the form `K/N`.
+    #[error("`{0}` is not a shard: write K/N, shard K (counted from 0) of N")]
+    Malformed(String),
+    /// `K` is not below `N`.
+    #[error("there is no shard {index} of {count}: shards are counted from 0 to {count}-1")]
+    OutOfRange {
+        /// The index given.
+        index: u32,
+        /// The count given.
+        count: u32,
+    },
+}
+
+/// What the manifest of a part of a run (a shard, or a pool worker's units) says about it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardTag {
+    /// The identity of the experiment (a hash of everything in it that decides the
+    /// records), the same in every part of the run.
+    pub experiment: String,
+    /// Which part.
+    #[serde(flatten)]
+    pub part: RunPart,
+}
+
+/// Which part of a run a run directory holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RunPart {
+    /// A shard: a fixed share of the units (`index`, `count`).
+    Shard(Shard),
+    /// The units a worker took from a pool shared with other workers (`mosaic run
+    /// --pool`): as many as it could, none planned in advance.
+    Pool {
+        /// The worker's name.
+        worker: String,
+        /// The pool directory, as the worker was given it.
+        pool: std::path::PathBuf,
+    },
+}
+
+impl RunPart {
+    /// The shard, if the part is one.
+    pub fn shard(&self) -> Option<Shard> {
+        match self {
+            RunPart::Shard(shard) => Some(*shard),
+            RunPart::Pool { .. } => None,
+        }
+    }
+}
+
+impl std::fmt::Display for RunPart {
+    /// `K/N` for a shard, `pool:WORKER` for a pool worker's part.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunPart::Shard(shard) => write!(f, "{shard}"),
+            RunPart::Pool { worker, .. } => write!(f, "pool:{worker}"),
+        }
+    }
 }
 
 impl RunManifest {
@@ -293,6 +430,7 @@ impl RunManifest {
             experiment,
             versions,
             started: now_ms(),
+            shard: None,
         }
     }
 }
@@ -322,5 +460,37 @@ pub fn strip_volatile(value: &mut serde_json::Value) {
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(strip_volatile),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shard;
+
+    #[test]
+    fn shards_cover_every_unit_once_and_each_unit_knows_its_shard() {
+        for total in [0u64, 1, 2, 5, 7, 10, 100, 1001] {
+            for count in 1..=9u32 {
+                let mut next = 0;
+                for index in 0..count {
+                    let range = Shard::new(index, count).unwrap().units(total);
+                    assert_eq!(range.start, next, "{total} units, shard {index}/{count}");
+                    assert!(range.end - range.start <= total / u64::from(count) + 1);
+                    for unit in range.clone() {
+                        assert_eq!(Shard::owner(unit, total, count), index);
+                    }
+                    next = range.end;
+                }
+                assert_eq!(next, total);
+            }
+        }
+    }
+
+    #[test]
+    fn shards_parse_from_k_of_n() {
+        assert_eq!("0/1".parse::<Shard>(), Shard::new(0, 1));
+        assert!("1".parse::<Shard>().is_err());
+        assert!("2/2".parse::<Shard>().is_err());
+        assert!("a/2".parse::<Shard>().is_err());
     }
 }

@@ -79,6 +79,13 @@ pub enum RecorderError {
         /// The expected store directory.
         path: PathBuf,
     },
+    /// The run store's creation was cut short (the process died before the store's first
+    /// flush): it holds nothing.
+    #[error("{path}: the run store's creation was cut short (it holds nothing)", path = path.display())]
+    StoreCutShort {
+        /// The store directory.
+        path: PathBuf,
+    },
     /// The run store was written by a newer mosaic with a format this one cannot read.
     #[error(
         "{path}: run store format {found} was written by a newer mosaic ({written_by}); this one reads format {supported}",

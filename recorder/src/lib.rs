@@ -34,10 +34,12 @@ pub mod compare;
 pub mod error;
 pub mod export;
 pub mod jsonl;
+pub mod merge;
 pub mod paired;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod plot;
+pub mod pool;
 pub mod replay;
 pub mod report;
 pub mod run_dir;

@@ -61,6 +61,8 @@ pub struct RunSummary {
     pub planned: usize,
     /// Unix time in milliseconds when it started.
     pub started: u64,
+    /// The part of a larger run it holds (a shard, a pool worker's units), if it is one.
+    pub part: Option<mosaic_core::record::RunPart>,
 }
 
 /// A run directory with its manifest read.
@@ -192,9 +194,10 @@ impl RunDir {
         self.path.join(STORE_DIR)
     }
 
-    /// Units planned: operators × episodes.
+    /// Units planned: operators × episodes, or a shard's share of them.
     pub fn planned(&self) -> usize {
-        self.manifest.experiment.operators.len() * self.manifest.experiment.episodes as usize
+        let share = crate::merge::planned_range(&self.manifest);
+        (share.end - share.start) as usize
     }
 
     /// Replaces the manifest, in `run.json` and in `store` (the run's open store): for runs
@@ -233,14 +236,21 @@ impl RunDir {
     /// Opens the store (exclusively), first bringing it up to date with the JSON-lines log
     /// if a crash left it behind (see [`RunDir::catch_up`]).
     ///
-    /// A run whose creation stopped between `run.json` and its store has recorded nothing;
-    /// its store is created here. A missing store beside records is an error.
+    /// A run whose creation stopped between `run.json` and its store, or in the middle of
+    /// the store's creation, has recorded nothing; its store is created (anew) here. A
+    /// missing store beside records is an error.
     pub fn store(&self) -> Result<RunStore> {
         let store = match RunStore::open(&self.store_path()) {
-            Err(RecorderError::StoreMissing { .. })
-                if !self.store_path().exists() && self.logs_are_empty()? =>
+            // Stopped before the store existed, or killed while it was being created:
+            // nothing was recorded, so the store starts anew.
+            Err(RecorderError::StoreMissing { .. } | RecorderError::StoreCutShort { .. })
+                if self.logs_are_empty()? =>
             {
-                RunStore::create(&self.store_path(), &self.manifest)?
+                let path = self.store_path();
+                if path.exists() {
+                    fs::remove_dir_all(&path).map_err(|e| RecorderError::io(&path, e))?;
+                }
+                RunStore::create(&path, &self.manifest)?
             }
             opened => opened?,
         };
@@ -361,7 +371,14 @@ impl RunDir {
         let (status, done) = match records {
             Records::Store(store) => {
                 let done = store.completed_count();
-                let status = if done >= planned {
+                // A pool worker's part is complete when the pool is.
+                let complete = match self.manifest.shard.as_ref().map(|tag| &tag.part) {
+                    Some(mosaic_core::record::RunPart::Pool { pool, .. }) => {
+                        crate::pool::Pool::done_count(pool).is_ok_and(|n| n >= planned)
+                    }
+                    _ => done >= planned,
+                };
+                let status = if complete {
                     RunStatus::Complete
                 } else {
                     RunStatus::Interrupted
@@ -384,6 +401,7 @@ impl RunDir {
             done,
             planned,
             started: self.manifest.started,
+            part: self.manifest.shard.as_ref().map(|tag| tag.part.clone()),
         })
     }
 
@@ -715,7 +733,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// The directory holding `path` (`.` for a bare name).
-fn parent_dir(path: &Path) -> &Path {
+pub(crate) fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -730,7 +748,7 @@ fn staging_dir(path: &Path) -> PathBuf {
     parent_dir(path).join(format!(".{name}.creating-{}", std::process::id()))
 }
 
-fn sync_parent(path: &Path) -> Result<()> {
+pub(crate) fn sync_parent(path: &Path) -> Result<()> {
     let parent = parent_dir(path);
     File::open(parent)
         .and_then(|dir| dir.sync_all())

@@ -187,10 +187,14 @@ impl RunStore {
             message,
         };
         let meta = db.open_tree("meta").map_err(err)?;
-        let format = meta
-            .get("format")
-            .map_err(err)?
-            .ok_or_else(|| corrupt("no format version (not a mosaic run store?)".into()))?;
+        // The format is the store's first write, durable with the rest at the end of
+        // `create`: a store without it was cut short before anything was written.
+        let format =
+            meta.get("format")
+                .map_err(err)?
+                .ok_or_else(|| RecorderError::StoreCutShort {
+                    path: path.to_owned(),
+                })?;
         let format = <[u8; 4]>::try_from(format.as_ref())
             .map(u32::from_be_bytes)
             .map_err(|_| corrupt("unreadable format version".into()))?;
@@ -307,12 +311,21 @@ impl RunStore {
         })
     }
 
-    /// Every unit the experiment plans: each operator × each episode index, in order.
+    /// Every unit the run plans, in operator then episode order: each operator × each
+    /// episode index, or, in a shard's run, those of its share.
     pub fn planned_units(&self) -> Vec<Unit> {
         let episodes = self.manifest.experiment.episodes;
+        let operators = self.operators.len() as u64;
+        let share = crate::merge::planned_range(&self.manifest);
         self.operators
             .iter()
-            .flat_map(|op| (0..episodes).map(move |i| Unit::new(op.clone(), i)))
+            .enumerate()
+            .flat_map(|(o, op)| {
+                let share = share.clone();
+                (0..episodes)
+                    .filter(move |&i| share.contains(&(u64::from(i) * operators + o as u64)))
+                    .map(move |i| Unit::new(op.clone(), i))
+            })
             .collect()
     }
 
@@ -570,6 +583,74 @@ impl RunStore {
     pub fn flush(&self) -> Result<()> {
         self.db.flush().map_err(self.err())?;
         Ok(())
+    }
+
+    /// Copies every record of the complete `unit` from the store `from` (of the same
+    /// experiment) into this one, chunks as they are, and hands the JSON lines of its step
+    /// records, in order, to `lines`. Returns the unit's episode record as stored (the
+    /// bytes of its line in `episodes.jsonl`) and its number of step records.
+    pub(crate) fn import_unit(
+        &self,
+        from: &RunStore,
+        unit: &Unit,
+        mut lines: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<(sled::IVec, u64)> {
+        let source = from.key_of(unit)?;
+        let target = self.key_of(unit)?;
+        let missing = |what: &str| RecorderError::CorruptStore {
+            path: from.path.clone(),
+            message: format!("unit {unit} is marked complete but has no {what}"),
+        };
+        let episode = from
+            .episodes
+            .get(source)
+            .map_err(from.err())?
+            .ok_or_else(|| missing("episode record"))?;
+        let done = from
+            .units
+            .get(source)
+            .map_err(from.err())?
+            .ok_or_else(|| missing("completion entry"))?;
+        let mut batch = sled::Batch::default();
+        let mut compressed = Vec::new();
+        let mut records = 0;
+        for chunk in from.steps.scan_prefix(source) {
+            let (key, chunk) = chunk.map_err(from.err())?;
+            let first_step = key
+                .get(6..10)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(u32::from_be_bytes)
+                .ok_or_else(|| from.corrupt_chunk(format!("unreadable chunk key {key:?}")))?;
+            let key = chunk_key(target, first_step);
+            match ChunkHeader::parse(&chunk).map_err(|m| from.corrupt_chunk(m))? {
+                Some(header) => {
+                    lines(
+                        &header
+                            .decompress(&chunk)
+                            .map_err(|m| from.corrupt_chunk(m))?,
+                    )?;
+                    records += u64::from(header.records);
+                    batch.insert(&key, chunk);
+                }
+                None => {
+                    let count = chunk.iter().filter(|b| **b == b'\n').count();
+                    lines(&chunk)?;
+                    records += count as u64;
+                    if self.format >= COMPRESSED_CHUNKS_SINCE {
+                        compress_chunk(&chunk, count as u32, &mut compressed)?;
+                        batch.insert(&key, compressed.as_slice());
+                    } else {
+                        batch.insert(&key, chunk);
+                    }
+                }
+            }
+        }
+        self.steps.apply_batch(batch).map_err(self.err())?;
+        self.episodes
+            .insert(target, episode.clone())
+            .map_err(self.err())?;
+        self.units.insert(target, done).map_err(self.err())?;
+        Ok((episode, records))
     }
 
     /// A batching writer of records into this store.

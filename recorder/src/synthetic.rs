@@ -238,6 +238,7 @@ pub fn manifest(run_id: &str, operators: &[&str], episodes: u32, base_seed: u64)
             serde_json::Value::from(env!("CARGO_PKG_VERSION")),
         )]),
         started: 1_700_000_000_000,
+        shard: None,
     }
 }
 

@@ -2,7 +2,7 @@
 # Creates the Python venvs used by mosaic's Python adapters, cached under
 # $MOSAIC_CACHE/venvs/<name>-<hash of adapters/external/python/requirements-<name>.txt>/.
 # Prints (for eval):  MOSAIC_PY_ENVS=<python>  MOSAIC_PY_MULTIGRID=<python>
-#                     MOSAIC_PY_ANALYSIS=<python>
+#                     MOSAIC_PY_ANALYSIS=<python>  MOSAIC_PY_K8S=<python>
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 REQ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../adapters/external/python" && pwd)"
@@ -27,6 +27,10 @@ import numpy, pyarrow.parquet, polars
 from rliable import library, metrics
 metrics.aggregate_iqm(numpy.ones((3, 2)))'
 
+# kubernetes-validate, for the manifests of `mosaic cluster k8s`.
+CHECK_K8S='
+import kubernetes_validate'
+
 venv_dir() { echo "$MOSAIC_CACHE/venvs/$1-$(hash_file "$REQ_DIR/requirements-$1.txt")"; }
 
 # ensure_venv NAME CHECK: create the venv unless already complete, then run CHECK in it.
@@ -48,7 +52,9 @@ ensure_venv() {
 with_lock venv-envs ensure_venv envs "$CHECK_ENVS"
 with_lock venv-multigrid ensure_venv multigrid "$CHECK_MULTIGRID"
 with_lock venv-analysis ensure_venv analysis "$CHECK_ANALYSIS"
-log "ok: python venvs envs + multigrid + analysis ready in $MOSAIC_CACHE/venvs"
+with_lock venv-k8s ensure_venv k8s "$CHECK_K8S"
+log "ok: python venvs envs + multigrid + analysis + k8s ready in $MOSAIC_CACHE/venvs"
 echo "MOSAIC_PY_ENVS=$(venv_dir envs)/bin/python"
 echo "MOSAIC_PY_MULTIGRID=$(venv_dir multigrid)/bin/python"
 echo "MOSAIC_PY_ANALYSIS=$(venv_dir analysis)/bin/python"
+echo "MOSAIC_PY_K8S=$(venv_dir k8s)/bin/python"

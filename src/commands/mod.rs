@@ -1,7 +1,9 @@
 //! Command-line commands, one module each.
 
+pub mod cluster;
 pub mod compare;
 pub mod export;
+pub mod merge;
 pub mod replay;
 pub mod report;
 pub mod runs;
@@ -18,6 +20,13 @@ pub enum CliError {
     /// Reading or writing a run failed.
     #[error(transparent)]
     Recorder(#[from] RecorderError),
+    /// `merge`: the shards do not make one finished run, or the merged run could not be
+    /// written.
+    #[error(transparent)]
+    Merge(#[from] mosaic_recorder::merge::MergeError),
+    /// `cluster`: the job files could not be written or submitted.
+    #[error(transparent)]
+    Cluster(#[from] cluster::ClusterError),
     /// The arguments make no sense together.
     #[error("{0}")]
     Usage(String),
@@ -44,6 +53,8 @@ impl CliError {
         match self {
             CliError::Recorder(e) if e.is_bad_input() => 2,
             CliError::Usage(_) => 2,
+            CliError::Merge(e) if e.is_bad_input() => 2,
+            CliError::Cluster(e) if e.is_bad_input() => 2,
             CliError::Replay(ReplayError::NoSteps { .. } | ReplayError::UnknownAgent { .. }) => 2,
             #[cfg(feature = "rl")]
             CliError::Train(e) if e.is_bad_input() => 2,

@@ -13,7 +13,9 @@ pub struct RunsArgs {
     pub dir: PathBuf,
 }
 
-/// Prints one line per run: id, experiment, status, episodes done/planned, start time.
+/// Prints one line per run: id, experiment, status, episodes done/planned (a shard's: of its
+/// share), the part (`K/N` for a shard, `pool:WORKER` for a pool worker's units, `-` for a
+/// whole run), start time. A pool worker's part is complete when its pool is.
 /// Runs that cannot be read are named on standard error, and make the exit code 2.
 pub fn run(args: &RunsArgs) -> Result<(), CliError> {
     let runs = list_runs(&args.dir)?;
@@ -25,6 +27,7 @@ pub fn run(args: &RunsArgs) -> Result<(), CliError> {
         "experiment".to_owned(),
         "status".to_owned(),
         "episodes".to_owned(),
+        "shard".to_owned(),
         "started (UTC)".to_owned(),
     ]];
     let mut unreadable = None;
@@ -35,6 +38,8 @@ pub fn run(args: &RunsArgs) -> Result<(), CliError> {
                 s.experiment,
                 s.status.name().to_owned(),
                 format!("{}/{}", s.done, s.planned),
+                s.part
+                    .map_or_else(|| "-".to_owned(), |part| part.to_string()),
                 utc_minutes(s.started),
             ]),
             Err(e) => {
@@ -50,16 +55,17 @@ pub fn run(args: &RunsArgs) -> Result<(), CliError> {
             .max()
             .unwrap_or(0)
     };
-    let widths = [width(0), width(1), width(2), width(3)];
+    let widths = [width(0), width(1), width(2), width(3), width(4)];
     let mut out = String::new();
-    for [id, experiment, status, episodes, started] in &rows {
+    for [id, experiment, status, episodes, shard, started] in &rows {
         let _ = writeln!(
             out,
-            "{id:<w0$}  {experiment:<w1$}  {status:<w2$}  {episodes:>w3$}  {started}",
+            "{id:<w0$}  {experiment:<w1$}  {status:<w2$}  {episodes:>w3$}  {shard:<w4$}  {started}",
             w0 = widths[0],
             w1 = widths[1],
             w2 = widths[2],
             w3 = widths[3],
+            w4 = widths[4],
         );
     }
     print(&out)?;

@@ -370,6 +370,7 @@ fn runs_are_listed_tabled_and_replayed_step_by_step() {
         experiment: ghost,
         versions: Default::default(),
         started: mosaic_core::record::now_ms(),
+        shard: None,
     };
     drop(mosaic_recorder::RunDir::create(&dir.path().join("run-ghost"), &manifest).unwrap());
 

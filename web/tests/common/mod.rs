@@ -482,6 +482,7 @@ fn manifest(run_id: &str, spec: &mosaic_core::ExperimentSpec) -> mosaic_core::re
         experiment: spec.clone(),
         versions: Default::default(),
         started: mosaic_core::record::now_ms(),
+        shard: None,
     }
 }
 

@@ -514,6 +514,7 @@ impl Trainer {
             seeds: Vec::new(),
             versions,
             started: now_ms(),
+            shard: None,
         };
         let (run_dir, store) = RunDir::create(&options.dir, &manifest)?;
         let spec_path = options.dir.join(SPEC_FILE);
