@@ -155,6 +155,26 @@ impl RecorderError {
         }
     }
 
+    /// Whether the error says this process may not write where it tried: a read-only
+    /// mount, or a directory owned by another user. Readers then fall back to the
+    /// JSON-lines logs.
+    pub fn is_no_write_access(&self) -> bool {
+        let io = match self {
+            RecorderError::Io { source, .. } => Some(source),
+            RecorderError::Store {
+                source: sled::Error::Io(source),
+                ..
+            } => Some(source),
+            _ => None,
+        };
+        io.is_some_and(|e| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+            )
+        })
+    }
+
     /// Whether the error is about the input (a file or directory that is not a readable run)
     /// rather than about the machine (disk full, permissions): the command line exits with
     /// code 2 for these.

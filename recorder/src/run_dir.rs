@@ -385,12 +385,21 @@ impl RunDir {
                 };
                 (status, done)
             }
-            Records::Live { episodes, .. } => {
+            Records::Live {
+                episodes, writing, ..
+            } => {
                 let units: std::collections::BTreeSet<(&str, u32)> = episodes
                     .iter()
                     .map(|e| (e.operator_id.as_str(), e.episode_index))
                     .collect();
-                (RunStatus::Running, units.len())
+                let status = if *writing {
+                    RunStatus::Running
+                } else if units.len() >= planned {
+                    RunStatus::Complete
+                } else {
+                    RunStatus::Interrupted
+                };
+                (status, units.len())
             }
         };
         Ok(RunSummary {
@@ -405,24 +414,27 @@ impl RunDir {
         })
     }
 
-    /// The records of the complete units: from the store, or, while another process
-    /// writes the run, from the JSON-lines files (units with an episode record).
+    /// The records of the complete units: from the store, or from the JSON-lines files
+    /// (units with an episode record) while another process writes the run, or when this
+    /// process may not write the store (a read-only mount, another user's run: sled opens
+    /// its files for writing).
     pub fn records(&self) -> Result<Records> {
-        match self.store() {
-            Ok(store) => Ok(Records::Store(Box::new(store))),
-            Err(RecorderError::StoreLocked { .. }) => {
-                let mut episodes = Vec::new();
-                let mut lines = self.episode_lines()?;
-                for record in lines.by_ref() {
-                    episodes.push(record?);
-                }
-                Ok(Records::Live {
-                    steps_path: self.steps_path(),
-                    episodes,
-                })
-            }
-            Err(e) => Err(e),
+        let writing = match self.store() {
+            Ok(store) => return Ok(Records::Store(Box::new(store))),
+            Err(RecorderError::StoreLocked { .. }) => true,
+            Err(e) if e.is_no_write_access() => false,
+            Err(e) => return Err(e),
+        };
+        let mut episodes = Vec::new();
+        let mut lines = self.episode_lines()?;
+        for record in lines.by_ref() {
+            episodes.push(record?);
         }
+        Ok(Records::Live {
+            steps_path: self.steps_path(),
+            episodes,
+            writing,
+        })
     }
 
     /// Prepares an interrupted run for resuming. An unfinished episode with a checkpoint
@@ -783,20 +795,22 @@ fn parse_document<T: Record>(path: &Path, bytes: &[u8]) -> Result<T> {
 pub enum Records {
     /// From the store: complete units in operator, episode, step, agent order.
     Store(Box<RunStore>),
-    /// From the JSON-lines files of a run another process is writing: units with an
-    /// episode record, in file order.
+    /// From the JSON-lines files: units with an episode record, in file order. For a run
+    /// another process is writing, or one this process may only read.
     Live {
         /// `steps.jsonl`.
         steps_path: PathBuf,
         /// The episode records read.
         episodes: Vec<EpisodeRecord>,
+        /// Whether another process is writing the run (else it is only not writable here).
+        writing: bool,
     },
 }
 
 impl Records {
     /// Whether the records come from a run still being written.
     pub fn is_live(&self) -> bool {
-        matches!(self, Records::Live { .. })
+        matches!(self, Records::Live { writing: true, .. })
     }
 
     /// The roll-ups of the complete units.
@@ -804,6 +818,41 @@ impl Records {
         match self {
             Records::Store(store) => store.complete_episodes().collect(),
             Records::Live { episodes, .. } => Ok(episodes.clone()),
+        }
+    }
+
+    /// The roll-up of complete unit `unit`, if it is complete.
+    pub fn episode(&self, unit: &Unit) -> Result<Option<EpisodeRecord>> {
+        match self {
+            Records::Store(store) => match store.is_complete(unit)? {
+                true => store.episode(unit),
+                false => Ok(None),
+            },
+            Records::Live { episodes, .. } => Ok(episodes
+                .iter()
+                .find(|e| {
+                    e.operator_id == unit.operator_id && e.episode_index == unit.episode_index
+                })
+                .cloned()),
+        }
+    }
+
+    /// The step records of complete unit `unit`, in step and agent order (from the logs:
+    /// one pass over `steps.jsonl`).
+    pub fn steps_of(&self, unit: &Unit) -> Result<Vec<StepRecord>> {
+        match self {
+            Records::Store(store) => store.steps_of(unit),
+            Records::Live { .. } => {
+                let mut steps = Vec::new();
+                self.for_each_step(|r| {
+                    if r.operator_id == unit.operator_id && r.episode_index == unit.episode_index {
+                        steps.push(r.clone());
+                    }
+                    Ok(())
+                })?;
+                steps.sort_by_key(|r| r.step_index);
+                Ok(steps)
+            }
         }
     }
 
@@ -821,6 +870,7 @@ impl Records {
             Records::Live {
                 steps_path,
                 episodes,
+                ..
             } => {
                 let mut complete = Keep::default();
                 for e in episodes {

@@ -2,10 +2,10 @@
 //! seed and recorded actions, shows it step by step, and checks it against the records.
 
 use super::{CliError, print};
-use mosaic_core::record::StepRecord;
+use mosaic_core::record::{EpisodeRecord, StepRecord};
 use mosaic_core::{Environment, ObsRequest};
 use mosaic_recorder::replay::{ReplayObserver, ReplayedStep, replay};
-use mosaic_recorder::{RunDir, RunStore, Unit};
+use mosaic_recorder::{Records, RunDir, Unit};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -63,15 +63,9 @@ fn parse_views(value: &str) -> Result<Views, String> {
 /// rewards; fails if the replay's rewards or terminations differ from the records.
 pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
     let run = RunDir::open(&args.run)?;
-    let store = run.store()?;
-    let unit = complete_unit(&run, &store, &args.episode)?;
-    let episode = store.episode(&unit)?.ok_or_else(|| {
-        CliError::Usage(format!(
-            "episode `{}` is marked complete but has no episode record",
-            args.episode
-        ))
-    })?;
-    let steps = store.steps_of(&unit)?;
+    let records = run.records()?;
+    let (unit, episode) = complete_unit(&run, &records, &args.episode)?;
+    let steps = records.steps_of(&unit)?;
     let experiment = &run.manifest().experiment;
     let operator = experiment
         .operators
@@ -125,13 +119,17 @@ pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
     }
 }
 
-/// The unit of `episode_id` in `run`, if it is complete.
-fn complete_unit(run: &RunDir, store: &RunStore, episode_id: &str) -> Result<Unit, CliError> {
+/// The unit of `episode_id` in `run` and its roll-up, if it is complete.
+fn complete_unit(
+    run: &RunDir,
+    records: &Records,
+    episode_id: &str,
+) -> Result<(Unit, EpisodeRecord), CliError> {
     let unknown = |why: &str| {
-        let example = store
-            .complete_episodes()
-            .next()
-            .and_then(Result::ok)
+        let example = records
+            .episodes()
+            .ok()
+            .and_then(|episodes| episodes.into_iter().next())
             .map_or_else(String::new, |e| format!(" (e.g. `{}`)", e.episode_id));
         CliError::Usage(format!(
             "episode `{episode_id}` {why} in run {}{example}",
@@ -152,10 +150,10 @@ fn complete_unit(run: &RunDir, store: &RunStore, episode_id: &str) -> Result<Uni
                 && unit.episode_index < run.manifest().experiment.episodes
         })
         .ok_or_else(|| unknown("is not an episode id"))?;
-    if !store.is_complete(&unit)? {
-        return Err(unknown("is not complete"));
+    match records.episode(&unit)? {
+        Some(episode) => Ok((unit, episode)),
+        None => Err(unknown("is not complete")),
     }
-    Ok(unit)
 }
 
 /// Prints each step's text views (of the agents asked for) and records, and writes its
