@@ -42,7 +42,8 @@ use std::fmt::Write as _;
 pub struct LlmStats {
     /// Decisions whose details were read.
     pub decisions: u64,
-    /// Requests sent: one per decision plus its re-prompts.
+    /// HTTP requests sent, failed attempts included (`http_attempts`; records without it
+    /// count one per decision plus its re-prompts).
     pub requests: u64,
     /// Answers served from the response cache.
     pub cache_hits: u64,
@@ -77,6 +78,8 @@ pub struct LlmDecision<'a> {
     pub cache_hits: Option<u64>,
     /// `latency_ms`.
     pub latency_ms: Option<u64>,
+    /// `http_attempts`.
+    pub http_attempts: Option<u64>,
     /// `message`.
     pub message: Option<&'a str>,
 }
@@ -96,6 +99,7 @@ impl<'a> LlmDecision<'a> {
             retries: number(decision.get("retries")),
             cache_hits: number(decision.get("cache_hits")),
             latency_ms: number(decision.get("latency_ms")),
+            http_attempts: number(decision.get("http_attempts")),
             message: decision.get("message").and_then(serde_json::Value::as_str),
         };
         let any = read.prompt_tokens.is_some()
@@ -114,7 +118,7 @@ impl LlmStats {
             return false;
         };
         self.decisions += 1;
-        self.requests += 1 + read.retries.unwrap_or(0);
+        self.requests += read.http_attempts.unwrap_or(1 + read.retries.unwrap_or(0));
         self.cache_hits += read.cache_hits.unwrap_or(0);
         self.latency_ms += read.latency_ms.unwrap_or(0);
         self.prompt_tokens += read.prompt_tokens.unwrap_or(0);

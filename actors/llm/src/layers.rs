@@ -223,12 +223,16 @@ impl ChatBackend for RetryBackend {
 
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> ChatFuture<'a> {
         Box::pin(async move {
+            // A decision's latency is what the agent waited: failed attempts and the waits
+            // between them included.
+            let started = std::time::Instant::now();
             let mut attempts = 0;
             loop {
                 attempts += 1;
                 match self.inner.chat(request).await {
                     Ok(mut response) => {
                         response.attempts = attempts;
+                        response.latency_ms = started.elapsed().as_millis() as u64;
                         return Ok(response);
                     }
                     Err(error) if error.is_retryable() && attempts <= self.policy.max_retries => {
@@ -767,6 +771,51 @@ mod tests {
         };
         assert_eq!(policy.delay(0, &limited(1)), Duration::from_secs(1));
         assert_eq!(policy.delay(0, &limited(99)), Duration::from_secs(2));
+    }
+
+    /// Fails its first request (a lost connection), then answers with a latency of 3 ms.
+    struct FailsOnce {
+        calls: std::sync::atomic::AtomicU32,
+        identity: BackendIdentity,
+    }
+
+    impl ChatBackend for FailsOnce {
+        fn identity(&self) -> &BackendIdentity {
+            &self.identity
+        }
+
+        fn chat<'a>(&'a self, _: &'a ChatRequest) -> ChatFuture<'a> {
+            Box::pin(async move {
+                if self.calls.fetch_add(1, Ordering::Relaxed) == 0 {
+                    return Err(BackendError::Connect("reset".into()));
+                }
+                Ok(ChatResponse {
+                    text: "x".into(),
+                    finish_reason: None,
+                    usage: Usage::default(),
+                    attempts: 1,
+                    latency_ms: 3,
+                    cached: false,
+                })
+            })
+        }
+    }
+
+    #[actix_rt::test]
+    async fn latency_includes_failed_attempts_and_the_waits_between_them() {
+        let policy = RetryPolicy {
+            max_retries: 2,
+            base_delay: Duration::from_millis(40),
+            max_delay: Duration::from_millis(40),
+            max_retry_after: Duration::from_secs(1),
+        };
+        let backend = policy.layer(Arc::new(FailsOnce {
+            calls: Default::default(),
+            identity: identity(),
+        }));
+        let response = backend.chat(&request("a")).await.unwrap();
+        assert_eq!(response.attempts, 2);
+        assert!(response.latency_ms >= 40, "{}", response.latency_ms);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! | figure | from each step record's `decision` (or the episode record) |
 //! |---|---|
 //! | decisions | LLM decisions: records whose `decision` has any LLM field |
-//! | requests | `1 + retries` per decision (each re-prompt is a request) |
+//! | requests | `http_attempts` (HTTP requests sent, failed attempts included); `1 + retries` in records without it |
 //! | cache hits | `cache_hits` (answers served from the response cache) |
 //! | prompt / completion tokens | `usage.prompt_tokens`, `usage.completion_tokens` |
 //! | latency per decision | `latency_ms` summed over decisions, divided by decisions |
