@@ -10,7 +10,7 @@
 //!   `outcome`, `decisions`, `timeouts`, `errors`); `metrics` and `restarts` JSON text;
 //! - `llm_usage.parquet`: one row per LLM decision (a step record whose `decision` has
 //!   the LLM fields the report reads, see [`LlmDecision`]): tokens, parse outcome,
-//!   re-prompts, cache hits, latency and the message sent.
+//!   re-prompts, cache hits, latency, HTTP attempts and the message sent.
 //!
 //! Integers keep their widths (`u32` indices, `u64` seeds and times), optional fields are
 //! nullable. Rows are written in batches of [`BATCH_ROWS`], so memory stays flat whatever
@@ -353,6 +353,7 @@ struct LlmColumns {
     retries: UInt64Builder,
     cache_hits: UInt64Builder,
     latency_ms: UInt64Builder,
+    http_attempts: UInt64Builder,
     message: StringBuilder,
 }
 
@@ -374,6 +375,7 @@ impl Columns for LlmColumns {
             field("retries", DataType::UInt64, true),
             field("cache_hits", DataType::UInt64, true),
             field("latency_ms", DataType::UInt64, true),
+            field("http_attempts", DataType::UInt64, true),
             field("message", DataType::Utf8, true),
         ])
     }
@@ -395,6 +397,7 @@ impl Columns for LlmColumns {
         self.retries.append_option(llm.retries);
         self.cache_hits.append_option(llm.cache_hits);
         self.latency_ms.append_option(llm.latency_ms);
+        self.http_attempts.append_option(llm.http_attempts);
         self.message.append_option(llm.message);
         true
     }
@@ -414,6 +417,7 @@ impl Columns for LlmColumns {
             Arc::new(self.retries.finish()),
             Arc::new(self.cache_hits.finish()),
             Arc::new(self.latency_ms.finish()),
+            Arc::new(self.http_attempts.finish()),
             Arc::new(self.message.finish()),
         ]
     }
@@ -586,7 +590,7 @@ mod tests {
         for (file, rows, columns) in [
             (STEPS_FILE, 120, 20),
             (EPISODES_FILE, 6, 24),
-            (LLM_USAGE_FILE, 30, 14),
+            (LLM_USAGE_FILE, 30, 15),
         ] {
             let reader = SerializedFileReader::new(File::open(out.join(file)).unwrap()).unwrap();
             let meta = reader.metadata();
