@@ -3,9 +3,12 @@
 //! teams) of every operator configuration.
 
 use crate::run::RunOutcome;
+use mosaic_core::Paradigm;
 use mosaic_core::count::Count;
+use mosaic_core::record::EpisodeRecord;
 use mosaic_recorder::report::{self, GroupKind, Report};
 use mosaic_recorder::{RecorderError, RunDir};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// The summary table of a finished run, built from its run directory.
@@ -13,7 +16,41 @@ pub fn table(outcome: &RunOutcome) -> Result<String, RecorderError> {
     let run = RunDir::open(&outcome.dir)?;
     let records = run.records()?;
     let report = mosaic_recorder::report::build(&run, &records)?;
-    Ok(render(outcome, &report))
+    let mut table = render(outcome, &report);
+    for warning in model_warnings(&records.episodes()?) {
+        let _ = writeln!(table, "warning: {warning}");
+    }
+    Ok(table)
+}
+
+/// Warnings about language-model agents none of whose decisions came from the model (all
+/// failed or missed their deadline): such a run measured the fallback action, and its
+/// figures say nothing about the model.
+fn model_warnings(episodes: &[EpisodeRecord]) -> Vec<String> {
+    // (operator, agent) → (decisions, failed or late)
+    let mut agents: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
+    for episode in episodes {
+        for agent in &episode.agents {
+            if matches!(agent.paradigm, Paradigm::Llm | Paradigm::Vlm) {
+                let tally = agents
+                    .entry((&episode.operator_id, &agent.agent_id))
+                    .or_default();
+                tally.0 += u64::from(agent.decisions);
+                tally.1 += u64::from(agent.timeouts) + u64::from(agent.errors);
+            }
+        }
+    }
+    agents
+        .into_iter()
+        .filter(|(_, (decisions, failed))| *decisions > 0 && failed >= decisions)
+        .map(|((operator, agent), (decisions, _))| {
+            format!(
+                "every decision of {agent} (operator {operator}) failed or missed its deadline \
+                 ({decisions} of {decisions}): the figures are the fallback action's, not the \
+                 model's; `mosaic report` shows the errors"
+            )
+        })
+        .collect()
 }
 
 fn render(outcome: &RunOutcome, report: &Report) -> String {
@@ -97,4 +134,74 @@ fn render(outcome: &RunOutcome, report: &Report) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_core::OperatorId;
+    use mosaic_core::record::AgentResult;
+
+    fn episode(index: u32, agents: &[(&str, Paradigm, u32, u32, u32)]) -> EpisodeRecord {
+        let mut record = EpisodeRecord::new(
+            &mosaic_core::RunId::from("r"),
+            &OperatorId("op".into()),
+            index,
+            u64::from(index),
+            "soccer-2v2",
+        );
+        record.agents = agents
+            .iter()
+            .map(|&(id, paradigm, decisions, timeouts, errors)| AgentResult {
+                agent_id: id.into(),
+                team: None,
+                paradigm,
+                kind: "k".into(),
+                total_reward: 0.0,
+                outcome: None,
+                decisions,
+                timeouts,
+                errors,
+            })
+            .collect();
+        record
+    }
+
+    #[test]
+    fn a_model_agent_whose_every_decision_failed_is_warned_about() {
+        let episodes = [
+            episode(
+                0,
+                &[
+                    ("llm_0", Paradigm::Llm, 10, 4, 6),
+                    ("llm_1", Paradigm::Llm, 10, 0, 1),
+                ],
+            ),
+            episode(
+                1,
+                &[
+                    ("llm_0", Paradigm::Llm, 10, 10, 0),
+                    ("llm_1", Paradigm::Llm, 10, 0, 0),
+                ],
+            ),
+            episode(
+                2,
+                &[
+                    ("rand", Paradigm::Random, 10, 0, 10),
+                    ("llm_1", Paradigm::Llm, 0, 0, 0),
+                ],
+            ),
+        ];
+        let warnings = model_warnings(&episodes);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("llm_0") && warnings[0].contains("(20 of 20)"),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            model_warnings(&episodes[2..]).is_empty(),
+            "no decisions, no warning"
+        );
+    }
 }
