@@ -180,11 +180,17 @@ fn parse_lease(text: &str) -> Result<std::time::Duration, String> {
         .ok_or_else(|| format!("`{text}` is not a lease: give a positive number of seconds"))
 }
 
+/// The log filter unless `MOSAIC_LOG` says otherwise: warnings, but none of the store
+/// library's own lines: every store failure reaches mosaic as an error that it reports
+/// once, naming the file, where sled would log it again for each buffer and tree (after a
+/// full disk, a dozen lines).
+const QUIET_LOG: &str = "warn,sled=off";
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MOSAIC_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(QUIET_LOG)),
         )
         .with_writer(std::io::stderr)
         // Colour codes only for a person at a terminal, never into a log file or pipe.
