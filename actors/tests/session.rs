@@ -152,6 +152,61 @@ async fn an_episode_records_every_agent_every_step() {
     assert_eq!(collected.episodes.lock().unwrap().len(), 1);
 }
 
+/// An environment that executes its own action instead of the operator's: the record holds
+/// the executed action (decided by the environment), the request is an event.
+#[actix::test]
+async fn an_environment_that_decides_for_itself_is_recorded_as_the_decider() {
+    let mut spec = experiment(
+        serde_json::json!({"*": {"kind": "random"}}),
+        serde_json::json!({}),
+    );
+    spec.operators[0].env_settings = serde_json::json!({"headstrong": true, "length": 12})
+        .as_object()
+        .cloned()
+        .unwrap();
+    let (collected, subscribers) = collector();
+    let s = session(&spec, 0, subscribers);
+    let record = s
+        .send(RunEpisode { index: 0, seed: 5 })
+        .await
+        .unwrap()
+        .unwrap()
+        .durable()
+        .await
+        .unwrap();
+    let steps = collected.steps.lock().unwrap().clone();
+    let red: Vec<_> = steps.iter().filter(|s| s.agent_id == "red").collect();
+    assert!(red.iter().all(|s| s.action == Some(1)), "what was executed");
+    let overridden: Vec<_> = red
+        .iter()
+        .filter(|s| s.decision_source == Some(DecisionSource::Environment))
+        .collect();
+    assert!(
+        !overridden.is_empty() && overridden.len() < red.len(),
+        "random asked for both"
+    );
+    for step in &overridden {
+        let request = step
+            .events
+            .iter()
+            .find(|e| e.kind == mosaic_core::REQUESTED_ACTION)
+            .expect("the request is an event");
+        let detail = request.detail.as_ref().unwrap();
+        assert_eq!(detail["action"], 0);
+        assert_eq!(detail["action_label"], "stay");
+        assert_eq!(detail["source"], "policy");
+    }
+    let obeyed = red
+        .iter()
+        .filter(|s| s.decision_source == Some(DecisionSource::Policy));
+    assert!(obeyed.clone().all(|s| {
+        s.events
+            .iter()
+            .all(|e| e.kind != mosaic_core::REQUESTED_ACTION)
+    }));
+    assert_eq!(record.agents[0].decisions, record.steps);
+}
+
 #[actix::test]
 async fn sequential_games_record_who_moved() {
     let spec = experiment(

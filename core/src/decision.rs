@@ -25,6 +25,10 @@ pub enum DecisionSource {
     Timeout,
     /// The operator failed (bad output, crashed worker, illegal action): default action.
     Error,
+    /// The environment executed an action of its own choosing instead of the operator's
+    /// (an environment that decides for itself, like MOSAIC's env-owning workers); the
+    /// operator's request is the step's `requested_action` event.
+    Environment,
 }
 
 /// An operator's answer for one agent at one step: the action plus whatever travels beside

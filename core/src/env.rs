@@ -73,6 +73,11 @@ impl EnvSpec {
     }
 }
 
+/// The kind of the event a session records when an environment executed another action
+/// than the operator's (see [`Transition::executed`]): its detail holds the request
+/// (`action`, `action_label`, `source`).
+pub const REQUESTED_ACTION: &str = "requested_action";
+
 /// Something notable that happened during a step (a goal, a pass, an achievement).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -97,6 +102,10 @@ pub struct Transition {
     pub truncated: Vec<bool>,
     /// Notable events of this step.
     pub events: Vec<Event>,
+    /// Per agent: the action the environment executed instead of the one it was given, for
+    /// environments that decide for themselves (MOSAIC's env-owning workers); `None`: the
+    /// given one. The session records the executed action, with the request as an event.
+    pub executed: Vec<Option<Action>>,
 }
 
 impl Transition {
@@ -116,6 +125,8 @@ impl Transition {
         self.truncated.clear();
         self.truncated.resize(agents, false);
         self.events.clear();
+        self.executed.clear();
+        self.executed.resize(agents, None);
     }
 
     /// Whether every agent is terminated or truncated.

@@ -34,7 +34,8 @@ pub mod rng;
 
 pub use decision::{Action, Decision, DecisionSource};
 pub use env::{
-    AgentSpec, EnvError, EnvSpec, Environment, Event, Outcome, Snapshot, Stepping, Transition,
+    AgentSpec, EnvError, EnvSpec, Environment, Event, Outcome, REQUESTED_ACTION, Snapshot,
+    Stepping, Transition,
 };
 pub use experiment::{ExperimentSpec, OperatorSpec, SeedPlan, Settings, SlotSpec, SpecError};
 pub use frame::{Frame, FrameError};

@@ -224,6 +224,7 @@ fn source_name(source: DecisionSource) -> &'static str {
         DecisionSource::Policy => "policy",
         DecisionSource::Timeout => "timeout",
         DecisionSource::Error => "error",
+        DecisionSource::Environment => "environment",
     }
 }
 

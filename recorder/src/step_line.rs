@@ -154,6 +154,7 @@ impl StepLineEncoder {
                 DecisionSource::Policy => b",\"decision_source\":\"policy\"",
                 DecisionSource::Timeout => b",\"decision_source\":\"timeout\"",
                 DecisionSource::Error => b",\"decision_source\":\"error\"",
+                DecisionSource::Environment => b",\"decision_source\":\"environment\"",
             });
         }
         out.extend_from_slice(b",\"reward\":");
@@ -294,6 +295,7 @@ mod tests {
             Box::new(|r| r.action_label = Some("say \"hi\"".into())),
             Box::new(|r| r.decision_source = Some(DecisionSource::Timeout)),
             Box::new(|r| r.decision_source = Some(DecisionSource::Error)),
+            Box::new(|r| r.decision_source = Some(DecisionSource::Environment)),
             Box::new(|r| r.decision_source = None),
             Box::new(|r| r.reward = -0.05),
             Box::new(|r| r.reward = f32::NAN),

@@ -6,7 +6,10 @@ use super::{SessionConfig, SessionStatus};
 use crate::ResumeError;
 use crate::env_actor::{EnvView, EpisodeSummary};
 use mosaic_core::record::{AgentResult, EpisodeRecord, RestartRecord, STEP_SCHEMA, StepRecord};
-use mosaic_core::{Action, Decision, DecisionSource, EnvSpec, EpisodeId, Paradigm, Transition};
+use mosaic_core::{
+    Action, Decision, DecisionSource, EnvSpec, EpisodeId, Event, Paradigm, REQUESTED_ACTION,
+    Transition,
+};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -52,6 +55,7 @@ impl AgentTally {
             DecisionSource::Policy => {}
             DecisionSource::Timeout => self.timeouts += 1,
             DecisionSource::Error => self.errors += 1,
+            DecisionSource::Environment => {}
         }
     }
 }
@@ -168,8 +172,25 @@ impl Episode {
             }
             let (kind, paradigm) = &cast.operators[agent];
             let (action, label, source, detail, micros, observation) = match acted[agent].take() {
-                Some((decision, micros)) => {
+                Some((mut decision, micros)) => {
                     self.tallies[agent].count(decision.source);
+                    if let Some(executed) = transition.executed.get(agent).copied().flatten()
+                        && executed != decision.action
+                    {
+                        // The environment decided for itself: the record holds what it did,
+                        // the operator's request becomes an event.
+                        events.push(Event {
+                            kind: REQUESTED_ACTION.to_owned(),
+                            agent: Some(agent),
+                            detail: Some(serde_json::json!({
+                                "action": decision.action.0,
+                                "action_label": cast.spec.action_label(decision.action),
+                                "source": decision.source,
+                            })),
+                        });
+                        decision.action = executed;
+                        decision.source = DecisionSource::Environment;
+                    }
                     let label = cast.spec.action_label(decision.action);
                     // The status keeps its own copy; its buffer is reused step after step.
                     match &mut self.last_actions[agent] {

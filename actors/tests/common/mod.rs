@@ -17,6 +17,7 @@ use mosaic_core::{EnvKind, EnvRegistry};
 use rand::Rng;
 
 pub struct Race {
+    headstrong: bool,
     spec: EnvSpec,
     positions: Vec<u32>,
     length: u32,
@@ -32,6 +33,10 @@ struct RaceSettings {
     length: u32,
     #[serde(default)]
     sequential: bool,
+    /// Red decides for itself, like an environment worker that picks its own actions: it
+    /// always moves right, whatever it is given.
+    #[serde(default)]
+    headstrong: bool,
 }
 
 fn default_length() -> u32 {
@@ -41,6 +46,7 @@ fn default_length() -> u32 {
 impl Race {
     pub fn new(length: u32, sequential: bool) -> Self {
         Self {
+            headstrong: false,
             spec: EnvSpec {
                 name: "race".into(),
                 agents: vec![
@@ -119,7 +125,12 @@ impl Environment for Race {
         }
         out.clear(2);
         for agent in self.acting() {
-            match actions.get(agent).copied().flatten() {
+            let mut action = actions.get(agent).copied().flatten();
+            if self.headstrong && agent == 0 && action != Some(Action(1)) {
+                action = Some(Action(1));
+                out.executed[0] = action;
+            }
+            match action {
                 Some(Action(0)) => {}
                 Some(Action(1)) => self.positions[agent] += 1,
                 other => {
@@ -168,7 +179,9 @@ impl Environment for Race {
 
 fn make(settings: &Settings) -> Result<Box<dyn Environment>, SpecError> {
     let s: RaceSettings = parse_settings(settings)?;
-    Ok(Box::new(Race::new(s.length, s.sequential)))
+    let mut race = Race::new(s.length, s.sequential);
+    race.headstrong = s.headstrong;
+    Ok(Box::new(race))
 }
 
 pub fn registry() -> EnvRegistry {

@@ -12,8 +12,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{
-    Action, AgentSpec, EnvError, EnvSpec, Environment, Event, Frame, ObsRequest, Observation,
-    Outcome, Settings, Snapshot, Stepping, Transition,
+    Action, AgentSpec, EnvError, EnvSpec, Environment, Frame, ObsRequest, Observation, Outcome,
+    Settings, Snapshot, Stepping, Transition,
 };
 use mosaic_protocols::message::{
     Ack, FrameEncoding, Observe, Reset, State, Step, Want, capability, code,
@@ -452,14 +452,13 @@ impl ExternalEnv {
         out.rewards[0] = step.reward as f32;
         out.terminated[0] = step.terminated;
         out.truncated[0] = step.truncated;
+        // MOSAIC's env-owning workers choose their own action: the session records the one
+        // taken, with the request as an event.
         let taken = step.action.as_ref().and_then(|a| a.as_u64());
-        if taken != requested.map(|a| u64::from(a.0)) {
-            // MOSAIC's env-owning workers choose their own action; record what happened.
-            out.events.push(Event {
-                kind: "worker_action".into(),
-                agent: Some(0),
-                detail: Some(serde_json::json!({ "requested": requested, "taken": step.action })),
-            });
+        if let Some(taken) = taken.and_then(|a| u32::try_from(a).ok())
+            && Some(taken) != requested.map(|a| a.0)
+        {
+            out.executed[0] = Some(Action(taken));
         }
         self.acting = if step.terminated || step.truncated {
             Vec::new()

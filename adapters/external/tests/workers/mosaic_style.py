@@ -2,7 +2,10 @@
 defines it (unprompted `init`, `cmd` commands, `ready` / `step` / `episode_end` or
 `episode_done` / `agent_initialized` / `action_selected` / `stopped` replies, nested-list
 render payloads). MOSAIC's workers are not published on PyPI, so the compatibility tests
-drive this instead.
+drive this instead. Its env-owning `step` behaves like MOSAIC's random worker in
+autonomous mode (3rd_party/mosaic/random_worker/random_worker/runtime.py of the MOSAIC
+repository at commit 6106c0d1c011d00102684b09131cb809441d51ff): it ignores any action in
+the command and takes one of its own, drawn from a generator seeded by the reset seed.
 
 usage: mosaic_style.py
 """
@@ -43,7 +46,7 @@ for line in sys.stdin:
         step = 0
         emit({"type": "ready", "run_id": "op_random_1", "seed": cmd.get("seed"), "observation_shape": [7, 7, 3], "render_payload": render(0)})
     elif name == "step":
-        action = cmd["action"] if "action" in cmd else rng.randrange(3)
+        action = rng.randrange(3)
         step += 1
         done = step >= EPISODE_STEPS
         emit({"type": "step", "step_index": step, "action": action, "reward": 1.0 if done else 0.0, "terminated": done, "truncated": False, "render_payload": render(step)})
