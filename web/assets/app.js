@@ -502,7 +502,7 @@
       el('td', { class: 'mono', text: run.env }),
       el('td', { class: `status-${run.status}`, text: run.status }),
       el('td', { class: 'num', text: `${run.done} / ${run.planned}` }),
-      el('td', { text: startFormat.format(new Date(run.started)) }));
+      el('td', { class: 'num', text: startFormat.format(new Date(run.started)) }));
   }
 
   // One formatter for every row: formatting a date afresh each time is slow.
@@ -555,10 +555,11 @@
         renderRuns();
       },
     }));
-    list.replaceChildren(el('table', {},
+    const runsTable = el('table', {},
       el('thead', {}, el('tr', {}, el('th', { text: '' }), ...headers)),
-      el('tbody', {}, ...rows)),
-      rows.length ? null : el('p', { class: 'empty', 'data-testid': 'no-match', text: 'No run matches the filter.' }));
+      el('tbody', {}, ...rows));
+    if (rows.length) list.replaceChildren(runsTable);
+    else list.replaceChildren(runsTable, el('p', { class: 'empty', 'data-testid': 'no-match', text: 'No run matches the filter.' }));
     updateCompareButton();
   }
 

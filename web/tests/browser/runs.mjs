@@ -82,6 +82,9 @@ try {
       d.power.seeds_for_observed == null ? '–' : String(d.power.seeds_for_observed));
   }
   assert.deepEqual(expected.map((c) => c.a), ['run-a:pair', 'run-a:still']);
+  for (const selector of ['#runs-list', '#compare']) {
+    assert.doesNotMatch(await page.textContent(selector), /null|undefined|NaN/, `${selector} shows no missing value`);
+  }
   await page.screenshot({ path: path.join(artifacts, 'runs-compare.png'), fullPage: true });
 
   // Runs of another experiment: said where the compare view is.
