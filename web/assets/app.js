@@ -457,17 +457,19 @@
     ['episodes', 'episodes', (r) => r.done, true],
     ['started', 'started', (r) => r.started, true],
   ];
-  const MAX_COMPARED = 8;
-  const runsView = { runs: [], rows: new Map(), dir: null, sort: 'started', descending: true, selected: new Set() };
+  const runsView = {
+    runs: [], rows: new Map(), dir: null, maxCompared: 0, sort: 'started', descending: true, selected: new Set(),
+  };
 
   async function loadRuns() {
     const list = $('#runs-list');
     try {
-      const { runs, dir } = await api('/api/runs');
+      const { runs, dir, max_compared: maxCompared } = await api('/api/runs');
       const fetched = performance.now();
       showError($('#runs-error'), '');
       runsView.runs = runs;
       runsView.dir = dir;
+      runsView.maxCompared = maxCompared;
       const names = new Set(runs.map((r) => r.name));
       for (const name of runsView.selected) if (!names.has(name)) runsView.selected.delete(name);
       runsView.rows = new Map(runs.map((run, i) => [run.error ? `error:${i}` : run.name, runRow(run)]));
@@ -566,9 +568,10 @@
   function updateCompareButton() {
     const n = runsView.selected.size;
     const button = $('#runs-compare');
-    button.disabled = n === 0 || n > MAX_COMPARED;
+    const most = runsView.maxCompared;
+    button.disabled = n === 0 || n > most;
     button.textContent = n === 1 ? 'Compare operators of the selected run'
-      : n > MAX_COMPARED ? `Select at most ${MAX_COMPARED} runs to compare` : `Compare selected (${n})`;
+      : n > most ? `Select at most ${most} runs to compare` : `Compare selected (${n})`;
   }
 
   $('#runs-filter').addEventListener('input', renderRuns);

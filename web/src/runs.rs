@@ -30,7 +30,7 @@ const REPLAY_CACHE: usize = 8;
 /// Run reports (with their plots) kept in memory.
 const REPORT_CACHE: usize = 16;
 /// At most this many runs are compared at once.
-pub(crate) const MAX_COMPARED: usize = 8;
+const MAX_COMPARED: usize = 8;
 
 /// A runs-browser request failed.
 #[derive(Debug, thiserror::Error)]
@@ -333,7 +333,7 @@ impl Runs {
             .canonicalize()
             .ok()
             .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
-        Ok(json!({ "dir": shown, "runs": runs }))
+        Ok(json!({ "dir": shown, "max_compared": MAX_COMPARED, "runs": runs }))
     }
 
     /// Paired comparisons by seed (the recorder's, as `mosaic compare` gives them): with

@@ -1041,6 +1041,7 @@ fn runs_compare_paired_by_seed_with_the_recorders_statistics() {
         list["dir"],
         json!(dir.path().file_name().unwrap().to_string_lossy())
     );
+    assert_eq!(list["max_compared"], 8);
 
     // Two runs: every operator of B against the same one of A, as the recorder computes it.
     use mosaic_recorder::paired::{compare_configs, samples_by_operator};
