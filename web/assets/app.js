@@ -12,7 +12,7 @@
     for (const [key, value] of Object.entries(props)) {
       if (key === 'class') node.className = value;
       else if (key === 'text') node.textContent = value;
-      else if (key.startsWith('data-')) node.setAttribute(key, value);
+      else if (key.startsWith('data-') || key.startsWith('aria-')) node.setAttribute(key, value);
       else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
       else node[key] = value;
     }
@@ -444,27 +444,238 @@
   let replay = null;
   let playing = null;
 
+  /**
+   * The runs list: fetched once per visit of the tab, then sorted, filtered and selected
+   * here (a row per run is built once and reordered).
+   */
+  const RUN_COLUMNS = [
+    // [key, heading, sort value, numeric]
+    ['name', 'run', (r) => r.name],
+    ['experiment', 'experiment', (r) => r.experiment],
+    ['env', 'env', (r) => r.env],
+    ['status', 'status', (r) => r.status],
+    ['episodes', 'episodes', (r) => r.done, true],
+    ['started', 'started', (r) => r.started, true],
+  ];
+  const runsView = {
+    runs: [], rows: new Map(), dir: null, maxCompared: 0, sort: 'started', descending: true, selected: new Set(),
+  };
+
   async function loadRuns() {
     const list = $('#runs-list');
     try {
-      const { runs } = await api('/api/runs');
+      const { runs, dir, max_compared: maxCompared } = await api('/api/runs');
+      const fetched = performance.now();
       showError($('#runs-error'), '');
-      if (!runs.length) { list.replaceChildren(el('p', { class: 'empty', text: 'No recorded runs in the runs directory.' })); return; }
-      const rows = runs.map((run) => run.error
-        ? el('tr', {}, el('td', { colSpan: 5, class: 'error', text: run.error }))
-        : el('tr', { 'data-run': run.name, onclick: () => openRun(run.name) },
-          el('td', { class: 'mono', text: run.name }),
-          el('td', { text: run.experiment }),
-          el('td', { class: `status-${run.status}`, text: run.status }),
-          el('td', { class: 'num', text: `${run.done} / ${run.planned}` }),
-          el('td', { text: new Date(run.started).toLocaleString() })));
-      list.replaceChildren(el('table', {},
-        el('thead', {}, el('tr', {}, ...['run', 'experiment', 'status', 'episodes', 'started'].map((h) => el('th', { text: h })))),
-        el('tbody', {}, ...rows)));
+      runsView.runs = runs;
+      runsView.dir = dir;
+      runsView.maxCompared = maxCompared;
+      const names = new Set(runs.map((r) => r.name));
+      for (const name of runsView.selected) if (!names.has(name)) runsView.selected.delete(name);
+      runsView.rows = new Map(runs.map((run, i) => [run.error ? `error:${i}` : run.name, runRow(run)]));
+      renderRuns();
+      // How long the list took to lay out, for the browser test's figures.
+      list.dataset.renderMs = String(Math.round(performance.now() - fetched));
     } catch (error) {
       list.replaceChildren();
+      $('#runs-count').textContent = '';
       showError($('#runs-error'), error.message);
     }
+  }
+
+  function runRow(run) {
+    if (run.error) return el('tr', { class: 'run-error' }, el('td', { colSpan: RUN_COLUMNS.length + 1, class: 'error', text: run.error }));
+    const chosen = runsView.selected.has(run.name);
+    const pick = el('input', {
+      type: 'checkbox',
+      checked: chosen,
+      'aria-label': `select ${run.name}`,
+      onclick: (event) => event.stopPropagation(),
+      onchange: (event) => {
+        if (event.currentTarget.checked) runsView.selected.add(run.name); else runsView.selected.delete(run.name);
+        event.currentTarget.closest('tr').classList.toggle('selected', event.currentTarget.checked);
+        updateCompareButton();
+      },
+    });
+    return el('tr', { 'data-run': run.name, class: chosen ? 'selected' : '', onclick: () => openRun(run.name) },
+      el('td', { onclick: (event) => event.stopPropagation() }, pick),
+      el('td', { class: 'mono', text: run.name }),
+      el('td', { text: run.experiment }),
+      el('td', { class: 'mono', text: run.env }),
+      el('td', { class: `status-${run.status}`, text: run.status }),
+      el('td', { class: 'num', text: `${run.done} / ${run.planned}` }),
+      el('td', { class: 'num', text: startFormat.format(new Date(run.started)) }));
+  }
+
+  // One formatter for every row: formatting a date afresh each time is slow.
+  const startFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+
+  /** The runs the filter lets through, in the chosen order; unreadable runs last. */
+  function shownRuns() {
+    const words = $('#runs-filter').value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    const status = $('#runs-status').value;
+    const [, , value, numeric] = RUN_COLUMNS.find(([key]) => key === runsView.sort);
+    const direction = runsView.descending ? -1 : 1;
+    const matches = (text) => words.every((w) => text.includes(w));
+    const readable = runsView.runs
+      .filter((r) => !r.error && (!status || r.status === status)
+        && matches(`${r.name} ${r.run_id} ${r.experiment} ${r.env}`.toLowerCase()))
+      .sort((a, b) => {
+        const [x, y] = [value(a), value(b)];
+        const order = numeric ? x - y : String(x).localeCompare(String(y));
+        return direction * order || a.name.localeCompare(b.name);
+      });
+    const broken = runsView.runs
+      .map((r, i) => [r, i])
+      .filter(([r]) => r.error && !status && matches(r.error.toLowerCase()));
+    return [...readable.map((r) => runsView.rows.get(r.name)), ...broken.map(([, i]) => runsView.rows.get(`error:${i}`))];
+  }
+
+  function renderRuns() {
+    const list = $('#runs-list');
+    const total = runsView.runs.length;
+    if (!total) {
+      const dir = runsView.dir || 'DIR';
+      list.replaceChildren(el('p', { class: 'empty', 'data-testid': 'no-runs' },
+        `No runs in ${runsView.dir || 'the runs directory'} yet: `,
+        el('code', { text: `mosaic run EXPERIMENT.toml --out ${dir}` })));
+      $('#runs-count').textContent = '';
+      updateCompareButton();
+      return;
+    }
+    const rows = shownRuns();
+    $('#runs-count').textContent = rows.length === total ? count(total, 'run') : `${rows.length} of ${count(total, 'run')}`;
+    const headers = RUN_COLUMNS.map(([key, heading, , numeric]) => el('th', {
+      class: numeric ? 'num' : '',
+      'data-sort': key,
+      text: heading,
+      title: `sort by ${heading}`,
+      'aria-sort': key === runsView.sort ? (runsView.descending ? 'descending' : 'ascending') : 'none',
+      onclick: () => {
+        runsView.descending = key === runsView.sort ? !runsView.descending : numeric === true;
+        runsView.sort = key;
+        renderRuns();
+      },
+    }));
+    const runsTable = el('table', {},
+      el('thead', {}, el('tr', {}, el('th', { text: '' }), ...headers)),
+      el('tbody', {}, ...rows));
+    if (rows.length) list.replaceChildren(runsTable);
+    else list.replaceChildren(runsTable, el('p', { class: 'empty', 'data-testid': 'no-match', text: 'No run matches the filter.' }));
+    updateCompareButton();
+  }
+
+  function updateCompareButton() {
+    const n = runsView.selected.size;
+    const button = $('#runs-compare');
+    const most = runsView.maxCompared;
+    button.disabled = n === 0 || n > most;
+    button.textContent = n === 1 ? 'Compare operators of the selected run'
+      : n > most ? `Select at most ${most} runs to compare` : `Compare selected (${n})`;
+  }
+
+  $('#runs-filter').addEventListener('input', renderRuns);
+  $('#runs-status').addEventListener('change', renderRuns);
+  $('#runs-compare').addEventListener('click', () => openCompare([...runsView.selected]));
+
+  /**
+   * The compare view: several runs, each against the first selected (in list order), or
+   * two operators of one run picked here. The statistics are the server's (the recorder's
+   * paired comparisons); this page only lays them out.
+   */
+  function openCompare(names) {
+    const order = new Map(runsView.runs.map((r, i) => [r.name, i]));
+    names.sort((a, b) => order.get(a) - order.get(b));
+    $('#compare').hidden = false;
+    $('#compare-table').replaceChildren();
+    $('#compare-notes').textContent = '';
+    showError($('#compare-error'), '');
+    const picker = $('#compare-operators');
+    if (names.length !== 1) {
+      picker.hidden = true;
+      $('#compare-title').textContent = `Compare ${names.join(', ')} (against ${names[0]}, paired by seed)`;
+      showCompare(`runs=${names.map(enc).join(',')}`);
+      return;
+    }
+    const [name] = names;
+    const operators = (runsView.runs.find((r) => r.name === name) || {}).operators || [];
+    $('#compare-title').textContent = `Compare operators of ${name} (paired by seed)`;
+    if (operators.length < 2) {
+      picker.hidden = true;
+      showError($('#compare-error'), `Run ${name} has ${count(operators.length, 'operator')}: select two runs to compare, or a run with two operators or more.`);
+      return;
+    }
+    const select = (id, chosen) => el('select', { id, 'aria-label': id === 'compare-a' ? 'operator A' : 'operator B' },
+      ...operators.map((op) => el('option', { value: op, text: op, selected: op === chosen })));
+    const a = select('compare-a', operators[0]);
+    const b = select('compare-b', operators[1]);
+    const go = () => showCompare(`runs=${enc(name)}&operators=${enc(a.value)},${enc(b.value)}`);
+    picker.replaceChildren('A ', a, ' B ', b, el('button', { text: 'Compare', onclick: go }));
+    picker.hidden = false;
+    go();
+  }
+
+  async function showCompare(query) {
+    const tableNode = $('#compare-table');
+    try {
+      const answer = await api(`/api/compare?${query}`);
+      showError($('#compare-error'), '');
+      tableNode.replaceChildren(compareTable(answer.paired));
+      const notes = answer.paired.flatMap(unpairedNotes);
+      if (answer.unmatched_operators.length) notes.push(`not compared (in one run only): ${answer.unmatched_operators.join(', ')}`);
+      $('#compare-notes').textContent = notes.join(' · ');
+    } catch (error) {
+      tableNode.replaceChildren();
+      showError($('#compare-error'), error.message);
+    }
+    $('#compare').scrollIntoView({ block: 'nearest' });
+  }
+
+  /** One row per comparison's return, then one per team's win rate (in percentage points). */
+  function compareTable(paired) {
+    const rows = paired.flatMap((c) => [
+      compareRow(c, 'return', c.returns, 1, ''),
+      ...c.win_rates.map(([team, w]) => compareRow(c, `win rate ${team}`, w, 100, ' pp')),
+    ]);
+    return table([['A'], ['B'], ['measure'], ['A', 1], ['B', 1], ['B − A', 1], ['95% CI', 1],
+      ['B > A / = / <', 1], ['p', 1], ['seeds', 1], ['seeds needed', 1]], rows);
+  }
+
+  function compareRow(c, measure, comparison, scale, unit) {
+    const d = comparison.difference;
+    const cells = [
+      el('td', { class: 'mono', text: c.a }), el('td', { class: 'mono', text: c.b }), el('td', { text: measure }),
+    ];
+    if (!d) {
+      cells.push(el('td', { colSpan: 8, class: 'empty', text: 'no seeds in common' }));
+    } else {
+      const x = (v) => formatNumber(v * scale, 3);
+      const signed = (v) => `${v >= 0 ? '+' : ''}${x(v)}`;
+      const significant = d.test.p_value < 0.05;
+      cells.push(
+        el('td', { class: 'num', text: x(d.mean_a) }),
+        el('td', { class: 'num', text: x(d.mean_b) }),
+        el('td', { class: `num${significant ? ' significant' : ''}`, 'data-col': 'difference', text: `${signed(d.difference.mean)}${unit}` }),
+        el('td', { class: 'num', 'data-col': 'interval', text: `[${signed(d.difference.low)}, ${signed(d.difference.high)}]` }),
+        el('td', { class: 'num', text: `${d.b_higher} / ${d.ties} / ${d.a_higher}` }),
+        el('td', { class: 'num', 'data-col': 'p', title: d.test.exact ? 'exact sign-flip test' : 'sign-flip test (random sign patterns)', text: formatP(d.test.p_value) }),
+        el('td', { class: 'num', text: comparison.paired_seeds }),
+        el('td', {
+          class: 'num',
+          'data-col': 'seeds-needed',
+          title: `seeds a paired test needs to detect the observed difference (α = 0.05, power 0.8); with ${comparison.paired_seeds} seeds it detects ${x(d.power.detectable)}${unit}`,
+          text: d.power.seeds_for_observed == null ? '–' : d.power.seeds_for_observed,
+        }));
+    }
+    return el('tr', { 'data-compare': `${c.a}|${c.b}|${measure}` }, ...cells);
+  }
+
+  const formatP = (p) => (p < 0.001 ? '< 0.001' : p.toFixed(3));
+
+  function unpairedNotes(c) {
+    const r = c.returns;
+    if (!r.only_in_a.length && !r.only_in_b.length) return [];
+    return [`${c.a} vs ${c.b}: ${r.only_in_a.length} seeds in A only, ${r.only_in_b.length} in B only (not paired)`];
   }
 
   function table(headers, rows) {

@@ -129,6 +129,14 @@ fn path_error(error: actix_web::error::PathError, _: &actix_web::HttpRequest) ->
     ApiError::new(StatusCode::NOT_FOUND, format!("not found: {error}")).into()
 }
 
+/// Answers a query string that does not parse (a missing or unknown parameter) in JSON.
+fn query_error(
+    error: actix_web::error::QueryPayloadError,
+    _: &actix_web::HttpRequest,
+) -> actix_web::Error {
+    ApiError::new(StatusCode::BAD_REQUEST, format!("query: {error}")).into()
+}
+
 /// Turns the error answers the framework writes itself (a wrong method, an empty body) into
 /// this server's `{"error": ...}`; the login page stays a page.
 fn json_errors<B>(answer: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
@@ -176,6 +184,7 @@ pub(crate) fn bind(
             )
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .app_data(web::PathConfig::default().error_handler(path_error))
+            .app_data(web::QueryConfig::default().error_handler(query_error))
             .wrap(from_fn(security::guard))
             .wrap(ErrorHandlers::new().default_handler(json_errors))
             .wrap(
@@ -203,6 +212,7 @@ pub(crate) fn bind(
                     .route("/choose", web::post().to(live_choose))
                     .route("/{operator}/frame", web::get().to(live_frame)),
             )
+            .route("/api/compare", web::get().to(compare))
             .service(
                 web::scope("/api/runs")
                     .route("", web::get().to(runs_list))
@@ -402,6 +412,37 @@ async fn with_runs<T: Send + 'static>(
 async fn runs_list(state: Data<AppState>) -> Result<HttpResponse, ApiError> {
     let list = with_runs(&state, Runs::list).await?;
     Ok(no_store().json(list))
+}
+
+/// `?runs=A,B,...` or `?runs=A&operators=X,Y`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompareQuery {
+    runs: String,
+    operators: Option<String>,
+}
+
+async fn compare(
+    state: Data<AppState>,
+    query: web::Query<CompareQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let CompareQuery { runs, operators } = query.into_inner();
+    let comparison = with_runs(&state, move |browser| {
+        let names: Vec<&str> = runs.split(',').collect();
+        let operators = match operators
+            .as_deref()
+            .map(|o| o.split(',').collect::<Vec<_>>())
+        {
+            None => None,
+            Some(ops) => match ops.as_slice() {
+                [a, b] => Some([*a, *b]),
+                _ => return Err(RunsError::CompareWhat),
+            },
+        };
+        browser.compare(&names, operators)
+    })
+    .await?;
+    Ok(no_store().json(comparison))
 }
 
 async fn run_report(state: Data<AppState>, run: Path<String>) -> Result<HttpResponse, ApiError> {

@@ -15,6 +15,7 @@ use crate::ServeConfig;
 use mosaic_core::EnvRegistry;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
 use mosaic_core::{EnvSpec, Environment, OperatorSpec, Paradigm, Settings};
+use mosaic_recorder::paired::{ConfigSamples, compare_configs, samples_by_operator};
 use mosaic_recorder::replay::{ReplayError, ReplayObserver, ReplayedStep};
 use mosaic_recorder::run_dir::MANIFEST_FILE;
 use mosaic_recorder::{RecorderError, Records, RunDir, RunStatus, Unit, list_runs, plot, report};
@@ -28,6 +29,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 const REPLAY_CACHE: usize = 8;
 /// Run reports (with their plots) kept in memory.
 const REPORT_CACHE: usize = 16;
+/// At most this many runs are compared at once.
+const MAX_COMPARED: usize = 8;
 
 /// A runs-browser request failed.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +75,43 @@ pub(crate) enum RunsError {
     /// The plots could not be drawn.
     #[error("plots: {0}")]
     Plot(String),
+    /// A comparison asked for neither several different runs nor two operators of one run.
+    #[error(
+        "compare 2 to {MAX_COMPARED} different runs (`?runs=A,B`), or two operators of one run (`?runs=A&operators=X,Y`)"
+    )]
+    CompareWhat,
+    /// Runs of different experiments do not share their seeds by design.
+    #[error(
+        "runs `{a}` and `{b}` are of different experiments (`{experiment_a}`, `{experiment_b}`): paired comparisons need runs of one experiment, which play the same seeds"
+    )]
+    DifferentExperiments {
+        /// The first run.
+        a: String,
+        /// Its experiment.
+        experiment_a: String,
+        /// The run of another experiment.
+        b: String,
+        /// Its experiment.
+        experiment_b: String,
+    },
+    /// The run has no complete episode of the operator configuration to compare.
+    #[error("run `{run}` has no complete episodes of operator `{operator}` (operators: {known})")]
+    NoSuchOperator {
+        /// The run.
+        run: String,
+        /// The operator configuration asked for.
+        operator: String,
+        /// The run's operator configurations, comma separated.
+        known: String,
+    },
+    /// The runs compared have no operator configuration with complete episodes in common.
+    #[error("runs `{a}` and `{b}` have no operator with complete episodes in common")]
+    NothingInCommon {
+        /// The first run.
+        a: String,
+        /// The other run.
+        b: String,
+    },
     /// The run could not be read.
     #[error(transparent)]
     Recorder(#[from] RecorderError),
@@ -85,7 +125,11 @@ impl RunsError {
                 404
             }
             RunsError::NotReplayable { .. } => 403,
-            RunsError::Replay(_) => 422,
+            RunsError::CompareWhat => 400,
+            RunsError::NoSuchOperator { .. } => 404,
+            RunsError::Replay(_)
+            | RunsError::DifferentExperiments { .. }
+            | RunsError::NothingInCommon { .. } => 422,
             RunsError::Recorder(e) if e.is_bad_input() => 422,
             RunsError::Env { .. } | RunsError::Plot(_) | RunsError::Recorder(_) => 500,
         }
@@ -251,20 +295,136 @@ impl Runs {
         let _reading = lock(&self.reading);
         let runs: Vec<Value> = list_runs(dir)?
             .into_iter()
-            .map(|run| match run {
-                Ok(summary) => json!({
+            .map(|run| {
+                let summary = match run {
+                    Ok(summary) => summary,
+                    Err(error) => return json!({ "error": self.public_message(&error.into()) }),
+                };
+                // The summary names no environment: the manifest, read again, does.
+                let (envs, operators) = match RunDir::open(&summary.path) {
+                    Ok(run) => {
+                        let operators = &run.manifest().experiment.operators;
+                        let mut envs: Vec<&str> =
+                            operators.iter().map(|o| o.env.as_str()).collect();
+                        envs.sort_unstable();
+                        envs.dedup();
+                        (
+                            envs.join(", "),
+                            operators.iter().map(|o| o.id.clone()).collect(),
+                        )
+                    }
+                    Err(_) => (String::new(), Vec::new()),
+                };
+                json!({
                     "name": summary.path.file_name().map(|n| n.to_string_lossy()),
                     "run_id": summary.run_id,
                     "experiment": summary.experiment,
+                    "env": envs,
+                    "operators": operators,
                     "status": summary.status,
                     "done": summary.done,
                     "planned": summary.planned,
                     "started": summary.started,
-                }),
-                Err(error) => json!({ "error": self.public_message(&error.into()) }),
+                })
             })
             .collect();
-        Ok(json!({ "runs": runs }))
+        // Only the directory's name: where the server keeps its files stays private.
+        let shown = dir
+            .canonicalize()
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
+        Ok(json!({ "dir": shown, "max_compared": MAX_COMPARED, "runs": runs }))
+    }
+
+    /// Paired comparisons by seed (the recorder's, as `mosaic compare` gives them): with
+    /// `operators`, operator B against operator A of the one run named; otherwise every
+    /// operator configuration of each further run against the same one of the first run.
+    pub(crate) fn compare(
+        &self,
+        names: &[&str],
+        operators: Option<[&str; 2]>,
+    ) -> Result<Value, RunsError> {
+        let mut distinct = names.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let (paired, unmatched) = match (names, operators) {
+            ([name], Some([op_a, op_b])) => {
+                let run = self.resolve(name)?;
+                let samples = self.samples(&run)?;
+                let find = |operator: &str| {
+                    samples
+                        .get(operator)
+                        .ok_or_else(|| RunsError::NoSuchOperator {
+                            run: (*name).to_owned(),
+                            operator: operator.to_owned(),
+                            known: samples.keys().cloned().collect::<Vec<_>>().join(", "),
+                        })
+                };
+                let comparison = compare_configs((op_a, find(op_a)?), (op_b, find(op_b)?), None);
+                (vec![comparison], Vec::new())
+            }
+            ([first, others @ ..], None)
+                if !others.is_empty()
+                    && names.len() <= MAX_COMPARED
+                    && distinct.len() == names.len() =>
+            {
+                let base = self.resolve(first)?;
+                let experiment = &base.manifest().experiment.name;
+                let mut runs = Vec::new();
+                for name in others {
+                    let run = self.resolve(name)?;
+                    let other = &run.manifest().experiment.name;
+                    if other != experiment {
+                        return Err(RunsError::DifferentExperiments {
+                            a: (*first).to_owned(),
+                            experiment_a: experiment.clone(),
+                            b: (*name).to_owned(),
+                            experiment_b: other.clone(),
+                        });
+                    }
+                    runs.push((*name, run));
+                }
+                let base_samples = self.samples(&base)?;
+                let (mut paired, mut unmatched) = (Vec::new(), Vec::new());
+                for (name, run) in runs {
+                    let samples = self.samples(&run)?;
+                    let before = paired.len();
+                    for (operator, a) in &base_samples {
+                        match samples.get(operator) {
+                            Some(b) => paired.push(compare_configs(
+                                (&format!("{first}:{operator}"), a),
+                                (&format!("{name}:{operator}"), b),
+                                None,
+                            )),
+                            None => unmatched.push(format!("{first}:{operator}")),
+                        }
+                    }
+                    unmatched.extend(
+                        samples
+                            .keys()
+                            .filter(|op| !base_samples.contains_key(*op))
+                            .map(|op| format!("{name}:{op}")),
+                    );
+                    if paired.len() == before {
+                        return Err(RunsError::NothingInCommon {
+                            a: (*first).to_owned(),
+                            b: name.to_owned(),
+                        });
+                    }
+                }
+                (paired, unmatched)
+            }
+            _ => return Err(RunsError::CompareWhat),
+        };
+        let mut paired = serde_json::to_value(paired).map_err(RecorderError::from)?;
+        unpaired_seeds_as_text(&mut paired);
+        Ok(json!({ "runs": names, "paired": paired, "unmatched_operators": unmatched }))
+    }
+
+    /// The paired-comparison samples of every operator configuration of `run`.
+    fn samples(&self, run: &RunDir) -> Result<BTreeMap<String, ConfigSamples>, RunsError> {
+        let _reading = lock(&self.reading);
+        Ok(samples_by_operator(&run.records()?.episodes()?))
     }
 
     /// The run called `name` (a directory of the runs directory, or the runs directory
@@ -405,6 +565,27 @@ fn draw_plots(report: &report::Report) -> Result<BTreeMap<&'static str, Vec<u8>>
                 .map_err(|e| RunsError::Plot(format!("{file}: {e}")))
         })
         .collect()
+}
+
+/// Writes the seeds that did not pair as text, as every seed the page gets (seeds are
+/// 64-bit; JavaScript numbers hold 53).
+fn unpaired_seeds_as_text(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                match (key.as_str(), child) {
+                    ("only_in_a" | "only_in_b", Value::Array(seeds)) => {
+                        for seed in seeds.iter_mut() {
+                            *seed = Value::String(seed.to_string());
+                        }
+                    }
+                    (_, child) => unpaired_seeds_as_text(child),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(unpaired_seeds_as_text),
+        _ => {}
+    }
 }
 
 /// The step records of one complete unit, in step and agent order.

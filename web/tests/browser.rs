@@ -334,3 +334,98 @@ fn check_manual_run(path: &Path, spec: &ExperimentSpec, played: &Path, after_rig
         }
     }
 }
+
+/// Copies the directory `from` into `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// `count` small runs in `dir`: copies of one synthetic run (one episode of one step), each
+/// with one of five experiment names and start times a second apart. They keep the run id
+/// of the run copied, which its store records.
+fn many_runs(dir: &Path, count: usize) {
+    use mosaic_recorder::synthetic;
+    let template = dir.join(".template");
+    let manifest = synthetic::manifest("sweep", &["solo"], 1, 1);
+    drop(synthetic::write_run(&template, &manifest, 1, 2).unwrap());
+    synthetic::wait_for_unlock(&template.join("store")).unwrap();
+    let mut manifest = serde_json::to_value(&manifest).unwrap();
+    for i in 0..count {
+        let name = format!("run-{i:04}");
+        let path = dir.join(&name);
+        copy_dir(&template, &path);
+        manifest["experiment"]["name"] = json!(format!("sweep-{}", i % 5));
+        manifest["started"] = json!(1_700_000_000_000_u64 + 1000 * i as u64);
+        std::fs::write(path.join("run.json"), manifest.to_string()).unwrap();
+    }
+    std::fs::remove_dir_all(&template).unwrap();
+}
+
+#[test]
+fn the_runs_list_sorts_filters_and_compares_in_a_real_browser() {
+    const MANY: usize = 1000;
+    let tools = browser_tools();
+    let work = tempfile::tempdir().unwrap();
+    let artifacts = artifacts_dir();
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let spec = |name: &str, red: &str| -> ExperimentSpec {
+        serde_json::from_value(json!({
+            "name": name,
+            "episodes": 6,
+            "seeds": {"plan": "procedural", "base": 21},
+            "max_steps": 15,
+            "operators": [
+                {"id": "pair", "env": "walk", "agents": {"red": {"kind": red}, "blue": {"kind": "cycling"}}},
+                {"id": "still", "env": "walk", "agents": {"*": {"kind": "noop"}}}
+            ]
+        }))
+        .unwrap()
+    };
+    let few = work.path().join("runs");
+    record_run(&few, "run-a", spec("walks", "random"));
+    record_run(&few, "run-b", spec("walks", "cycling"));
+    record_run(&few, "run-other", spec("elsewhere", "random"));
+    let many = work.path().join("many");
+    let made = std::time::Instant::now();
+    many_runs(&many, MANY);
+    println!("{MANY} runs made in {:?}", made.elapsed());
+    let empty = work.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+
+    let serve = |runs: Option<&Path>| {
+        let mut config = ServeConfig::new(
+            common::registry(),
+            mosaic_actors::OperatorRegistry::baselines(),
+        );
+        config.bind = "127.0.0.1:0".parse().unwrap();
+        config.runs_dir = runs.map(Path::to_owned);
+        serve_in_background(config).unwrap()
+    };
+    let (few_server, many_server, empty_server, no_dir_server) = (
+        serve(Some(&few)),
+        serve(Some(&many)),
+        serve(Some(&empty)),
+        serve(None),
+    );
+    let url = |server: &common::Running| format!("http://{}", server.addr);
+    run_script("runs.mjs", &tools, |node| {
+        node.env("MOSAIC_URL", url(&few_server))
+            .env("MOSAIC_MANY_URL", url(&many_server))
+            .env("MOSAIC_MANY_COUNT", MANY.to_string())
+            .env("MOSAIC_EMPTY_URL", url(&empty_server))
+            .env("MOSAIC_EMPTY_DIR", "empty")
+            .env("MOSAIC_NO_DIR_URL", url(&no_dir_server))
+            .env("MOSAIC_ARTIFACTS", &artifacts);
+    });
+    let bytes = std::fs::read(artifacts.join("runs-compare.png")).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+}

@@ -1000,3 +1000,131 @@ fn every_error_is_json_and_names_no_server_path() {
     assert!(error.contains("run-broken"), "{error}");
     assert!(!error.contains(&*dir.path().to_string_lossy()), "{error}");
 }
+
+#[test]
+fn runs_compare_paired_by_seed_with_the_recorders_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = |name: &str, red: &str| -> ExperimentSpec {
+        serde_json::from_value(json!({
+            "name": name,
+            "episodes": 6,
+            "seeds": {"plan": "procedural", "base": 11},
+            "max_steps": 15,
+            "operators": [
+                {"id": "pair", "env": "walk", "agents": {"red": {"kind": red}, "blue": {"kind": "cycling"}}},
+                {"id": "still", "env": "walk", "agents": {"*": {"kind": "noop"}}}
+            ]
+        }))
+        .unwrap()
+    };
+    let a = record_run(dir.path(), "run-a", spec("walks", "random"));
+    let b = record_run(dir.path(), "run-b", spec("walks", "cycling"));
+    record_run(dir.path(), "run-other", spec("elsewhere", "random"));
+    let mut config = config(None);
+    config.runs_dir = Some(dir.path().to_owned());
+    config.token = Some(TOKEN.into());
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+
+    // The list names each run's environments and operators.
+    let list = json_of(&get(addr, "/api/runs"));
+    let run_b = list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "run-b")
+        .unwrap();
+    assert_eq!(run_b["env"], "walk");
+    assert_eq!(run_b["operators"], json!(["pair", "still"]));
+    assert_eq!(run_b["status"], "complete");
+    assert_eq!(
+        list["dir"],
+        json!(dir.path().file_name().unwrap().to_string_lossy())
+    );
+    assert_eq!(list["max_compared"], 8);
+
+    // Two runs: every operator of B against the same one of A, as the recorder computes it.
+    use mosaic_recorder::paired::{compare_configs, samples_by_operator};
+    let (samples_a, samples_b) = (
+        samples_by_operator(&a.episodes),
+        samples_by_operator(&b.episodes),
+    );
+    let answer = json_of(&get(addr, "/api/compare?runs=run-a,run-b"));
+    let paired = answer["paired"].as_array().unwrap();
+    assert_eq!(paired.len(), 2, "{answer:#}");
+    for (row, operator) in paired.iter().zip(["pair", "still"]) {
+        let expected = compare_configs(
+            (operator, &samples_a[operator]),
+            (operator, &samples_b[operator]),
+            None,
+        );
+        let expected = expected.returns.difference.unwrap();
+        assert_eq!(row["a"], format!("run-a:{operator}"));
+        assert_eq!(row["b"], format!("run-b:{operator}"));
+        assert_eq!(row["returns"]["paired_seeds"], 6);
+        let got = &row["returns"]["difference"];
+        assert_eq!(got["difference"]["mean"], json!(expected.difference.mean));
+        assert_eq!(got["difference"]["low"], json!(expected.difference.low));
+        assert_eq!(got["difference"]["high"], json!(expected.difference.high));
+        assert_eq!(got["test"]["p_value"], json!(expected.test.p_value));
+        assert_eq!(
+            got["power"]["seeds_for_observed"],
+            json!(expected.power.seeds_for_observed)
+        );
+    }
+    assert_eq!(answer["unmatched_operators"], json!([]));
+
+    // Two operators of one run.
+    let answer = json_of(&get(addr, "/api/compare?runs=run-a&operators=still,pair"));
+    let expected = compare_configs(
+        ("still", &samples_a["still"]),
+        ("pair", &samples_a["pair"]),
+        None,
+    );
+    assert_eq!(
+        answer["paired"][0]["returns"]["difference"]["difference"]["mean"],
+        json!(expected.returns.difference.unwrap().difference.mean)
+    );
+    assert_eq!(answer["paired"][0]["a"], "still");
+
+    // Errors: JSON, a fitting status, a message that says what to do and no server path.
+    let shown = dir.path().to_string_lossy().into_owned();
+    for (path, status, says) in [
+        (
+            "/api/compare?runs=run-a,run-ghost",
+            404,
+            "no run `run-ghost`",
+        ),
+        ("/api/compare?runs=run-a,..%2Fetc", 404, "no run"),
+        (
+            "/api/compare?runs=run-a,run-other",
+            422,
+            "different experiments",
+        ),
+        ("/api/compare?runs=run-a", 400, "two operators of one run"),
+        ("/api/compare?runs=run-a,run-a", 400, "different runs"),
+        (
+            "/api/compare?runs=run-a&operators=pair",
+            400,
+            "operators=X,Y",
+        ),
+        (
+            "/api/compare?runs=run-a&operators=pair,nobody",
+            404,
+            "operators: pair, still",
+        ),
+        (
+            "/api/compare?runs=run-a,run-b&operators=pair,still",
+            400,
+            "?runs=A,B",
+        ),
+        ("/api/compare", 400, "runs"),
+    ] {
+        let answer = get(addr, path);
+        assert_eq!(answer.status, status, "{path}: {}", answer.text());
+        assert!(answer.head.contains("application/json"), "{path}");
+        let message = json_of(&answer)["error"].as_str().unwrap().to_owned();
+        assert!(message.contains(says), "{path}: {message}");
+        assert!(!message.contains(&shown), "{path}: {message}");
+    }
+}
