@@ -31,8 +31,9 @@ enum Event<R> {
     Exited,
 }
 
-/// Reads the first line of worker `name` from `reader` within the handshake deadline,
-/// answers it on `writer` and returns the dialect. `process`, when the worker is one, has
+/// Sends the `auth` line when the options hold a token, reads the first line of worker
+/// `name` from `reader` within the handshake deadline, answers it on `writer` and returns
+/// the dialect. `process`, when the worker is one, has
 /// its exit noticed during the wait.
 pub(crate) fn handshake<R: Read + Send + 'static>(
     name: &str,
@@ -41,6 +42,12 @@ pub(crate) fn handshake<R: Read + Send + 'static>(
     process: Option<&WorkerProcess>,
     options: &LinkOptions,
 ) -> Result<Greeted<R>, WorkerError> {
+    if let Some(auth) = options.policy.auth() {
+        writer
+            .write_all(&auth.encode())
+            .and_then(|()| writer.flush())
+            .map_err(|e| write_failed(&e, None))?;
+    }
     let (first, reader, pending) =
         first_line(name, reader, process, options).map_err(|e| with_stderr(e, process))?;
     let session = format!("{name}-{}", std::process::id());
