@@ -1,7 +1,10 @@
 //! The opening of a connection.
 //!
 //! The worker speaks first. A `mosaic/1` worker sends `hello`; the orchestrator answers
-//! `welcome` or `reject`. A MOSAIC (Python platform) worker instead announces itself with an
+//! `welcome` or `reject`. Since `mosaic/1.2` an orchestrator connecting to a listening worker
+//! that asks for a token speaks first instead, with `auth`; the worker answers with its
+//! `hello` (announcing `auth:token`) or, when the token is missing or wrong, refuses with a
+//! first-line `reject` and closes. A MOSAIC (Python platform) worker instead announces itself with an
 //! unprompted `{"type":"init",...}` line and gets no answer: the orchestrator switches to
 //! MOSAIC's command set ([`crate::mosaic`]).
 //!
@@ -15,7 +18,9 @@
 //! ```
 
 use crate::error::{DecodeError, excerpt};
-use crate::message::{FrameEncoding, Hello, Message, Reject, Welcome, WorkerKind};
+use crate::message::{
+    Auth, FrameEncoding, Hello, Message, Reject, Token, Welcome, WorkerKind, capability,
+};
 use crate::version::{CURRENT, PROTOCOL, Version};
 
 /// The first line a worker sent.
@@ -25,6 +30,8 @@ pub enum Greeting {
     Hello(Hello),
     /// A MOSAIC worker's `init` line (kept as sent, for the logs).
     Mosaic(serde_json::Map<String, serde_json::Value>),
+    /// A listening worker refused the orchestrator (its token was missing or wrong).
+    Refused(Reject),
 }
 
 /// The first line was neither `hello` nor MOSAIC's `init`.
@@ -51,6 +58,7 @@ impl Greeting {
         }
         match Message::decode(line)? {
             Message::Hello(hello) => Ok(Greeting::Hello(hello)),
+            Message::Reject(reject) => Ok(Greeting::Refused(reject)),
             other => Err(GreetingError::Unexpected {
                 kind: other.kind().to_owned(),
                 excerpt: excerpt(line),
@@ -68,6 +76,9 @@ pub struct Policy {
     pub heartbeat_ms: u64,
     /// Sent in `welcome.frames` (if the worker can encode it, else the other one).
     pub frames: FrameEncoding,
+    /// Sent in `auth` before the worker's `hello`; the worker must then announce
+    /// `auth:token`.
+    pub token: Option<Token>,
 }
 
 impl Policy {
@@ -77,7 +88,18 @@ impl Policy {
             kind,
             heartbeat_ms: 1_000,
             frames: FrameEncoding::default(),
+            token: None,
         }
+    }
+
+    /// The `auth` line to send before reading the worker's `hello`, when there is a token.
+    pub fn auth(&self) -> Option<Message> {
+        self.token.as_ref().map(|token| {
+            Message::Auth(Auth {
+                protocol: PROTOCOL.to_owned(),
+                token: token.clone(),
+            })
+        })
     }
 
     /// Checks a `hello`; the error is the `reject` to send.
@@ -100,6 +122,18 @@ impl Policy {
                     "a {} worker was expected here, this one says it is a {} worker",
                     self.kind.name(),
                     hello.worker_kind.name()
+                ),
+            });
+        }
+        // A worker that never checked the token is not protected by it: say so rather than
+        // carry on as if it were.
+        if self.token.is_some() && !hello.has(capability::AUTH_TOKEN) {
+            return Err(Reject {
+                reason: format!(
+                    "a token was sent but the worker did not check it (its hello does not \
+                     announce `{}`): start the worker with the token (MOSAIC_WORKER_TOKEN or \
+                     --token-file), or remove token_env/token_file from the settings",
+                    capability::AUTH_TOKEN
                 ),
             });
         }
@@ -203,6 +237,36 @@ mod tests {
             .unwrap_err()
             .reason;
         assert!(reason.contains("env worker was expected"), "{reason}");
+    }
+
+    #[test]
+    fn a_token_is_sent_first_and_must_be_checked() {
+        let mut policy = Policy::new(WorkerKind::Env);
+        assert_eq!(policy.auth(), None);
+        policy.token = Some(Token::new("s3cret"));
+        let auth = policy.auth().unwrap().encode();
+        let auth = String::from_utf8(auth).unwrap();
+        assert!(
+            auth.starts_with(r#"{"type":"auth","protocol":"mosaic/1.2","token":"s3cret"}"#),
+            "{auth}"
+        );
+        assert!(!format!("{policy:?}").contains("s3cret"));
+        let reason = policy
+            .check(&hello("mosaic/1.1", WorkerKind::Env, &[]))
+            .unwrap_err()
+            .reason;
+        assert!(reason.contains("did not check it"), "{reason}");
+        assert!(!reason.contains("s3cret"));
+        assert!(
+            policy
+                .check(&hello("mosaic/1.2", WorkerKind::Env, &["auth:token"]))
+                .is_ok()
+        );
+        let line = br#"{"type":"reject","reason":"authentication failed"}"#;
+        assert!(matches!(
+            Greeting::parse(line),
+            Ok(Greeting::Refused(Reject { reason })) if reason == "authentication failed"
+        ));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The messages of `mosaic/1` (as of `mosaic/1.1`): one JSON object per line, tagged by `type`.
+//! The messages of `mosaic/1` (as of `mosaic/1.2`): one JSON object per line, tagged by `type`.
 //!
 //! Requests from the orchestrator carry an `id`; the worker's reply echoes it, so a reply to
 //! the wrong request is detected instead of silently applied. Unknown fields are ignored,
@@ -49,6 +49,9 @@ pub mod capability {
     /// Takes part in the team channel (since `mosaic/1.1`): every `decide` carries the
     /// agent's `inbox`, and the `message` of a decision is posted to the channel.
     pub const MESSAGES: &str = "messages";
+    /// A listening worker that checked the orchestrator's `auth` token before its `hello`
+    /// (since `mosaic/1.2`).
+    pub const AUTH_TOKEN: &str = "auth:token";
 }
 
 /// Who may read a channel message.
@@ -149,7 +152,48 @@ pub struct Welcome {
     pub frames: FrameEncoding,
 }
 
-/// The orchestrator refuses the worker; it closes the connection after this line.
+/// The orchestrator's first line to a listening worker that asks for a token (since
+/// `mosaic/1.2`); sent before the worker's `hello`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Auth {
+    /// The version the orchestrator speaks.
+    pub protocol: String,
+    /// The shared secret (its `Debug` form hides it).
+    pub token: Token,
+}
+
+/// A shared secret: serialised as the plain string, never shown by `Debug`.
+///
+/// ```
+/// use mosaic_protocols::message::Token;
+/// let token = Token::new("s3cret");
+/// assert_eq!(format!("{token:?}"), "Token(<redacted>)");
+/// assert_eq!(token.expose(), "s3cret");
+/// ```
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Token(String);
+
+impl Token {
+    /// Wraps a secret.
+    pub fn new(secret: impl Into<String>) -> Self {
+        Token(secret.into())
+    }
+
+    /// The secret itself, for the wire.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// The orchestrator refuses the worker, or (since `mosaic/1.2`, as its first line) a
+/// listening worker refuses the orchestrator; the sender closes the connection after it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Reject {
     /// Why, for people (names both versions on a version mismatch).
@@ -414,8 +458,10 @@ pub enum Message {
     Hello(Hello),
     /// Orchestrator → worker: accepted.
     Welcome(Welcome),
-    /// Orchestrator → worker: refused.
+    /// Orchestrator → worker: refused; or a listening worker refusing the orchestrator.
     Reject(Reject),
+    /// Orchestrator → listening worker, first line: the token (since `mosaic/1.2`).
+    Auth(Auth),
     /// Env: start an episode.
     Reset(Reset),
     /// Env: reply to `reset`.
@@ -473,6 +519,7 @@ impl Message {
             Message::Hello(_) => "hello",
             Message::Welcome(_) => "welcome",
             Message::Reject(_) => "reject",
+            Message::Auth(_) => "auth",
             Message::Reset(_) => "reset",
             Message::Observations(_) => "observations",
             Message::Step(_) => "step",
@@ -504,9 +551,11 @@ impl Message {
     /// errors that answer no request).
     pub fn id(&self) -> Option<u64> {
         match self {
-            Message::Hello(_) | Message::Welcome(_) | Message::Reject(_) | Message::Heartbeat => {
-                None
-            }
+            Message::Hello(_)
+            | Message::Welcome(_)
+            | Message::Reject(_)
+            | Message::Auth(_)
+            | Message::Heartbeat => None,
             Message::Reset(m) => Some(m.id),
             Message::Observations(m) => Some(m.id),
             Message::Step(m) => Some(m.id),
@@ -537,6 +586,7 @@ impl Message {
         "hello",
         "welcome",
         "reject",
+        "auth",
         "reset",
         "observations",
         "step",
@@ -646,6 +696,10 @@ mod tests {
                 frames: FrameEncoding::Png,
             }),
             Message::Reject(Reject { reason: "r".into() }),
+            Message::Auth(Auth {
+                protocol: "mosaic/1.2".into(),
+                token: Token::new("t"),
+            }),
             Message::Reset(Reset {
                 id: 1,
                 seed: 42,

@@ -7,7 +7,7 @@
 
 use crate::WorkerError;
 use crate::link::{Link, Mode};
-use crate::settings::{LINK_HELP, PROCESS_HELP, WorkerSettings, help_lines};
+use crate::settings::{LINK_HELP, PROCESS_HELP, TOKEN_HELP, WorkerSettings, help_lines};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -30,7 +30,7 @@ use std::time::Duration;
 /// one line each for `mosaic envs`.
 pub const SETTINGS_HELP: &[&str] = &HELP;
 
-const HELP: [&str; 17] = help_lines(&[
+const HELP: [&str; 19] = help_lines(&[
     &[
         "command = []: the worker's argument vector (worker only; or connect)",
         "connect = \"\": tcp://host:port or unix:///path of a listening worker (worker only)",
@@ -41,6 +41,7 @@ const HELP: [&str; 17] = help_lines(&[
     &PROCESS_HELP,
     &["timeout_ms = 60000: deadline of one request (reset, step, observe)"],
     &LINK_HELP,
+    &TOKEN_HELP,
     &[
         "options = {}: reset options passed to the env",
         "actions = []: action labels (MOSAIC workers only: they do not announce them)",
@@ -174,6 +175,7 @@ impl ExternalEnv {
             (None, None, Some(address)) => {
                 let endpoint =
                     Endpoint::parse(address).map_err(|e| WorkerError::Config(e.to_string()))?;
+                let options = settings.worker.connect_options(WorkerKind::Env)?;
                 Link::connect(&endpoint, name, &options)?
             }
             (Some(family), None, None) => {

@@ -98,9 +98,15 @@ pub enum WorkerError {
     /// The worker's first line is not a greeting.
     #[error("handshake failed: {0}")]
     Handshake(String),
-    /// The worker was refused (version or kind mismatch).
+    /// The worker was refused (version or kind mismatch, a token it did not check).
     #[error("worker rejected: {0}")]
     Rejected(String),
+    /// A listening worker refused the orchestrator (its token was missing or wrong).
+    #[error("the worker refused the connection: {0}")]
+    Refused(String),
+    /// The token of a listening worker cannot be had.
+    #[error("worker settings: {0}")]
+    Token(#[from] settings::TokenError),
     /// No reply before the deadline.
     #[error("no `{awaiting}` reply within {after_ms} ms")]
     Timeout {

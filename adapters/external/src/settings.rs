@@ -7,7 +7,7 @@ use crate::WorkerError;
 use crate::link::LinkOptions;
 use crate::process::WorkerCommand;
 use mosaic_protocols::WorkerKind;
-use mosaic_protocols::message::FrameEncoding;
+use mosaic_protocols::message::{FrameEncoding, Token};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -58,6 +58,39 @@ pub const LINK_HELP: [&str; 6] = [
     "max_frame_bytes = 16777216: longest accepted line",
     "grace_ms = 2000: SIGTERM-to-SIGKILL grace period on stop",
 ];
+
+/// Help lines of the token settings of a listening worker (with `connect`).
+pub const TOKEN_HELP: [&str; 2] = [
+    "token_env = \"\": environment variable holding the token of a listening worker (with connect)",
+    "token_file = \"\": file holding the token of a listening worker (with connect)",
+];
+
+/// The token of a listening worker cannot be had. No variant shows the token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// Both sources were named.
+    #[error("set `token_env` or `token_file`, not both")]
+    Both,
+    /// The variable is not set (or not Unicode).
+    #[error("token_env = \"{0}\": the environment variable is not set")]
+    Unset(String),
+    /// The file cannot be read.
+    #[error("token_file = \"{path}\": cannot read it: {error}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why.
+        error: String,
+    },
+    /// The source holds nothing but whitespace.
+    #[error("{0}: the token is empty")]
+    Empty(String),
+    /// A token was named for a worker mosaic starts itself, which needs none.
+    #[error(
+        "token_env and token_file are for a listening worker reached with `connect`; a worker started by mosaic needs no token"
+    )]
+    NotListening,
+}
 
 /// The lines of `parts` one after the other, for a kind's settings help built from the
 /// shared lines above; a wrong `N` fails to compile.
@@ -119,6 +152,13 @@ pub struct WorkerSettings {
     /// Grace period on stop, ms.
     #[serde(default = "defaults::grace_ms")]
     pub grace_ms: u64,
+    /// The environment variable holding a listening worker's token (the name, never the
+    /// token: experiment files are recorded).
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// The file holding a listening worker's token.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
 }
 
 impl Default for WorkerSettings {
@@ -134,6 +174,8 @@ impl Default for WorkerSettings {
             frames: FrameEncoding::default(),
             max_frame_bytes: defaults::max_frame(),
             grace_ms: defaults::grace_ms(),
+            token_env: None,
+            token_file: None,
         }
     }
 }
@@ -159,6 +201,9 @@ impl WorkerSettings {
 
     /// `argv` run with these settings' environment and working directory.
     pub fn worker_command_for(&self, argv: &[String]) -> Result<WorkerCommand, WorkerError> {
+        if self.token_env.is_some() || self.token_file.is_some() {
+            return Err(TokenError::NotListening.into());
+        }
         let mut command = WorkerCommand::from_argv(argv)?;
         command.env = self
             .env
@@ -179,6 +224,38 @@ impl WorkerSettings {
         options.handshake_timeout = Duration::from_millis(self.start_timeout_ms);
         options.grace = Duration::from_millis(self.grace_ms);
         Ok(options)
+    }
+
+    /// How to open the link to a listening worker of `kind`: [`Self::link_options`] with the
+    /// token named by `token_env` or `token_file`, read now.
+    pub fn connect_options(&self, kind: WorkerKind) -> Result<LinkOptions, WorkerError> {
+        let mut options = self.link_options(kind)?;
+        options.policy.token = self.token()?;
+        Ok(options)
+    }
+
+    /// The token named by `token_env` or `token_file` (surrounding whitespace, such as a
+    /// file's final newline, removed); `None` when neither is set.
+    pub fn token(&self) -> Result<Option<Token>, TokenError> {
+        let (secret, source) = match (&self.token_env, &self.token_file) {
+            (Some(_), Some(_)) => return Err(TokenError::Both),
+            (None, None) => return Ok(None),
+            (Some(name), None) => (
+                std::env::var(name).map_err(|_| TokenError::Unset(name.clone()))?,
+                format!("token_env = \"{name}\""),
+            ),
+            (None, Some(path)) => (
+                std::fs::read_to_string(path).map_err(|e| TokenError::Unreadable {
+                    path: path.display().to_string(),
+                    error: e.to_string(),
+                })?,
+                format!("token_file = \"{}\"", path.display()),
+            ),
+        };
+        match secret.trim() {
+            "" => Err(TokenError::Empty(source)),
+            token => Ok(Some(Token::new(token))),
+        }
     }
 
     /// The deadline of one request.
@@ -261,5 +338,58 @@ mod tests {
             ..WorkerSettings::default()
         };
         assert!(hung_too_soon.link_options(WorkerKind::Policy).is_err());
+    }
+
+    #[test]
+    fn tokens_come_from_a_variable_or_a_file_and_never_show() {
+        let dir = std::env::temp_dir().join(format!("mosaic-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("token");
+        std::fs::write(&file, "s3cret-file\n").unwrap();
+        let from_file = WorkerSettings {
+            token_file: Some(file.clone()),
+            ..WorkerSettings::default()
+        };
+        let options = from_file.connect_options(WorkerKind::Env).unwrap();
+        let token = options.policy.token.as_ref().unwrap();
+        assert_eq!(token.expose(), "s3cret-file");
+        assert!(!format!("{options:?}").contains("s3cret"));
+        assert!(
+            from_file
+                .link_options(WorkerKind::Env)
+                .unwrap()
+                .policy
+                .token
+                .is_none()
+        );
+        let spawned = from_file.worker_command_for(&["w".into()]).unwrap_err();
+        assert_eq!(spawned, WorkerError::Token(TokenError::NotListening));
+
+        // A variable name no other test sets; read, not written, by the code under test.
+        let unset = WorkerSettings {
+            token_env: Some("MOSAIC_TEST_TOKEN_THAT_IS_NEVER_SET".into()),
+            ..WorkerSettings::default()
+        };
+        assert_eq!(
+            unset.token(),
+            Err(TokenError::Unset(
+                "MOSAIC_TEST_TOKEN_THAT_IS_NEVER_SET".into()
+            ))
+        );
+        let from_env = WorkerSettings {
+            token_env: Some("PATH".into()),
+            ..WorkerSettings::default()
+        };
+        assert!(from_env.token().unwrap().is_some());
+        let both = WorkerSettings {
+            token_file: Some(file.clone()),
+            ..from_env
+        };
+        assert_eq!(both.token(), Err(TokenError::Both));
+        std::fs::write(&file, " \n").unwrap();
+        assert!(matches!(from_file.token(), Err(TokenError::Empty(s)) if s.contains("token_file")));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let missing = from_file.token().unwrap_err().to_string();
+        assert!(missing.starts_with("token_file = "), "{missing}");
     }
 }

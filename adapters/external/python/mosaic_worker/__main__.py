@@ -6,7 +6,8 @@
     python -m mosaic_worker policy random
 
 ``--listen tcp://host:port`` or ``unix:///path`` serves one orchestrator over a socket
-instead of stdin/stdout.
+instead of stdin/stdout. A listening worker asks for a token when ``$MOSAIC_WORKER_TOKEN``
+is set or ``--token-file PATH`` is given (never on the command line, where ``ps`` shows it).
 """
 
 from __future__ import annotations
@@ -48,9 +49,17 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--kwargs", default="{}", help="JSON object of constructor arguments")
     parser.add_argument("--api", choices=["aec", "parallel"], help="PettingZoo API (default: parallel if offered)")
     parser.add_argument("--listen", help="tcp://host:port or unix:///path instead of stdin/stdout")
+    parser.add_argument("--token-file", help="file holding the token a listening worker asks for "
+                                             f"(default: ${protocol.TOKEN_ENV})")
     args = parser.parse_args(argv)
     if not args.listen:
+        if args.token_file:
+            raise SystemExit("--token-file is for a worker that listens (--listen)")
         protocol.guard_stdout()
+    try:
+        token = protocol.listen_token(args.token_file) if args.listen else None
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"cannot read the token: {exc}")
     kwargs = json.loads(args.kwargs)
     if not isinstance(kwargs, dict):
         raise SystemExit("--kwargs must be a JSON object")
@@ -61,7 +70,7 @@ def main(argv: Optional[list] = None) -> int:
         if args.target != "random":
             raise SystemExit(f"unknown built-in policy {args.target!r} (known: random)")
         return serve_policy(random_decide, name="python-random", paradigm="random", listen=args.listen,
-                            checkpoint=True)
+                            checkpoint=True, token=token)
 
     if args.family == "gymnasium":
         import gymnasium as gym
@@ -72,7 +81,7 @@ def main(argv: Optional[list] = None) -> int:
 
         env = gym.make(args.target, render_mode="rgb_array", **kwargs)
         text = _minigrid_text if args.target.startswith(("MiniGrid", "BabyAI")) else None
-        return serve_env(env, f"gymnasium:{args.target}", text=text, listen=args.listen)
+        return serve_env(env, f"gymnasium:{args.target}", text=text, listen=args.listen, token=token)
 
     module = _import_env_module(args.target)
     name = f"pettingzoo:{args.target}"
@@ -81,11 +90,11 @@ def main(argv: Optional[list] = None) -> int:
 
     if api == "parallel":
         env = module.parallel_env(render_mode="rgb_array", **kwargs)
-        return serve_parallel(env, name, listen=args.listen)
+        return serve_parallel(env, name, listen=args.listen, token=token)
     env = module.env(render_mode="rgb_array", **kwargs)
     classic = args.target.startswith("classic/")
     text = _chess_text if "chess" in args.target else None
-    return serve_aec(env, name, text=text, zero_sum_outcome=classic, listen=args.listen)
+    return serve_aec(env, name, text=text, zero_sum_outcome=classic, listen=args.listen, token=token)
 
 
 if __name__ == "__main__":

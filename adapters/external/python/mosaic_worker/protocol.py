@@ -1,13 +1,16 @@
-"""The mosaic/1 worker protocol (version 1.1): framing, handshake, frames and the request loop.
+"""The mosaic/1 worker protocol (version 1.2): framing, handshake, frames and the request loop.
 
 One JSON object per line. The worker speaks first (``hello``), the orchestrator answers
 ``welcome`` or ``reject``, then sends requests carrying an ``id`` that every reply echoes.
+A listening worker given a token (``MOSAIC_WORKER_TOKEN`` or ``--token-file``) first awaits
+the orchestrator's ``auth`` line and refuses a connection without the right token.
 See docs/protocol.md in the mosaic repository for the full specification.
 """
 
 from __future__ import annotations
 
 import base64
+import hmac
 import json
 import os
 import socket
@@ -19,7 +22,17 @@ import traceback
 import zlib
 from typing import Any, Callable, Dict, Optional
 
-PROTOCOL = "mosaic/1.1"
+PROTOCOL = "mosaic/1.2"
+
+# The token of a listening worker: read from this environment variable (or a file), never
+# taken on the command line, where every user of the machine can read it.
+TOKEN_ENV = "MOSAIC_WORKER_TOKEN"
+# Announced in ``hello`` by a worker that checked the orchestrator's token.
+AUTH_TOKEN = "auth:token"
+# How long a token-checking worker waits for the orchestrator's ``auth`` line, seconds.
+AUTH_TIMEOUT = 5.0
+# The longest ``auth`` line read.
+MAX_AUTH_LINE = 64 << 10
 
 # Built once: the module-level json.loads/dumps re-create or re-check these on every call,
 # which is a third of the cost of a small message.
@@ -106,6 +119,8 @@ class Channel:
         self._max = max_frame
         self._lock = threading.Lock()
         self._closers: list = []
+        # Whether the orchestrator proved it holds this worker's token.
+        self.authenticated = False
 
     def read(self) -> Optional[Dict[str, Any]]:
         """The next message, or ``None`` at end of stream.
@@ -190,8 +205,56 @@ def stdio_channel(max_frame: int = MAX_FRAME) -> Channel:
     return Channel(sys.stdin.buffer, out, max_frame)
 
 
-def listen_channel(address: str, max_frame: int = MAX_FRAME) -> Channel:
-    """Listens on ``tcp://host:port`` or ``unix:///path`` and accepts one orchestrator."""
+def listen_token(token_file: Optional[str] = None) -> Optional[str]:
+    """The token a listening worker asks for: the contents of ``token_file`` if given, else
+    ``$MOSAIC_WORKER_TOKEN``; ``None`` without either. Surrounding whitespace is removed."""
+    if token_file is not None:
+        with open(token_file, encoding="utf-8") as file:
+            token, source = file.read(), f"token file {token_file}"
+    else:
+        token, source = os.environ.get(TOKEN_ENV), TOKEN_ENV
+        if token is None:
+            return None
+    token = token.strip()
+    if not token:
+        raise ValueError(f"{source}: the token is empty")
+    return token
+
+
+def _refusal(line: bytes, token: str) -> Optional[str]:
+    """Why the orchestrator's first ``line`` does not authenticate it (``None`` when it
+    does). The reason never contains a token."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        message = None
+    if not isinstance(message, dict) or message.get("type") != "auth":
+        return ("authentication required: this worker needs a token and the orchestrator sent none "
+                "(name it with token_env or token_file in the worker settings)")
+    sent = message.get("token")
+    # Constant time: how long the comparison takes must not tell how much of a guess was right.
+    if not isinstance(sent, str) or not hmac.compare_digest(sent.encode(), token.encode()):
+        return "authentication failed: the token does not match"
+    return None
+
+
+def _authenticate(conn: socket.socket, rfile: Any, token: str) -> Optional[str]:
+    """Reads the orchestrator's ``auth`` line within ``AUTH_TIMEOUT``; the refusal, if any."""
+    conn.settimeout(AUTH_TIMEOUT)
+    try:
+        line = rfile.readline(MAX_AUTH_LINE)
+    except (socket.timeout, OSError):
+        line = b""
+    conn.settimeout(None)
+    return _refusal(line, token)
+
+
+def listen_channel(address: str, max_frame: int = MAX_FRAME, token: Optional[str] = None) -> Channel:
+    """Listens on ``tcp://host:port`` or ``unix:///path`` and accepts one orchestrator.
+
+    With a ``token``, a connection whose first line is not ``auth`` with that token is
+    refused (``reject`` with the reason, then closed; logged without any token) and the
+    worker keeps listening."""
     if address.startswith("tcp://"):
         host, _, port = address[len("tcp://"):].rpartition(":")
         server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -206,12 +269,25 @@ def listen_channel(address: str, max_frame: int = MAX_FRAME) -> Channel:
     else:
         raise ValueError(f"{address!r} is not a worker address (tcp://host:port or unix:///path)")
     server.listen(1)
-    log(f"listening on {address}")
-    conn, _ = server.accept()
+    log(f"listening on {address}" + (" (token required)" if token else ""))
+    while True:
+        conn, peer = server.accept()
+        if conn.family == socket.AF_INET:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        rfile = conn.makefile("rb")
+        refusal = _authenticate(conn, rfile, token) if token else None
+        if refusal is None:
+            break
+        log(f"refused a connection from {peer or 'a local client'}: {refusal}")
+        try:
+            conn.sendall((_encode({"type": "reject", "reason": refusal}) + "\n").encode())
+        except OSError:
+            pass
+        rfile.close()
+        conn.close()
     server.close()
-    if conn.family == socket.AF_INET:
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    channel = Channel(conn.makefile("rb"), conn.makefile("wb"), max_frame)
+    channel = Channel(rfile, conn.makefile("wb"), max_frame)
+    channel.authenticated = bool(token)
     channel._closers.append(conn.close)
     return channel
 
@@ -308,16 +384,30 @@ class _Heartbeat:
 _HEARTBEAT = b'{"type":"heartbeat"}\n'
 
 
-def serve(handler: Handler, listen: Optional[str] = None, channel: Optional[Channel] = None) -> int:
+def serve(handler: Handler, listen: Optional[str] = None, channel: Optional[Channel] = None,
+          token: Optional[str] = None) -> int:
     """Runs the handshake and answers requests until ``stop`` or end of input.
 
-    Returns the process exit status: 0 after ``stop`` or end of input, 3 when rejected.
+    A worker listening on a socket asks for ``token`` (by default ``$MOSAIC_WORKER_TOKEN``,
+    see ``listen_token``) when there is one. Returns the process exit status: 0 after
+    ``stop`` or end of input, 3 when rejected.
     """
     if channel is None:
-        channel = listen_channel(listen) if listen else stdio_channel()
+        if listen:
+            channel = listen_channel(listen, token=token if token is not None else listen_token())
+        else:
+            channel = stdio_channel()
     try:
-        channel.write(handler.hello())
+        greeting = handler.hello()
+        if channel.authenticated:
+            greeting["capabilities"] = list(greeting.get("capabilities", [])) + [AUTH_TOKEN]
+        channel.write(greeting)
         welcome = channel.read()
+        while welcome is not None and welcome.get("type") == "auth":
+            # Sent by an orchestrator that holds a token this worker does not ask for; it
+            # refuses such a worker next, and says why.
+            log("the orchestrator sent a token, but this worker was started without one")
+            welcome = channel.read()
         if welcome is None:
             log("orchestrator closed the connection during the handshake")
             return 1

@@ -27,7 +27,7 @@ class Peer:
 
     def handshake(self, **welcome):
         hello = self.recv()
-        assert hello["type"] == "hello" and hello["protocol"] == "mosaic/1.1"
+        assert hello["type"] == "hello" and hello["protocol"] == "mosaic/1.2"
         self.send({"type": "welcome", "protocol": "mosaic/1", "session": "t", "heartbeat_ms": 1000, **welcome})
         return hello
 

@@ -71,7 +71,9 @@ impl Link {
             .map_err(connect_error)?;
         let reader = stream.try_clone().map_err(connect_error)?;
         let writer = stream.try_clone().map_err(connect_error)?;
+        // Over a socket the address is what tells one worker from another.
         Self::open(name, reader, Box::new(writer), None, Some(stream), options)
+            .map_err(|e| connect_error(std::io::Error::other(e.to_string())))
     }
 
     fn open<R: Read + Send + 'static>(

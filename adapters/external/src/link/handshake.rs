@@ -31,9 +31,9 @@ enum Event<R> {
     Exited,
 }
 
-/// Reads the first line of worker `name` from `reader` within the handshake deadline,
-/// answers it on `writer` and returns the dialect. `process`, when the worker is one, has
-/// its exit noticed during the wait.
+/// Sends the `auth` line when the options hold a token, reads the first line of worker
+/// `name` from `reader` within the handshake deadline, answers it on `writer` and returns
+/// the dialect. `process`, when the worker is one, has its exit noticed during the wait.
 pub(crate) fn handshake<R: Read + Send + 'static>(
     name: &str,
     reader: R,
@@ -41,6 +41,12 @@ pub(crate) fn handshake<R: Read + Send + 'static>(
     process: Option<&WorkerProcess>,
     options: &LinkOptions,
 ) -> Result<Greeted<R>, WorkerError> {
+    if let Some(auth) = options.policy.auth() {
+        writer
+            .write_all(&auth.encode())
+            .and_then(|()| writer.flush())
+            .map_err(|e| write_failed(&e, None))?;
+    }
     let (first, reader, pending) =
         first_line(name, reader, process, options).map_err(|e| with_stderr(e, process))?;
     let session = format!("{name}-{}", std::process::id());
@@ -192,6 +198,45 @@ mod tests {
         let mut rest = greeted.pending;
         greeted.reader.read_to_end(&mut rest).unwrap();
         assert_eq!(rest, b"{\"type\":\"heartbeat\"}\n{\"ty");
+    }
+
+    #[test]
+    fn a_token_goes_first_and_a_refusal_is_reported() {
+        let mut options = options(Duration::from_secs(10));
+        options.policy.token = Some(mosaic_protocols::message::Token::new("s3cret"));
+        let hello = br#"{"type":"hello","protocol":"mosaic/1.2","worker_kind":"env","capabilities":["auth:token"]}"#;
+        let mut sent = Vec::new();
+        handshake(
+            "t",
+            Cursor::new([hello, &b"\n"[..]].concat()),
+            &mut sent,
+            None,
+            &options,
+        )
+        .unwrap();
+        let mut lines = sent.split(|b| *b == b'\n');
+        assert!(matches!(
+            Message::decode(lines.next().unwrap()),
+            Ok(Message::Auth(auth)) if auth.token.expose() == "s3cret"
+        ));
+        assert!(matches!(
+            Message::decode(lines.next().unwrap()),
+            Ok(Message::Welcome(_))
+        ));
+        let refusal =
+            br#"{"type":"reject","reason":"authentication failed: the token does not match"}"#;
+        let err = handshake(
+            "t",
+            Cursor::new([refusal, &b"\n"[..]].concat()),
+            &mut Vec::new(),
+            None,
+            &options,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the worker refused the connection: authentication failed: the token does not match"
+        );
     }
 
     #[test]

@@ -247,6 +247,7 @@ fn greet(
     match Greeting::parse(first) {
         Err(e) => (Err(WorkerError::Handshake(e.to_string())), None),
         Ok(Greeting::Mosaic(init)) => (Ok(Mode::Mosaic { init }), None),
+        Ok(Greeting::Refused(reject)) => (Err(WorkerError::Refused(reject.reason)), None),
         Ok(Greeting::Hello(hello)) => match policy.check(&hello) {
             Err(reject) => (
                 Err(WorkerError::Rejected(reject.reason.clone())),
