@@ -11,11 +11,17 @@
 #[path = "../adapters/external/tests/support/python.rs"]
 mod python;
 
+// Shared by the binary's tests; each uses part of it.
+#[allow(dead_code)]
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::{mosaic, text};
 use mosaic_core::record::strip_volatile;
 use mosaic_recorder::{RunDir, RunStore, Unit};
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const EXPERIMENT: &str = r#"
@@ -32,18 +38,6 @@ agents = { "*" = { kind = "random" } }
 "#;
 
 const RUN_ID: &str = "crash";
-
-fn mosaic() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_mosaic"))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
 
 fn run_command(file: &Path, out: &Path) -> Command {
     let mut command = mosaic();

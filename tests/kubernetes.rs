@@ -8,9 +8,15 @@
 #[path = "support/records.rs"]
 mod records;
 
+// Shared by the binary's tests; each uses part of it.
+#[allow(dead_code)]
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::{mosaic, succeed, text};
 use records::sorted_records;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const EXPERIMENT: &str = r#"
@@ -30,24 +36,6 @@ id = "board"
 env = "tic-tac-toe"
 agents = { "*" = { kind = "scripted" } }
 "#;
-
-fn mosaic() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_mosaic"))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn succeed(command: &mut Command) -> String {
-    let output = command.output().expect("runs");
-    assert!(output.status.success(), "{command:?}: {}", text(&output));
-    text(&output)
-}
 
 /// The k8s venv's Python: `MOSAIC_PY_K8S`, else what the (cached) setup script prints.
 fn k8s_python() -> String {

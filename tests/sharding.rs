@@ -8,10 +8,16 @@
 #[path = "support/records.rs"]
 mod records;
 
+// Shared by the binary's tests; each uses part of it.
+#[allow(dead_code)]
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::{logged_episodes, mosaic, succeed, text};
 use mosaic_recorder::RunDir;
 use records::sorted_records;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// 2 configurations × 28 episodes: 56 units, which no shard count here divides evenly but 4
@@ -35,24 +41,6 @@ agents = { "*" = { kind = "scripted" } }
 "#;
 
 const RUN_ID: &str = "sharded";
-
-fn mosaic() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_mosaic"))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn succeed(command: &mut Command) -> String {
-    let output = command.output().expect("mosaic runs");
-    assert!(output.status.success(), "{command:?}: {}", text(&output));
-    text(&output)
-}
 
 /// `mosaic run FILE --out OUT --run-id RUN_ID [--shard K/N]`.
 fn run_command(file: &Path, out: &Path, shard: Option<(u32, u32)>) -> Command {
@@ -107,13 +95,6 @@ fn assert_merged_like_whole(merged: &Path, whole: &Path, label: &str) {
     succeed(mosaic().arg("compare").arg(merged).arg(whole));
 }
 
-/// Complete lines of a run's `episodes.jsonl`.
-fn episode_lines(run: &Path) -> usize {
-    let text = std::fs::read_to_string(run.join("episodes.jsonl")).unwrap_or_default();
-    text.rfind('\n')
-        .map_or(0, |end| text[..end].lines().count())
-}
-
 /// Starts shard `index` of `count`, kills it (SIGKILL) once `episodes` episodes are logged.
 fn run_and_kill(file: &Path, out: &Path, index: u32, count: u32, episodes: usize) {
     let mut child = run_command(file, out, Some((index, count)))
@@ -123,7 +104,7 @@ fn run_and_kill(file: &Path, out: &Path, index: u32, count: u32, episodes: usize
         .expect("mosaic run starts");
     let started = Instant::now();
     let dir = shard_dir(out, index, count);
-    while episode_lines(&dir) < episodes {
+    while logged_episodes(&dir) < episodes {
         assert!(started.elapsed() < Duration::from_secs(30), "no episodes");
         if let Some(status) = child.try_wait().unwrap() {
             panic!("the shard ended ({status}) before it was killed");
@@ -361,7 +342,7 @@ fn pool_workers_killed_mid_run_lose_no_unit_and_double_none() {
     for (index, name) in ["w0", "w1"].iter().enumerate() {
         let dir = out.join(format!("{RUN_ID}.pool-{name}"));
         let started = Instant::now();
-        while episode_lines(&dir) < 2 {
+        while logged_episodes(&dir) < 2 {
             assert!(
                 started.elapsed() < Duration::from_secs(30),
                 "{name} ran no unit"

@@ -10,9 +10,15 @@
 #[path = "support/records.rs"]
 mod records;
 
+// Shared by the binary's tests; each uses part of it.
+#[allow(dead_code)]
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::{logged_episodes, succeed};
 use records::sorted_records;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn experiment(episodes: u32) -> String {
@@ -34,14 +40,6 @@ id = "board"
 env = "tic-tac-toe"
 agents = {{ "*" = {{ kind = "scripted" }} }}
 "#
-    )
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
     )
 }
 
@@ -222,12 +220,6 @@ fn set_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-fn succeed(command: &mut Command) -> String {
-    let output = command.output().expect("runs");
-    assert!(output.status.success(), "{command:?}: {}", text(&output));
-    text(&output)
-}
-
 /// The job ids `mosaic cluster slurm --submit` printed: the array's, then the merge's.
 fn submitted(said: &str) -> (String, String) {
     let line = said
@@ -242,12 +234,6 @@ fn submitted(said: &str) -> (String, String) {
         .collect();
     assert_eq!(ids.len(), 2, "{line}");
     (ids[0].clone(), ids[1].clone())
-}
-
-fn episode_lines(run: &Path) -> usize {
-    let text = std::fs::read_to_string(run.join("episodes.jsonl")).unwrap_or_default();
-    text.rfind('\n')
-        .map_or(0, |end| text[..end].lines().count())
 }
 
 /// Writes the experiment, runs it unsharded, and answers (experiment file, unsharded run).
@@ -314,7 +300,7 @@ fn a_4_shard_array_on_slurm_merges_to_the_unsharded_run_also_after_a_cancelled_t
     let (array, merge) = submit(&cluster, &file, &out, "preempted");
     let shard = out.join("preempted.shard-1-of-4");
     let started = Instant::now();
-    while episode_lines(&shard) < 3 {
+    while logged_episodes(&shard) < 3 {
         assert!(
             started.elapsed() < Duration::from_secs(120),
             "shard 1 never ran: {}",
