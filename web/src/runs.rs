@@ -18,7 +18,7 @@ use mosaic_core::{EnvSpec, Environment, OperatorSpec, Paradigm, Settings};
 use mosaic_recorder::paired::{ConfigSamples, compare_configs, samples_by_operator};
 use mosaic_recorder::replay::{ReplayError, ReplayObserver, ReplayedStep};
 use mosaic_recorder::run_dir::MANIFEST_FILE;
-use mosaic_recorder::{RecorderError, Records, RunDir, RunStatus, Unit, list_runs, plot, report};
+use mosaic_recorder::{RecorderError, RunDir, RunStatus, Unit, list_runs, plot, report};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
@@ -525,7 +525,7 @@ impl Runs {
                 .into_iter()
                 .find(|e| e.operator_id == operator && e.episode_index == episode)
                 .ok_or_else(missing)?;
-            let steps = unit_steps(&records, operator, episode)?;
+            let steps = records.steps_of(&Unit::new(operator, episode))?;
             (record, steps)
         };
         let replay = Arc::new(rebuild(envs, spec, experiment.max_steps, &record, &steps)?);
@@ -585,27 +585,6 @@ fn unpaired_seeds_as_text(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(unpaired_seeds_as_text),
         _ => {}
-    }
-}
-
-/// The step records of one complete unit, in step and agent order.
-fn unit_steps(
-    records: &Records,
-    operator: &str,
-    episode: u32,
-) -> Result<Vec<StepRecord>, RunsError> {
-    match records {
-        Records::Store(store) => Ok(store.steps_of(&Unit::new(operator, episode))?),
-        Records::Live { .. } => {
-            let mut steps = Vec::new();
-            records.for_each_step(|r| {
-                if r.operator_id == operator && r.episode_index == episode {
-                    steps.push(r.clone());
-                }
-                Ok(())
-            })?;
-            Ok(steps)
-        }
     }
 }
 
