@@ -12,7 +12,7 @@ try {
   page.on('pageerror', (error) => pageErrors.push(error.message));
   await page.goto(`${url}/`);
   const card = page.locator('.viewport[data-op="pitch"]');
-  await page.waitForFunction(() => document.querySelector('.viewport[data-op="pitch"]').dataset.steps === '0');
+  await page.waitForFunction(() => document.querySelector('.viewport[data-op="pitch"]')?.dataset.steps === '0');
   assert.equal(await card.locator('.steps').textContent(), 'step 0 / 30', 'the step limit is shown');
 
   await page.click('#step-all');
