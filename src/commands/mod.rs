@@ -3,20 +3,48 @@
 pub mod cluster;
 pub mod compare;
 pub mod export;
+pub mod list;
 pub mod merge;
 pub mod replay;
 pub mod report;
+pub mod run;
 pub mod runs;
+pub mod serve;
 #[cfg(feature = "rl")]
 pub mod train;
 
+use mosaic::experiment_file::FileError;
+use mosaic::run::RunFailure;
 use mosaic_recorder::RecorderError;
 use mosaic_recorder::replay::ReplayError;
 use std::io::Write;
+use std::path::PathBuf;
 
 /// Why a command failed; decides the exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
+    /// The experiment file cannot be read or does not fit the registries (the message
+    /// names the file and, where known, the line).
+    #[error(transparent)]
+    Experiment(#[from] FileError),
+    /// `run`, `resume`: the run could not start, or stopped with an error (what was
+    /// recorded before is kept).
+    #[error(transparent)]
+    Run(#[from] RunFailure),
+    /// `run`, `resume`: the run finished, but its summary could not be read back.
+    #[error("the run finished but its summary failed: {0}")]
+    Summary(RecorderError),
+    /// `serve`: the server could not start or stopped with an error.
+    #[error(transparent)]
+    Serve(mosaic_web::WebError),
+    /// `serve`: the runs directory could not be created.
+    #[error("runs directory {}: {source}", path.display())]
+    RunsDir {
+        /// The directory given.
+        path: PathBuf,
+        /// Why it could not be created.
+        source: std::io::Error,
+    },
     /// Reading or writing a run failed.
     #[error(transparent)]
     Recorder(#[from] RecorderError),
@@ -51,6 +79,8 @@ impl CliError {
     /// differs from the records, a failing disk).
     pub fn exit_code(&self) -> u8 {
         match self {
+            CliError::Experiment(_) | CliError::Serve(_) | CliError::RunsDir { .. } => 2,
+            CliError::Run(failure) => failure.exit_code(),
             CliError::Recorder(e) if e.is_bad_input() => 2,
             CliError::Usage(_) => 2,
             CliError::Merge(e) if e.is_bad_input() => 2,
