@@ -49,7 +49,7 @@ impl Handler<Decide> for ForwardLooking {
         let choice = match self.forward {
             Some(forward) if msg.obs.is_legal(forward) && self.rng.random_bool(0.75) => forward,
             _ if legal.is_empty() => {
-                return Err(OperatorError::Failed("no legal action".into()));
+                return Err(OperatorError::failed("no legal action"));
             }
             _ => legal[self.rng.random_range(0..legal.len())],
         };

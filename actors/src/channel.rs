@@ -42,6 +42,7 @@ use mosaic_core::EnvSpec;
 use mosaic_core::experiment::SpecError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 // The channel's messages are the worker protocol's: a policy worker reads the same
 // envelopes a language-model agent does.
@@ -68,18 +69,37 @@ impl Default for ChannelConfig {
     }
 }
 
-/// A message could not be posted.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+/// A message could not be posted, or a saved channel state could not be loaded.
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum ChannelError {
     /// The sender or recipient is not an agent of the session.
     #[error("`{0}` is not an agent of this session")]
     UnknownAgent(String),
-    /// A team message from an agent without a team, or to an agent of another team.
-    #[error("{0}")]
-    Scope(String),
-    /// A saved state ([`LoadChannel`]) does not fit this channel.
+    /// A team message from an agent without a team.
+    #[error("`{sender}` has no team: post with scope `all`")]
+    NoTeam {
+        /// The sender.
+        sender: String,
+    },
+    /// A team message addressed to an agent of another team.
+    #[error("`{recipient}` is not on the team of `{sender}`")]
+    OtherTeam {
+        /// The sender.
+        sender: String,
+        /// The addressee.
+        recipient: String,
+    },
+    /// A saved state ([`LoadChannel`]) is not a channel state.
     #[error("not a state of this message channel: {0}")]
-    State(String),
+    Malformed(#[source] Arc<serde_json::Error>),
+    /// A saved state ([`LoadChannel`]) names an agent this channel does not have.
+    #[error("not a state of this message channel: agent {agent} of a channel of {agents} agents")]
+    AgentOutOfRange {
+        /// The agent index in the state.
+        agent: usize,
+        /// Agents of this channel.
+        agents: usize,
+    },
 }
 
 /// Posts a message (delivered from the next step on).
@@ -234,18 +254,15 @@ impl Handler<Post> for Channel {
         let sender = self.index(&msg.from)?;
         let team = &self.agents[sender].1;
         if msg.scope == Scope::Team && team.is_none() {
-            return Err(ChannelError::Scope(format!(
-                "`{}` has no team: post with scope `all`",
-                msg.from
-            )));
+            return Err(ChannelError::NoTeam { sender: msg.from });
         }
         if let Some(to) = &msg.to {
             let recipient = self.index(to)?;
             if msg.scope == Scope::Team && self.agents[recipient].1 != *team {
-                return Err(ChannelError::Scope(format!(
-                    "`{to}` is not on the team of `{}`",
-                    msg.from
-                )));
+                return Err(ChannelError::OtherTeam {
+                    sender: msg.from,
+                    recipient: to.clone(),
+                });
             }
         }
         // An agent decides once per step, so it posts at most once per step: a second post
@@ -344,7 +361,7 @@ impl Handler<LoadChannel> for Channel {
 
     fn handle(&mut self, msg: LoadChannel, _: &mut Context<Self>) -> Self::Result {
         let state =
-            EpisodeState::deserialize(msg.0).map_err(|e| ChannelError::State(e.to_string()))?;
+            EpisodeState::deserialize(msg.0).map_err(|e| ChannelError::Malformed(Arc::new(e)))?;
         let agents = self.agents.len();
         if let Some(bad) = state
             .log
@@ -353,9 +370,7 @@ impl Handler<LoadChannel> for Channel {
             .chain(state.delivered_before.keys().copied())
             .find(|&agent| agent >= agents)
         {
-            return Err(ChannelError::State(format!(
-                "agent {bad} of a channel of {agents} agents"
-            )));
+            return Err(ChannelError::AgentOutOfRange { agent: bad, agents });
         }
         self.episode = state;
         Ok(())
@@ -608,7 +623,7 @@ mod tests {
         let garbage = LoadChannel(serde_json::json!("garbage"));
         assert!(matches!(
             second.send(garbage).await.unwrap(),
-            Err(ChannelError::State(_))
+            Err(ChannelError::Malformed(_))
         ));
     }
 
@@ -757,9 +772,9 @@ mod tests {
         let err = send(post("g0", Some("b0"), Scope::Team, "x", 2))
             .await
             .unwrap();
-        assert!(matches!(err, Err(ChannelError::Scope(_))));
+        assert!(matches!(err, Err(ChannelError::OtherTeam { .. })));
         let err = send(post("solo", None, Scope::Team, "x", 2)).await.unwrap();
-        assert!(matches!(err, Err(ChannelError::Scope(_))));
+        assert!(matches!(err, Err(ChannelError::NoTeam { .. })));
         let err = send(post("nobody", None, Scope::All, "x", 2))
             .await
             .unwrap();

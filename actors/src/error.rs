@@ -2,6 +2,8 @@
 
 use crate::channel::ChannelError;
 use actix::MailboxError;
+use mosaic_external::WorkerError;
+use std::sync::Arc;
 use mosaic_core::{EnvError, SpecError};
 use mosaic_recorder::RecorderError;
 
@@ -9,30 +11,113 @@ use mosaic_recorder::RecorderError;
 /// `decision.error`).
 pub const DEADLINE_MISSED: &str = "no decision before the deadline";
 
-/// An operator could not decide (its decision becomes the default action).
+/// An operator could not decide, or could not save or load its state (a failed decision
+/// becomes the default action; one that [needs a restart](OperatorError::needs_restart)
+/// restarts the operator).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum OperatorError {
     /// The operator's actor is gone (stopped or crashed).
     #[error("operator mailbox closed: {0}")]
-    Gone(String),
-    /// The operator answered with something unusable (bad model output, illegal action,
-    /// protocol error).
+    Gone(#[from] MailboxError),
+    /// A policy worker failed: an unusable answer (asked again next time), or a lost
+    /// process or stream (restarted).
+    #[error("operator {}: {worker}: {source}", if source.is_fatal() { "crashed" } else { "failed" })]
+    Worker {
+        /// The worker's name.
+        worker: String,
+        /// What the worker link reported.
+        #[source]
+        source: WorkerError,
+    },
+    /// A policy worker could not save or load its state: it refused it (asked again at the
+    /// next checkpoint), or its process or stream was lost (restarted).
+    #[error("operator {}: {worker}: {source}", if source.is_fatal() { "crashed" } else { "state" })]
+    WorkerState {
+        /// The worker's name.
+        worker: String,
+        /// What the worker link reported.
+        #[source]
+        source: WorkerError,
+    },
+    /// A human player's seat gave no choice.
     #[error("operator failed: {0}")]
-    Failed(String),
-    /// The operator's process or connection is lost (exit, silence, broken stream): it must
-    /// be restarted, not asked again.
-    #[error("operator crashed: {0}")]
-    Crashed(String),
-    /// A checkpoint could not be saved or restored.
+    Human(#[from] crate::human::HumanError),
+    /// The policy worker was stopped after an earlier crash and not started again.
+    #[error("operator crashed: {worker}: the policy worker stopped")]
+    WorkerStopped {
+        /// The worker's name.
+        worker: String,
+    },
+    /// A checkpoint state could not be saved, or does not fit this operator.
     #[error("operator state: {0}")]
-    State(String),
+    State(#[from] StateError),
+    /// An operator kind's own failure (operators written outside this crate), made with
+    /// [`OperatorError::failed`].
+    #[error("operator failed: {0}")]
+    Failed(Arc<dyn std::error::Error + Send + Sync>),
 }
 
 impl OperatorError {
+    /// An operator's own failure: a message or any error.
+    ///
+    /// ```
+    /// use mosaic_actors::OperatorError;
+    /// let error = OperatorError::failed("no legal action");
+    /// assert_eq!(error.to_string(), "operator failed: no legal action");
+    /// assert!(!error.needs_restart());
+    /// ```
+    pub fn failed(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        OperatorError::Failed(Arc::from(error.into()))
+    }
+
     /// Whether the operator must be restarted (its actor or process is gone).
     pub fn needs_restart(&self) -> bool {
-        matches!(self, OperatorError::Gone(_) | OperatorError::Crashed(_))
+        match self {
+            OperatorError::Gone(_) | OperatorError::WorkerStopped { .. } => true,
+            OperatorError::Worker { source, .. } | OperatorError::WorkerState { source, .. } => {
+                source.is_fatal()
+            }
+            OperatorError::State(_) | OperatorError::Human(_) | OperatorError::Failed(_) => false,
+        }
     }
+}
+
+/// Why an operator's checkpoint state could not be saved or loaded.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StateError {
+    /// The state could not be written as JSON.
+    #[error("cannot save the {kind} operator's state: {source}")]
+    Save {
+        /// The operator kind.
+        kind: &'static str,
+        /// What serde reported.
+        #[source]
+        source: Arc<serde_json::Error>,
+    },
+    /// The state is not one of this operator kind.
+    #[error("not {kind} operator state: {source}")]
+    Malformed {
+        /// The operator kind.
+        kind: &'static str,
+        /// What serde reported.
+        #[source]
+        source: Arc<serde_json::Error>,
+    },
+    /// A policy worker's state must be the base64 string its worker saved.
+    #[error("{worker}: not a policy worker state (a base64 string)")]
+    NotWorkerState {
+        /// The worker's name.
+        worker: String,
+    },
+    /// The policy refused the state, for the reason given.
+    #[error("{0}")]
+    Policy(String),
+    /// The worker does not save or load states.
+    #[error("{worker}: the worker does not announce the `checkpoint` capability")]
+    NoCheckpoints {
+        /// The worker's name.
+        worker: String,
+    },
 }
 
 /// A session could not go on. Each variant names what failed (the environment, the agent,

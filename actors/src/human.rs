@@ -74,6 +74,17 @@ pub enum ChoiceError {
     },
 }
 
+/// A human agent gave no decision (its decision becomes the default action).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HumanError {
+    /// The seat was withdrawn before the person chose (the episode was reset or ended).
+    #[error("the human's choice was withdrawn")]
+    Withdrawn,
+    /// The decision deadline passed first.
+    #[error("no choice before the deadline")]
+    NoChoice,
+}
+
 type SeatKey = (String, usize);
 
 struct Parked {
@@ -294,12 +305,8 @@ impl Handler<Decide> for HumanOperator {
             hub.unpark(&key, ticket);
             match outcome {
                 Some(Ok(action)) => Ok(Decision::act(action)),
-                Some(Err(_)) => Err(OperatorError::Failed(
-                    "the human's choice was withdrawn".into(),
-                )),
-                None => Err(OperatorError::Failed(
-                    "no choice before the deadline".into(),
-                )),
+                Some(Err(_)) => Err(HumanError::Withdrawn.into()),
+                None => Err(HumanError::NoChoice.into()),
             }
         })
     }

@@ -28,7 +28,7 @@ pub mod session;
 pub mod sink;
 pub mod worker;
 
-pub use error::{ChildFailure, OperatorError, ResumeError, SessionError, SinkError};
+pub use error::{ChildFailure, OperatorError, ResumeError, SessionError, SinkError, StateError};
 pub use messages::{
     BeginEpisode, CheckpointEvent, Decide, EpisodeEvent, LoadState, SaveState, StepEvent,
 };

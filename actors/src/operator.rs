@@ -5,7 +5,7 @@
 //! the same two messages. The [`OperatorRegistry`] turns an experiment's slot spec into an
 //! [`OperatorHandle`].
 
-use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
+use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState, StateError};
 use actix::{Actor, Addr, Context, Handler, Recipient};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::registry::ScriptedConstructor;
@@ -64,7 +64,9 @@ impl Handler<LoadState> for PolicyActor {
     type Result = Result<(), OperatorError>;
 
     fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
-        self.policy.load_state(&msg.0).map_err(OperatorError::State)
+        self.policy
+            .load_state(&msg.0)
+            .map_err(|reason| StateError::Policy(reason).into())
     }
 }
 

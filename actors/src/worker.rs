@@ -8,7 +8,7 @@
 //! with a typed error, which the session turns into the default action and records. Errors
 //! after which the worker cannot be asked again (its process exited, it fell silent for
 //! `heartbeat_timeout_ms` while heartbeating, its stream broke) are
-//! [`OperatorError::Crashed`]; a process exit fails the pending request at once. Workers
+//! an [`OperatorError::Worker`] that needs a restart; a process exit fails the pending request at once. Workers
 //! announcing the `checkpoint` capability answer [`SaveState`] and [`LoadState`] through the
 //! protocol's `checkpoint` and `restore`. Unmodified MOSAIC action-selector workers
 //! (`init_agent` / `select_action`) are driven too, detected from their `init` line.
@@ -24,7 +24,7 @@
 
 use crate::channel::{CHANNEL_HELP, ChannelSetting, DEFAULT_MESSAGE_CAP, Voice};
 use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
-use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
+use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState, StateError};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_core::Decision;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -107,6 +107,8 @@ pub fn register(registry: &mut OperatorRegistry) {
 
 /// The actor around one policy worker.
 pub struct WorkerPolicy {
+    /// The worker's name, for errors once the worker is gone.
+    name: String,
     /// One request at a time (the mutex serialises them); `None` once stopped or dead.
     worker: Rc<tokio::sync::Mutex<Option<PolicyWorker>>>,
     /// The agent's part in the channel, for a worker that talks.
@@ -127,6 +129,7 @@ impl WorkerPolicy {
     pub fn start(worker: PolicyWorker, voice: Option<Voice>, grace: Duration) -> OperatorHandle {
         let (paradigm, wants) = (worker.paradigm(), worker.wants());
         let actor = WorkerPolicy {
+            name: worker.name().to_owned(),
             worker: Rc::new(tokio::sync::Mutex::new(Some(worker))),
             voice,
             grace,
@@ -140,16 +143,16 @@ impl WorkerPolicy {
         &self,
         work: impl AsyncFnOnce(&mut PolicyWorker) -> Result<T, OperatorError> + 'static,
     ) -> ResponseFuture<Result<T, OperatorError>> {
-        let worker = self.worker.clone();
+        let (worker, name) = (self.worker.clone(), self.name.clone());
         Box::pin(async move {
             let mut guard = worker.lock().await;
             let worker = guard
                 .as_mut()
-                .ok_or_else(|| OperatorError::Gone("policy worker stopped".into()))?;
+                .ok_or(OperatorError::WorkerStopped { worker: name })?;
             let result = work(worker).await;
             // A worker that died or hung is killed and dropped at once (no grace: it is
             // replaced); later requests answer `Gone`.
-            if matches!(result, Err(OperatorError::Crashed(_)))
+            if matches!(&result, Err(error) if error.needs_restart())
                 && let Some(mut dead) = guard.take()
             {
                 dead.kill();
@@ -242,16 +245,16 @@ impl Handler<LoadState> for WorkerPolicy {
     fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
         self.with_worker(async |worker| {
             let serde_json::Value::String(data) = msg.0 else {
-                return Err(OperatorError::State(format!(
-                    "{}: not a policy worker state (a base64 string)",
-                    worker.name()
-                )));
+                return Err(StateError::NotWorkerState {
+                    worker: worker.name().to_owned(),
+                }
+                .into());
             };
             if !worker.checkpoints() {
-                return Err(OperatorError::State(format!(
-                    "{}: the worker does not announce the `checkpoint` capability",
-                    worker.name()
-                )));
+                return Err(StateError::NoCheckpoints {
+                    worker: worker.name().to_owned(),
+                }
+                .into());
             }
             let result = worker.load_state(data).await;
             result.map_err(|e| state_failed(worker.name(), e))
@@ -261,19 +264,17 @@ impl Handler<LoadState> for WorkerPolicy {
 
 fn failed(name: &str, error: WorkerError) -> OperatorError {
     tracing::warn!(target: "mosaic::worker", worker = name, %error, "decision failed");
-    if error.is_fatal() {
-        OperatorError::Crashed(format!("{name}: {error}"))
-    } else {
-        OperatorError::Failed(format!("{name}: {error}"))
+    OperatorError::Worker {
+        worker: name.to_owned(),
+        source: error,
     }
 }
 
 fn state_failed(name: &str, error: WorkerError) -> OperatorError {
     tracing::warn!(target: "mosaic::worker", worker = name, %error, "checkpoint failed");
-    if error.is_fatal() {
-        OperatorError::Crashed(format!("{name}: {error}"))
-    } else {
-        OperatorError::State(format!("{name}: {error}"))
+    OperatorError::WorkerState {
+        worker: name.to_owned(),
+        source: error,
     }
 }
 

@@ -4,9 +4,7 @@
 //! misbehaviour as a typed `OperatorError`.
 
 // Shared with the external workers' tests; each uses part of it.
-#[allow(dead_code)]
-#[path = "../../adapters/external/tests/support/python.rs"]
-mod python;
+use mosaic_test_kit::python;
 
 use mosaic_actors::operator::SessionResources;
 use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SpawnContext};
@@ -177,13 +175,13 @@ async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, Opera
             "grace_ms": 300,
         }),
     )
-    .map_err(OperatorError::Failed)?;
+    .map_err(OperatorError::failed)?;
     let ctx = AgentContext::new(1, 0, "solo".into(), 3);
     worker
         .begin
         .send(BeginEpisode { ctx, spec })
         .await
-        .map_err(|e| OperatorError::Gone(e.to_string()))??;
+        .map_err(OperatorError::Gone)??;
     let obs = Observation::with_mask(0, vec![true, true, false]);
     let started = Instant::now();
     let decision = worker
@@ -194,7 +192,7 @@ async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, Opera
             deadline: Some(Instant::now() + deadline),
         })
         .await
-        .map_err(|e| OperatorError::Gone(e.to_string()))?;
+        .map_err(OperatorError::Gone)?;
     assert!(
         started.elapsed() < deadline + Duration::from_secs(2),
         "{mode}: {:?}",
@@ -206,8 +204,8 @@ async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, Opera
 /// The message of a `Failed` error (a live worker's failed decision).
 fn failed(result: Result<Action, OperatorError>) -> String {
     match result {
-        Err(OperatorError::Failed(why)) => why,
-        other => panic!("not a Failed error: {other:?}"),
+        Err(error @ OperatorError::Worker { .. }) if !error.needs_restart() => error.to_string(),
+        other => panic!("not a failed decision: {other:?}"),
     }
 }
 
@@ -239,19 +237,12 @@ fn misbehaving_policy_workers_give_typed_errors() {
     ];
     for (mode, expected, crashed) in cases {
         let err = run(faulty_decision(mode, long)).expect_err(mode);
-        let (OperatorError::Failed(why) | OperatorError::Crashed(why)) = &err else {
+        let OperatorError::Worker { worker, source } = &err else {
             panic!("{mode}: {err:?}")
         };
-        assert_eq!(
-            matches!(err, OperatorError::Crashed(_)),
-            *crashed,
-            "{mode}: {err:?}"
-        );
-        assert!(why.contains(expected), "{mode}: {why}");
-        assert!(
-            why.starts_with("toy:solo: "),
-            "{mode}: the error names the worker: {why}"
-        );
+        assert_eq!(err.needs_restart(), *crashed, "{mode}: {err:?}");
+        assert!(source.to_string().contains(expected), "{mode}: {source}");
+        assert_eq!(worker, "toy:solo", "{mode}: the error names the worker");
     }
 }
 
@@ -293,10 +284,8 @@ fn a_killed_policy_worker_is_a_crash_naming_the_signal() {
             .unwrap()
     })
     .unwrap_err();
-    let OperatorError::Crashed(why) = &err else {
-        panic!("not a crash: {err:?}")
-    };
-    assert!(why.contains("SIGKILL"), "{why}");
+    assert!(err.needs_restart(), "not a crash: {err:?}");
+    assert!(err.to_string().contains("SIGKILL"), "{err}");
 }
 
 #[test]
@@ -443,7 +432,7 @@ fn a_restarted_python_policy_continues_from_its_checkpoint() {
             .unwrap()
             .unwrap_err();
         assert!(
-            matches!(&err, OperatorError::State(why) if why.contains("seed 11")),
+            matches!(&err, OperatorError::WorkerState { source, .. } if source.to_string().contains("seed 11")),
             "{err}"
         );
         let err = fresh_state
@@ -453,7 +442,7 @@ fn a_restarted_python_policy_continues_from_its_checkpoint() {
             .unwrap()
             .unwrap_err();
         assert!(
-            matches!(&err, OperatorError::State(why) if why.starts_with("toy:solo: ")),
+            matches!(&err, OperatorError::WorkerState { worker, .. } if worker == "toy:solo"),
             "{err}"
         );
         let err = fresh_state
@@ -463,7 +452,7 @@ fn a_restarted_python_policy_continues_from_its_checkpoint() {
             .unwrap()
             .unwrap_err();
         assert!(
-            matches!(&err, OperatorError::State(why) if why.contains("not a saved policy state")),
+            matches!(&err, OperatorError::WorkerState { source, .. } if source.to_string().contains("not a saved policy state")),
             "{err}"
         );
         // The worker is still usable after refusing them.
@@ -500,7 +489,8 @@ fn workers_without_checkpoints_save_nothing() {
                 .unwrap()
                 .unwrap_err();
             assert!(
-                matches!(err, OperatorError::State(ref why) if why.contains("checkpoint")),
+                matches!(err, OperatorError::State(_) | OperatorError::WorkerState { .. })
+                    && err.to_string().contains("checkpoint"),
                 "{err}"
             );
         }
@@ -529,7 +519,7 @@ fn a_late_decision_does_not_kill_a_heartbeating_worker() {
         let late = decisions(&worker, 1, Some(Duration::from_millis(300))).await;
         let err = late.into_iter().next().unwrap().unwrap_err();
         assert!(
-            matches!(&err, OperatorError::Failed(why) if why.contains("no `decide` reply within")),
+            matches!(&err, OperatorError::Worker { source, .. } if !source.is_fatal() && source.to_string().contains("no `decide` reply within")),
             "{err:?}"
         );
         // The worker needs about 1.2 s more, three times its silence limit: only its
@@ -582,7 +572,7 @@ fn a_killed_worker_fails_its_pending_decision_at_once() {
             (result.unwrap().unwrap_err(), killed_at.elapsed())
         });
         assert!(
-            matches!(&err, OperatorError::Crashed(why) if why.contains("signal: 9")),
+            matches!(&err, OperatorError::Worker { source, .. } if source.is_fatal() && source.to_string().contains("signal: 9")),
             "{mode}: {err:?}"
         );
         eprintln!("{mode}: the pending decision failed {since_kill:?} after kill -9");
@@ -635,7 +625,7 @@ fn mosaic_action_selector_workers_are_driven_unmodified() {
 #[test]
 fn the_javascript_worker_from_the_protocol_docs_works() {
     let docs =
-        std::fs::read_to_string(python::repo_root().join("docs").join("protocol.md")).unwrap();
+        std::fs::read_to_string(mosaic_test_kit::setup::repo_root().join("docs").join("protocol.md")).unwrap();
     let start = docs
         .find("```js\n")
         .expect("a js block in docs/protocol.md")

@@ -22,7 +22,7 @@ use actix::prelude::*;
 use base64::Engine as _;
 use mosaic_actors::channel::{Envelope, Post, Voice};
 use mosaic_actors::error::DEADLINE_MISSED;
-use mosaic_actors::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
+use mosaic_actors::{BeginEpisode, Decide, LoadState, OperatorError, SaveState, StateError};
 use mosaic_core::{Action, Decision, DecisionSource, Observation};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -257,7 +257,13 @@ impl Handler<SaveState> for LlmOperator {
     fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
         serde_json::to_value(&self.state)
             .map(Some)
-            .map_err(|e| OperatorError::State(e.to_string()))
+            .map_err(|e| {
+                StateError::Save {
+                    kind: "LLM",
+                    source: Arc::new(e),
+                }
+                .into()
+            })
     }
 }
 
@@ -266,7 +272,10 @@ impl Handler<LoadState> for LlmOperator {
 
     fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
         self.state = LlmState::deserialize(msg.0)
-            .map_err(|e| OperatorError::State(format!("not an LLM operator state: {e}")))?;
+            .map_err(|e| StateError::Malformed {
+            kind: "an LLM",
+            source: Arc::new(e),
+        })?;
         Ok(())
     }
 }

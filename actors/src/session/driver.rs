@@ -174,7 +174,7 @@ impl Driver {
                         crate::error::DEADLINE_MISSED,
                     ),
                     Some(Err(mailbox)) => {
-                        return (slot, Err(OperatorError::Gone(mailbox.to_string())));
+                        return (slot, Err(OperatorError::Gone(mailbox)));
                     }
                     Some(Ok(Err(failure))) if failure.needs_restart() => {
                         return (slot, Err(failure));

@@ -176,7 +176,7 @@ impl Driver {
         episode: &Episode,
         agent: usize,
     ) -> Result<Rebuilt, ChildFailure> {
-        let gone = |e: MailboxError| OperatorError::Gone(e.to_string());
+        let gone = OperatorError::Gone;
         let spec = &self.cast.spec;
         handle
             .begin
