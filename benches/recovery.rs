@@ -12,13 +12,6 @@
 //! after a process exit; ≤ heartbeat timeout + 1 s after a hang). Needs the Python venv of
 //! `scripts/setup/python-envs.sh` (made on first use).
 
-#[allow(dead_code)]
-#[path = "../adapters/external/tests/support/python.rs"]
-mod python;
-
-#[allow(dead_code)]
-#[path = "../actors/tests/common/collect.rs"]
-mod collect;
 
 #[path = "../tests/support/faults.rs"]
 mod faults;

@@ -11,38 +11,12 @@ use mosaic_recorder::aggregate::{
     thresholds,
 };
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
-/// The analysis venv's interpreter (set up once per test process).
-fn python() -> &'static str {
-    static PYTHON: OnceLock<String> = OnceLock::new();
-    PYTHON.get_or_init(|| match std::env::var("MOSAIC_PY_ANALYSIS") {
-        Ok(python) if !python.is_empty() => python,
-        _ => {
-            let script = repo_root().join("scripts/setup/python-envs.sh");
-            let output = Command::new("bash")
-                .arg(&script)
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-            assert!(
-                output.status.success(),
-                "{} failed:\n{}",
-                script.display(),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            String::from_utf8_lossy(&output.stdout)
-                .lines()
-                .find_map(|line| line.strip_prefix("MOSAIC_PY_ANALYSIS="))
-                .map(|python| python.trim().to_owned())
-                .expect("the setup script prints MOSAIC_PY_ANALYSIS=<python>")
-        }
-    })
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+/// The analysis venv's interpreter (see `scripts/setup/python-envs.sh`).
+fn python() -> String {
+    mosaic_test_kit::setup::variable("python-envs.sh", "MOSAIC_PY_ANALYSIS")
 }
 
 /// Runs `code` with `args` in the analysis venv; its standard output as JSON.

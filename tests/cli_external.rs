@@ -2,9 +2,7 @@
 //! named in an experiment file (real Gymnasium / PettingZoo packages from PyPI).
 
 // Shared with the adapters tests; this test uses only part of it.
-#[allow(dead_code)]
-#[path = "../adapters/external/tests/support/python.rs"]
-mod python;
+use mosaic_test_kit::python;
 
 use mosaic_core::record::strip_volatile;
 use std::path::Path;

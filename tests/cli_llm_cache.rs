@@ -3,44 +3,14 @@
 //! in the middle of its episodes resumes from its checkpoints to the same records: the LLM
 //! agent's restored history asks exactly the recorded questions.
 
-use mosaic_core::record::strip_volatile;
+use mosaic_test_kit::records::sorted_lines;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-/// `MOSAIC_LLAMA_SERVER` and `MOSAIC_LLM_MODEL`: from the environment when both are set,
-/// else from `scripts/setup/llm-server.sh` (cached; its first run builds llama-server).
-fn local_model() -> &'static [(String, String)] {
-    static VARS: OnceLock<Vec<(String, String)>> = OnceLock::new();
-    VARS.get_or_init(|| {
-        const NAMES: [&str; 2] = ["MOSAIC_LLAMA_SERVER", "MOSAIC_LLM_MODEL"];
-        let from_env: Vec<(String, String)> = NAMES
-            .iter()
-            .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
-            .collect();
-        if from_env.len() == NAMES.len() {
-            return from_env;
-        }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/setup/llm-server.sh");
-        let output = Command::new("bash")
-            .arg(&script)
-            .output()
-            .expect("the set-up script runs");
-        assert!(
-            output.status.success(),
-            "{} failed:\n{}",
-            script.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let vars: Vec<(String, String)> = String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| line.split_once('='))
-            .filter(|(name, _)| NAMES.contains(name))
-            .map(|(name, value)| (name.to_owned(), value.to_owned()))
-            .collect();
-        assert_eq!(vars.len(), 2, "the set-up script printed {vars:?}");
-        vars
-    })
+/// `MOSAIC_LLAMA_SERVER` and `MOSAIC_LLM_MODEL` (see `scripts/setup/llm-server.sh`; its
+/// first run builds llama-server).
+fn local_model() -> std::collections::BTreeMap<String, String> {
+    mosaic_test_kit::setup::variables("llm-server.sh", &["MOSAIC_LLAMA_SERVER", "MOSAIC_LLM_MODEL"])
 }
 
 /// Runs `mosaic` with the local model configured, or (`offline`) with no model at all.
@@ -85,21 +55,6 @@ green_1 = {{ kind = "scripted" }}
 
 fn experiment(dir: &Path, history: u32) -> PathBuf {
     experiment_with(dir, history, "")
-}
-
-/// A run's records with volatile fields removed, sorted (lanes interleave).
-fn stable_lines(path: &Path) -> Vec<String> {
-    let mut lines: Vec<String> = std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
-            strip_volatile(&mut value);
-            value.to_string()
-        })
-        .collect();
-    lines.sort();
-    lines
 }
 
 fn stderr(output: &Output) -> String {
@@ -163,8 +118,8 @@ fn a_recorded_run_replays_without_a_model() {
     let replayed = replayed_out.join("r");
     for file in ["steps.jsonl", "episodes.jsonl"] {
         assert_eq!(
-            stable_lines(&recorded.join(file)),
-            stable_lines(&replayed.join(file)),
+            sorted_lines(&recorded.join(file)),
+            sorted_lines(&replayed.join(file)),
             "{file} differs"
         );
     }
@@ -283,7 +238,7 @@ fn killed_replay_resumes_from_checkpoints(dir: &Path, recorded: &Path) {
         .arg(recorded)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    for (name, _) in local_model() {
+    for name in local_model().keys() {
         command.env_remove(name);
     }
     let mut child = command.spawn().unwrap();
@@ -307,8 +262,8 @@ fn killed_replay_resumes_from_checkpoints(dir: &Path, recorded: &Path) {
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     for file in ["steps.jsonl", "episodes.jsonl"] {
         let (clean, resumed) = (
-            stable_lines(&recorded.join(file)),
-            stable_lines(&run.join(file)),
+            sorted_lines(&recorded.join(file)),
+            sorted_lines(&run.join(file)),
         );
         assert_eq!(clean.len(), resumed.len(), "{file}: lines lost or doubled");
         if let Some((clean, resumed)) = clean.iter().zip(&resumed).find(|(a, b)| a != b) {

@@ -7,9 +7,7 @@
 //! families and policy workers.
 
 // Shared with the external workers' tests; this test uses only part of it.
-#[allow(dead_code)]
-#[path = "../adapters/external/tests/support/python.rs"]
-mod python;
+use mosaic_test_kit::python;
 
 // Shared by the binary's tests; each uses part of it.
 #[allow(dead_code)]

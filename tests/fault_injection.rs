@@ -3,14 +3,6 @@
 //! sessions restart them, rebuild their state, retry the failed step, and the final records
 //! equal a clean run's (ignoring timestamps, durations and restart events).
 
-// Shared with the adapters tests; this test uses only part of it.
-#[allow(dead_code)]
-#[path = "../adapters/external/tests/support/python.rs"]
-mod python;
-
-#[path = "../actors/tests/common/collect.rs"]
-mod collect;
-
 #[path = "support/faults.rs"]
 mod faults;
 
@@ -18,6 +10,7 @@ use faults::{
     EPISODES, FAMILIES, Fault, Striker, Target, assert_same_records, experiment, experiment_on,
     plan, run, workers,
 };
+use mosaic_test_kit::python;
 use std::time::Duration;
 
 #[actix::test]

@@ -5,8 +5,6 @@
 //! their mount paths), make the unsharded run's records, also when one shard's container
 //! is killed and started again.
 
-#[path = "support/records.rs"]
-mod records;
 
 // Shared by the binary's tests; each uses part of it.
 #[allow(dead_code)]
@@ -14,7 +12,7 @@ mod records;
 mod cli;
 
 use cli::{mosaic, succeed, text};
-use records::sorted_records;
+use mosaic_test_kit::records::sorted_records;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,24 +35,9 @@ env = "tic-tac-toe"
 agents = { "*" = { kind = "scripted" } }
 "#;
 
-/// The k8s venv's Python: `MOSAIC_PY_K8S`, else what the (cached) setup script prints.
+/// The k8s venv's Python (see `scripts/setup/python-envs.sh`).
 fn k8s_python() -> String {
-    if let Ok(python) = std::env::var("MOSAIC_PY_K8S")
-        && !python.is_empty()
-    {
-        return python;
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/setup/python-envs.sh");
-    let output = Command::new(&script)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("the venv setup script runs");
-    assert!(output.status.success(), "{} failed", script.display());
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find_map(|line| line.strip_prefix("MOSAIC_PY_K8S="))
-        .map(str::to_owned)
-        .expect("the setup script names MOSAIC_PY_K8S")
+    mosaic_test_kit::setup::variable("python-envs.sh", "MOSAIC_PY_K8S")
 }
 
 /// The objects of a manifest file (JSON documents after `---` lines).

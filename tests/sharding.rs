@@ -5,8 +5,6 @@
 //! missing and unfinished shards, naming the directory and the units. `mosaic runs` shows
 //! each shard and its progress.
 
-#[path = "support/records.rs"]
-mod records;
 
 // Shared by the binary's tests; each uses part of it.
 #[allow(dead_code)]
@@ -15,7 +13,7 @@ mod cli;
 
 use cli::{logged_episodes, mosaic, succeed, text};
 use mosaic_recorder::RunDir;
-use records::sorted_records;
+use mosaic_test_kit::records::sorted_records;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -7,8 +7,6 @@
 //! Needs Debian's `slurm-wlm` and `munge` (`scripts/setup/slurm.sh` installs them); without
 //! them the test says so and passes.
 
-#[path = "support/records.rs"]
-mod records;
 
 // Shared by the binary's tests; each uses part of it.
 #[allow(dead_code)]
@@ -16,7 +14,7 @@ mod records;
 mod cli;
 
 use cli::{logged_episodes, succeed};
-use records::sorted_records;
+use mosaic_test_kit::records::sorted_records;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

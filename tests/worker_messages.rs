@@ -6,9 +6,7 @@
 //! backend pass-through settings (`reasoning_effort`, `extra_body`).
 
 // Shared with the adapters tests; this test uses only part of it.
-#[allow(dead_code)]
-#[path = "../adapters/external/tests/support/python.rs"]
-mod python;
+use mosaic_test_kit::python;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -18,9 +18,7 @@
 #![allow(missing_docs)]
 
 // Shared with the external workers' tests; the bench uses part of it.
-#[allow(dead_code)]
-#[path = "../../adapters/external/tests/support/python.rs"]
-mod python;
+use mosaic_test_kit::python;
 
 use actix::Recipient;
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -1,7 +1,7 @@
 //! Manual episodes recorded through the telemetry sink: abandoned episodes, index reuse,
 //! closing a group.
 
-mod common;
+use mosaic_test_kit::race;
 
 use actix::prelude::*;
 use mosaic_actors::group::{EndAll, ResetAll, SessionGroup, StepAll};
@@ -36,7 +36,7 @@ fn sessions(spec: &ExperimentSpec, subscribers: &Subscribers) -> Vec<Addr<Sessio
             Session::build(
                 config,
                 operator,
-                &common::registry(),
+                &race::registry(),
                 &mosaic_actors::OperatorRegistry::baselines(),
                 subscribers.clone(),
             )
@@ -175,7 +175,7 @@ fn abandoned_and_closed_episodes_are_recorded_once_each_and_consistently() {
             .iter()
             .find(|o| o.id == operator)
             .unwrap();
-        let mut env = common::registry()
+        let mut env = race::registry()
             .make(&env_spec.env, &env_spec.env_settings)
             .unwrap();
         let summary = replay(

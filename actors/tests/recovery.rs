@@ -2,9 +2,9 @@
 //! brought back to their state before the failed step, and the episode's records equal a
 //! clean run's.
 
-mod common;
 
-use common::collect::{collector, stripped};
+use mosaic_test_kit::collect::collector;
+use mosaic_test_kit::records::stripped;
 use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
 use mosaic_actors::runner::{RunError, Runner, UnitPlan};
 use mosaic_actors::session::ResumePoint;

@@ -1,8 +1,9 @@
 //! Sessions, groups and the runner on a small deterministic game.
 
-mod common;
 
-use common::collect::{collector, stripped};
+use mosaic_test_kit::collect::collector;
+use mosaic_test_kit::race;
+use mosaic_test_kit::records::stripped;
 
 use actix::prelude::*;
 use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
@@ -74,7 +75,7 @@ fn runner_of(spec: ExperimentSpec) -> Runner {
     Runner::new(
         spec,
         RunId::from("r"),
-        Arc::new(common::registry()),
+        Arc::new(race::registry()),
         Arc::new(kinds()),
     )
 }
@@ -101,7 +102,7 @@ fn session(spec: &ExperimentSpec, op: usize, subscribers: Subscribers) -> Addr<S
     Session::build(
         config,
         &spec.operators[op],
-        &common::registry(),
+        &race::registry(),
         &kinds(),
         subscribers,
     )
@@ -247,7 +248,7 @@ async fn late_and_illegal_decisions_become_the_default_action() {
     let s = Session::build(
         config,
         &spec.operators[0],
-        &common::registry(),
+        &race::registry(),
         &kinds(),
         subscribers,
     )

@@ -6,8 +6,9 @@
 
 #![allow(dead_code)]
 
-use crate::collect::{Collected, collector, stripped};
-use crate::python;
+use mosaic_test_kit::collect::{Collected, collector};
+use mosaic_test_kit::python;
+use mosaic_test_kit::records::stripped;
 use actix::prelude::*;
 use mosaic::Experiment;
 use mosaic_actors::StepEvent;

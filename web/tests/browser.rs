@@ -13,7 +13,7 @@ use mosaic_recorder::replay::{ReplayedStep, replay};
 use mosaic_recorder::{RunDir, RunStatus, Unit};
 use mosaic_web::{RecordConfig, ServeConfig};
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -26,40 +26,9 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Chromium and playwright-core: from the environment, else installed by the set-up
-/// script (cached after the first time).
-fn browser_tools() -> HashMap<String, String> {
-    let wanted = ["MOSAIC_CHROMIUM", "MOSAIC_PLAYWRIGHT_DIR"];
-    let from_env: HashMap<String, String> = wanted
-        .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
-    if from_env.len() == wanted.len() {
-        return from_env;
-    }
-    let script = manifest_dir().join("../scripts/setup/browser.sh");
-    let output = Command::new("bash")
-        .arg(&script)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        output.status.success(),
-        "{} failed:\n{}",
-        script.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let tools: HashMap<String, String> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-    for key in wanted {
-        assert!(
-            tools.contains_key(key),
-            "the set-up script printed no {key}"
-        );
-    }
-    tools
+/// Chromium and playwright-core (see `scripts/setup/browser.sh`).
+fn browser_tools() -> BTreeMap<String, String> {
+    mosaic_test_kit::setup::variables("browser.sh", &["MOSAIC_CHROMIUM", "MOSAIC_PLAYWRIGHT_DIR"])
 }
 
 fn artifacts_dir() -> PathBuf {
@@ -226,7 +195,7 @@ fn manual_mode_and_replays_in_a_real_browser() {
 
 /// Runs the browser script `name` of `tests/browser` with the tools and what `configure`
 /// adds; fails when the script does.
-fn run_script(name: &str, tools: &HashMap<String, String>, configure: impl FnOnce(&mut Command)) {
+fn run_script(name: &str, tools: &BTreeMap<String, String>, configure: impl FnOnce(&mut Command)) {
     let mut node = Command::new("node");
     node.arg(name)
         .current_dir(manifest_dir().join("tests/browser"))

@@ -6,9 +6,7 @@
 #![allow(missing_docs)]
 
 // Shared with the external workers' tests; the bench uses part of it.
-#[allow(dead_code)]
-#[path = "../tests/support/python.rs"]
-mod python;
+use mosaic_test_kit::python;
 #[path = "../tests/support/registry.rs"]
 mod registry;
 

@@ -2,9 +2,7 @@
 //! error naming what went wrong; nothing panics, and the worker process is stopped.
 
 // Shared by several test crates; each uses part of it.
-#[allow(dead_code)]
-#[path = "support/python.rs"]
-mod python;
+use mosaic_test_kit::python;
 
 use mosaic_core::{Action, EnvError, Environment, ObsRequest, Transition};
 use mosaic_external::env::{ExternalEnvSettings, Family};

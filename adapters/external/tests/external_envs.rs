@@ -3,9 +3,7 @@
 //! policies: the same seed gives identical transitions, and only legal actions are taken.
 
 // Shared by several test crates; each uses part of it.
-#[allow(dead_code)]
-#[path = "support/python.rs"]
-mod python;
+use mosaic_test_kit::python;
 #[path = "support/registry.rs"]
 mod registry;
 

@@ -4,9 +4,7 @@
 //! in no error, log line or worker log.
 
 // Shared by several test crates; each uses part of it.
-#[allow(dead_code)]
-#[path = "support/python.rs"]
-mod python;
+use mosaic_test_kit::python;
 #[path = "support/registry.rs"]
 mod registry;
 

@@ -6,47 +6,14 @@
 pub mod proxy;
 
 use mosaic_llm::server::{LlmServerConfig, MODEL_ENV, SERVER_ENV};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-/// The local model server's binary and model: from `MOSAIC_LLAMA_SERVER` and
-/// `MOSAIC_LLM_MODEL` when both are set, else from `scripts/setup/llm-server.sh` (cached;
-/// the first run builds llama-server, several minutes); threads from
-/// `MOSAIC_LLAMA_THREADS` when set. Panics with the reason when neither works: these tests
-/// never skip.
+/// The local model server's binary and model (see `scripts/setup/llm-server.sh`; the first
+/// run builds llama-server, several minutes); threads from `MOSAIC_LLAMA_THREADS` when
+/// set. Panics with the reason when neither works: these tests never skip.
 pub fn server_config() -> LlmServerConfig {
-    static CONFIG: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    let (binary, model) = CONFIG.get_or_init(|| {
-        if let (Some(binary), Some(model)) = (std::env::var_os(SERVER_ENV), std::env::var_os(MODEL_ENV)) {
-            return (binary.into(), model.into());
-        }
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/setup/llm-server.sh");
-        assert!(
-            script.is_file(),
-            "{} is missing and {SERVER_ENV}/{MODEL_ENV} are not set: the local model cannot be set up",
-            script.display()
-        );
-        let output = std::process::Command::new("bash")
-            .arg(&script)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            output.status.success(),
-            "{} failed:\n{}",
-            script.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let value = |name: &str| {
-            stdout
-                .lines()
-                .find_map(|l| l.strip_prefix(&format!("{name}=")))
-                .map(PathBuf::from)
-                .unwrap_or_else(|| panic!("{} printed no {name}=...:\n{stdout}", script.display()))
-        };
-        (value(SERVER_ENV), value(MODEL_ENV))
-    });
-    let mut config = LlmServerConfig::new(binary, model);
+    let tools = mosaic_test_kit::setup::variables("llm-server.sh", &[SERVER_ENV, MODEL_ENV]);
+    let mut config = LlmServerConfig::new(&tools[SERVER_ENV], &tools[MODEL_ENV]);
     config.threads = LlmServerConfig::threads_from_env().unwrap_or_else(|e| panic!("{e}"));
     config
 }
