@@ -31,8 +31,10 @@ enum Command {
     Serve(commands::serve::ServeArgs),
     /// List the registered environments and their settings.
     Envs,
-    /// List the registered operator kinds and their settings.
-    Operators,
+    /// List the registered decider kinds (what decides for an agent: random, scripted, rl,
+    /// llm, vlm, human, worker, ...) and their settings.
+    #[command(alias = "operators")]
+    Deciders,
     /// List runs: id, experiment, status, episodes done/planned, shard, start time.
     Runs(commands::runs::RunsArgs),
     /// Statistics of a run (per operator, team and agent; paired by seed; rliable
@@ -76,7 +78,7 @@ fn main() -> ExitCode {
         Command::Resume(args) => commands::run::resume(args),
         Command::Serve(args) => commands::serve::run(args),
         Command::Envs => commands::list::envs(),
-        Command::Operators => commands::list::operators(),
+        Command::Deciders => commands::list::deciders(),
         Command::Runs(args) => commands::runs::run(&args),
         Command::Report(args) => commands::report::run(&args),
         Command::Export(args) => commands::export::run(&args),

@@ -11,12 +11,12 @@ use mosaic_recorder::RecorderError;
 /// `decision.error`).
 pub const DEADLINE_MISSED: &str = "no decision before the deadline";
 
-/// An operator could not decide, or could not save or load its state (a failed decision
-/// becomes the default action; one that [needs a restart](OperatorError::needs_restart)
-/// restarts the operator).
+/// A decider could not decide, or could not save or load its state (a failed decision
+/// becomes the default action; one that [needs a restart](DeciderError::needs_restart)
+/// restarts the decider).
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum OperatorError {
-    /// The operator's actor is gone (stopped or crashed).
+pub enum DeciderError {
+    /// The decider's actor is gone (stopped or crashed).
     #[error("operator mailbox closed: {0}")]
     Gone(#[from] MailboxError),
     /// A policy worker failed: an unusable answer (asked again next time), or a lost
@@ -48,56 +48,56 @@ pub enum OperatorError {
         /// The worker's name.
         worker: String,
     },
-    /// A checkpoint state could not be saved, or does not fit this operator.
+    /// A checkpoint state could not be saved, or does not fit this decider.
     #[error("operator state: {0}")]
     State(#[from] StateError),
-    /// An operator kind's own failure (operators written outside this crate), made with
-    /// [`OperatorError::failed`].
+    /// A decider kind's own failure (deciders written outside this crate), made with
+    /// [`DeciderError::failed`].
     #[error("operator failed: {0}")]
     Failed(Arc<dyn std::error::Error + Send + Sync>),
 }
 
-impl OperatorError {
-    /// An operator's own failure: a message or any error.
+impl DeciderError {
+    /// A decider's own failure: a message or any error.
     ///
     /// ```
-    /// use mosaic_actors::OperatorError;
-    /// let error = OperatorError::failed("no legal action");
+    /// use mosaic_actors::DeciderError;
+    /// let error = DeciderError::failed("no legal action");
     /// assert_eq!(error.to_string(), "operator failed: no legal action");
     /// assert!(!error.needs_restart());
     /// ```
     pub fn failed(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        OperatorError::Failed(Arc::from(error.into()))
+        DeciderError::Failed(Arc::from(error.into()))
     }
 
-    /// Whether the operator must be restarted (its actor or process is gone).
+    /// Whether the decider must be restarted (its actor or process is gone).
     pub fn needs_restart(&self) -> bool {
         match self {
-            OperatorError::Gone(_) | OperatorError::WorkerStopped { .. } => true,
-            OperatorError::Worker { source, .. } | OperatorError::WorkerState { source, .. } => {
+            DeciderError::Gone(_) | DeciderError::WorkerStopped { .. } => true,
+            DeciderError::Worker { source, .. } | DeciderError::WorkerState { source, .. } => {
                 source.is_fatal()
             }
-            OperatorError::State(_) | OperatorError::Human(_) | OperatorError::Failed(_) => false,
+            DeciderError::State(_) | DeciderError::Human(_) | DeciderError::Failed(_) => false,
         }
     }
 }
 
-/// Why an operator's checkpoint state could not be saved or loaded.
+/// Why a decider's checkpoint state could not be saved or loaded.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StateError {
     /// The state could not be written as JSON.
-    #[error("cannot save the {kind} operator's state: {source}")]
+    #[error("cannot save the {kind} decider's state: {source}")]
     Save {
-        /// The operator kind.
+        /// The decider kind.
         kind: &'static str,
         /// What serde reported.
         #[source]
         source: Arc<serde_json::Error>,
     },
-    /// The state is not one of this operator kind.
-    #[error("not {kind} operator state: {source}")]
+    /// The state is not one of this decider kind.
+    #[error("not {kind} decider state: {source}")]
     Malformed {
-        /// The operator kind.
+        /// The decider kind.
         kind: &'static str,
         /// What serde reported.
         #[source]
@@ -136,16 +136,16 @@ pub enum SessionError {
     /// The session's message channel stopped.
     #[error("message channel gone: {0}")]
     ChannelGone(#[source] MailboxError),
-    /// An operator could not begin an episode (for a reason a restart does not cure).
+    /// A decider could not begin an episode (for a reason a restart does not cure).
     #[error("operator of {agent} could not start episode {episode}: {source}")]
     EpisodeStart {
-        /// The agent whose operator failed.
+        /// The agent whose decider failed.
         agent: String,
         /// The episode index.
         episode: u32,
-        /// The operator's answer.
+        /// The decider's answer.
         #[source]
-        source: OperatorError,
+        source: DeciderError,
     },
     /// Step All (or End) came before any Reset All.
     #[error("no episode started: reset first")]
@@ -197,7 +197,7 @@ pub enum SessionError {
     },
 }
 
-/// Why a session child (the environment or an agent's operator) needs a restart, or why
+/// Why a session child (the environment or an agent's decider) needs a restart, or why
 /// bringing a restarted one back failed. Its text is what restart records show.
 #[derive(Debug, thiserror::Error)]
 pub enum ChildFailure {
@@ -210,23 +210,23 @@ pub enum ChildFailure {
     /// The environment refused a message while its state was rebuilt.
     #[error("{0}")]
     Env(#[from] EnvError),
-    /// The operator failed (crashed, gone, or refused its state).
+    /// The decider failed (crashed, gone, or refused its state).
     #[error("{0}")]
-    Operator(#[from] OperatorError),
+    Decider(#[from] DeciderError),
     /// A new child could not be started.
     #[error("{0}")]
     Start(#[from] SpecError),
-    /// The restarted operator cannot load the state its predecessor saved.
-    #[error("the restarted operator cannot restore its checkpoint")]
+    /// The restarted decider cannot load the state its predecessor saved.
+    #[error("the restarted decider cannot restore its checkpoint")]
     NoStateLoader,
 }
 
 /// Why a checkpoint (and the step records before it) does not fit the session resuming it.
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
-    /// The checkpoint holds a different number of operator states than there are agents.
-    #[error("it holds {held} operator states for {agents} agents")]
-    OperatorStates {
+    /// The checkpoint holds a different number of decider states than there are agents.
+    #[error("it holds {held} decider states for {agents} agents")]
+    DeciderStates {
         /// States in the checkpoint.
         held: usize,
         /// Agents of the environment.

@@ -1,14 +1,14 @@
 //! External policy workers: a decider in another process (any language) behind the worker
-//! protocol, answering [`BeginEpisode`] and [`Decide`] like every operator.
+//! protocol, answering [`BeginEpisode`] and [`Decide`] like every decider.
 //!
 //! The worker itself ([`PolicyWorker`]: process, handshake, requests with deadlines, the
 //! MOSAIC dialect) is `mosaic-external`'s; this actor serialises the session's requests to
-//! it. The handshake happens when the operator is spawned (it tells what the worker reads
+//! it. The handshake happens when the decider is spawned (it tells what the worker reads
 //! and its paradigm); afterwards every request is answered within its deadline or fails
 //! with a typed error, which the session turns into the default action and records. Errors
 //! after which the worker cannot be asked again (its process exited, it fell silent for
 //! `heartbeat_timeout_ms` while heartbeating, its stream broke) are
-//! an [`OperatorError::Worker`] that needs a restart; a process exit fails the pending request at once. Workers
+//! an [`DeciderError::Worker`] that needs a restart; a process exit fails the pending request at once. Workers
 //! announcing the `checkpoint` capability answer [`SaveState`] and [`LoadState`] through the
 //! protocol's `checkpoint` and `restore`. Unmodified MOSAIC action-selector workers
 //! (`init_agent` / `select_action`) are driven too, detected from their `init` line.
@@ -23,8 +23,8 @@
 //! "policy", "random"] }`.
 
 use crate::channel::{CHANNEL_HELP, ChannelSetting, DEFAULT_MESSAGE_CAP, Voice};
-use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
-use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState, StateError};
+use crate::decider::{DeciderHandle, DeciderKind, DeciderRegistry, SpawnContext};
+use crate::{BeginEpisode, Decide, LoadState, DeciderError, SaveState, StateError};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_core::Decision;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -37,7 +37,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Settings of a `worker` slot, one line each (for `mosaic operators`): the worker's and
+/// Settings of a `worker` slot, one line each (for `mosaic deciders`): the worker's and
 /// the channel's.
 pub const SETTINGS_HELP: &[&str] = &HELP;
 
@@ -63,9 +63,9 @@ fn default_message_cap() -> usize {
     DEFAULT_MESSAGE_CAP
 }
 
-/// Adds the `worker` operator kind.
-pub fn register(registry: &mut OperatorRegistry) {
-    registry.register(OperatorKind {
+/// Adds the `worker` decider kind.
+pub fn register(registry: &mut DeciderRegistry) {
+    registry.register(DeciderKind {
         name: "worker",
         summary: "a policy in another process speaking the worker protocol (any language)",
         settings: SETTINGS_HELP,
@@ -119,14 +119,14 @@ pub struct WorkerPolicy {
 impl WorkerPolicy {
     /// Starts the worker, completes the handshake (blocking, within `start_timeout_ms`),
     /// and starts the actor on the current arbiter, without a channel.
-    pub fn spawn(settings: &WorkerSettings, name: &str) -> Result<OperatorHandle, WorkerError> {
+    pub fn spawn(settings: &WorkerSettings, name: &str) -> Result<DeciderHandle, WorkerError> {
         let worker = PolicyWorker::spawn(settings, name)?;
         Ok(Self::start(worker, None, settings.grace()))
     }
 
     /// Starts the actor around a greeted `worker` on the current arbiter; with a `voice`
     /// the worker reads and posts channel messages.
-    pub fn start(worker: PolicyWorker, voice: Option<Voice>, grace: Duration) -> OperatorHandle {
+    pub fn start(worker: PolicyWorker, voice: Option<Voice>, grace: Duration) -> DeciderHandle {
         let (paradigm, wants) = (worker.paradigm(), worker.wants());
         let actor = WorkerPolicy {
             name: worker.name().to_owned(),
@@ -135,20 +135,20 @@ impl WorkerPolicy {
             grace,
         };
         let addr = actor.start();
-        OperatorHandle::new("worker", paradigm, wants, &addr).with_state(&addr)
+        DeciderHandle::new("worker", paradigm, wants, &addr).with_state(&addr)
     }
 
     /// Runs `work` on the worker, once the requests before it are done.
     fn with_worker<T: 'static>(
         &self,
-        work: impl AsyncFnOnce(&mut PolicyWorker) -> Result<T, OperatorError> + 'static,
-    ) -> ResponseFuture<Result<T, OperatorError>> {
+        work: impl AsyncFnOnce(&mut PolicyWorker) -> Result<T, DeciderError> + 'static,
+    ) -> ResponseFuture<Result<T, DeciderError>> {
         let (worker, name) = (self.worker.clone(), self.name.clone());
         Box::pin(async move {
             let mut guard = worker.lock().await;
             let worker = guard
                 .as_mut()
-                .ok_or(OperatorError::WorkerStopped { worker: name })?;
+                .ok_or(DeciderError::WorkerStopped { worker: name })?;
             let result = work(worker).await;
             // A worker that died or hung is killed and dropped at once (no grace: it is
             // replaced); later requests answer `Gone`.
@@ -177,7 +177,7 @@ impl Actor for WorkerPolicy {
 }
 
 impl Handler<BeginEpisode> for WorkerPolicy {
-    type Result = ResponseFuture<Result<(), OperatorError>>;
+    type Result = ResponseFuture<Result<(), DeciderError>>;
 
     fn handle(&mut self, msg: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
         self.with_worker(async move |worker| {
@@ -188,7 +188,7 @@ impl Handler<BeginEpisode> for WorkerPolicy {
 }
 
 impl Handler<Decide> for WorkerPolicy {
-    type Result = ResponseFuture<Result<Decision, OperatorError>>;
+    type Result = ResponseFuture<Result<Decision, DeciderError>>;
 
     fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
         let voice = self.voice.clone();
@@ -227,7 +227,7 @@ impl Handler<Decide> for WorkerPolicy {
 /// The worker's `checkpoint` answer, as a JSON string (the base64 state); `None` when the
 /// worker did not announce the capability or says it cannot save its state now.
 impl Handler<SaveState> for WorkerPolicy {
-    type Result = ResponseFuture<Result<Option<serde_json::Value>, OperatorError>>;
+    type Result = ResponseFuture<Result<Option<serde_json::Value>, DeciderError>>;
 
     fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
         self.with_worker(async |worker| {
@@ -240,7 +240,7 @@ impl Handler<SaveState> for WorkerPolicy {
 
 /// Sends a state answered by [`SaveState`] back with `restore`.
 impl Handler<LoadState> for WorkerPolicy {
-    type Result = ResponseFuture<Result<(), OperatorError>>;
+    type Result = ResponseFuture<Result<(), DeciderError>>;
 
     fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
         self.with_worker(async |worker| {
@@ -262,17 +262,17 @@ impl Handler<LoadState> for WorkerPolicy {
     }
 }
 
-fn failed(name: &str, error: WorkerError) -> OperatorError {
+fn failed(name: &str, error: WorkerError) -> DeciderError {
     tracing::warn!(target: "mosaic::worker", worker = name, %error, "decision failed");
-    OperatorError::Worker {
+    DeciderError::Worker {
         worker: name.to_owned(),
         source: error,
     }
 }
 
-fn state_failed(name: &str, error: WorkerError) -> OperatorError {
+fn state_failed(name: &str, error: WorkerError) -> DeciderError {
     tracing::warn!(target: "mosaic::worker", worker = name, %error, "checkpoint failed");
-    OperatorError::WorkerState {
+    DeciderError::WorkerState {
         worker: name.to_owned(),
         source: error,
     }

@@ -1,4 +1,4 @@
-//! `mosaic envs` and `mosaic operators`: what the registries hold, with their settings.
+//! `mosaic envs` and `mosaic deciders`: what the registries hold, with their settings.
 
 use super::{CliError, print};
 
@@ -7,9 +7,9 @@ pub fn envs() -> Result<(), CliError> {
     print(&mosaic::listing::envs(&mosaic::experiment::default_envs()))
 }
 
-/// Prints the registered operator kinds and their settings.
+/// Prints the registered decider kinds and their settings.
 pub fn operators() -> Result<(), CliError> {
     print(&mosaic::listing::operators(
-        &mosaic::experiment::default_operators(&mosaic::families::Families::default()),
+        &mosaic::experiment::default_deciders(&mosaic::families::Families::default()),
     ))
 }

@@ -35,7 +35,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     let families = mosaic::families::Families::default();
     let mut config = mosaic_web::ServeConfig::new(
         mosaic::experiment::default_envs(),
-        mosaic::experiment::default_operators(&families),
+        mosaic::experiment::default_deciders(&families),
     );
     let file = args
         .experiment

@@ -1,10 +1,10 @@
-//! A session's children, the environment and the operators of its agents: how they are
+//! A session's children, the environment and the deciders of its agents: how they are
 //! started, which restart together, and how often they may.
 
 use super::SessionConfig;
 use crate::channel::{Channel, ChannelConfig};
 use crate::env_actor::EnvActor;
-use crate::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
+use crate::decider::{DeciderHandle, DeciderRegistry, SessionResources, SpawnContext};
 use actix::prelude::*;
 use mosaic_core::EnvRegistry;
 use mosaic_core::count::Count;
@@ -36,8 +36,8 @@ impl Child {
 /// Starts the session's children: the first time and on every restart.
 struct Factory {
     envs: EnvRegistry,
-    kinds: OperatorRegistry,
-    operator: OperatorSpec,
+    kinds: DeciderRegistry,
+    decider: OperatorSpec,
     spec: Arc<EnvSpec>,
     scripted: Option<ScriptedConstructor>,
     resources: SessionResources,
@@ -49,8 +49,8 @@ impl Factory {
             .make(&self.operator.env, &self.operator.env_settings)
     }
 
-    /// Errors name the field relative to the operator spec (e.g. `agents.green_0.kind`).
-    fn operator(&self, agent: usize) -> Result<OperatorHandle, SpecError> {
+    /// Errors name the field relative to the decider spec (e.g. `agents.green_0.kind`).
+    fn decider(&self, agent: usize) -> Result<DeciderHandle, SpecError> {
         let agent_id = &self.spec.agents[agent].id;
         let key = if self.operator.agents.contains_key(agent_id) {
             agent_id.as_str()
@@ -60,7 +60,7 @@ impl Factory {
         let slot = self.operator.agents.get(key).ok_or_else(|| {
             SpecError::new(
                 "agents",
-                format!("no operator for agent `{agent_id}` (name it, or add a `\"*\"` slot)"),
+                format!("no decider for agent `{agent_id}` (name it, or add a `\"*\"` slot)"),
             )
         })?;
         let cx = SpawnContext {
@@ -89,7 +89,7 @@ pub(super) struct Children {
     factory: Factory,
     pub(super) env: Addr<EnvActor>,
     /// Shared with in-flight decisions and viewers; a restart swaps in a new list.
-    pub(super) operators: Rc<Vec<OperatorHandle>>,
+    pub(super) deciders: Rc<Vec<DeciderHandle>>,
     strategy: RestartStrategy,
     /// Restarts per child, in [`Child::index`] order.
     windows: Vec<RestartWindow>,
@@ -98,23 +98,23 @@ pub(super) struct Children {
     gave_up: bool,
     /// Whether the environment answered its last snapshot request with a snapshot.
     pub(super) env_snapshots: bool,
-    /// Per agent: whether its operator answered its last checkpoint request with a state.
-    pub(super) operator_states: Vec<bool>,
+    /// Per agent: whether its decider answered its last checkpoint request with a state.
+    pub(super) decider_states: Vec<bool>,
 }
 
 /// The restart limit was reached for a child.
 pub(super) struct LimitReached(pub(super) Intensity);
 
 impl Children {
-    /// Starts the environment and the operators of `operator`, trying each again after
+    /// Starts the environment and the deciders of `operator`, trying each again after
     /// start failures within the restart limit of `config.supervision`. Answers the
     /// children, the environment's spec and the session's message channel. Errors name the
-    /// offending field relative to the operator spec.
+    /// offending field relative to the decider spec.
     pub(super) fn start(
         config: &SessionConfig,
-        operator: &OperatorSpec,
+        decider: &OperatorSpec,
         envs: &EnvRegistry,
-        kinds: &OperatorRegistry,
+        kinds: &DeciderRegistry,
     ) -> Result<(Self, Arc<EnvSpec>, Addr<Channel>), SpecError> {
         let intensity = Intensity::new(
             config.supervision.max_restarts,
@@ -122,7 +122,7 @@ impl Children {
         );
         let mut env_window = RestartWindow::new(intensity);
         let env = retry_start(&mut env_window, || {
-            envs.make(&operator.env, &operator.env_settings)
+            envs.make(&decider.env, &decider.env_settings)
         })?;
         let spec = Arc::new(env.spec().clone());
         for slot in operator.agents.keys() {
@@ -142,26 +142,26 @@ impl Children {
         let factory = Factory {
             envs: envs.clone(),
             kinds: kinds.clone(),
-            operator: operator.clone(),
+            decider: decider.clone(),
             spec: spec.clone(),
-            scripted: envs.get(&operator.env).and_then(|k| k.scripted),
+            scripted: envs.get(&decider.env).and_then(|k| k.scripted),
             resources: SessionResources {
                 channel: Some(channel.clone()),
             },
         };
-        let (operators, operator_windows) = start_operators(&factory, intensity)?;
-        let operator_states = operators.iter().map(|o| o.state.is_some()).collect();
+        let (deciders, decider_windows) = start_deciders(&factory, intensity)?;
+        let decider_states = deciders.iter().map(|o| o.state.is_some()).collect();
         let children = Self {
             factory,
             env: EnvActor::new(env).start(),
-            operators: Rc::new(operators),
+            deciders: Rc::new(deciders),
             strategy: config.supervision.strategy,
             windows: std::iter::once(env_window)
-                .chain(operator_windows)
+                .chain(decider_windows)
                 .collect(),
             gave_up: false,
             env_snapshots: true,
-            operator_states,
+            decider_states,
         };
         Ok((children, spec, channel))
     }
@@ -200,12 +200,12 @@ impl Children {
         let intensity = self.windows[Child::Env.index()].intensity();
         let mut env_window = RestartWindow::new(intensity);
         let env = retry_start(&mut env_window, || self.factory.env())?;
-        let (operators, operator_windows) = start_operators(&self.factory, intensity)?;
+        let (deciders, decider_windows) = start_deciders(&self.factory, intensity)?;
         self.env = EnvActor::new(env).start();
-        self.operator_states = operators.iter().map(|o| o.state.is_some()).collect();
-        self.operators = Rc::new(operators);
+        self.decider_states = deciders.iter().map(|o| o.state.is_some()).collect();
+        self.operators = Rc::new(deciders);
         self.windows = std::iter::once(env_window)
-            .chain(operator_windows)
+            .chain(decider_windows)
             .collect();
         self.env_snapshots = true;
         self.gave_up = false;
@@ -217,33 +217,33 @@ impl Children {
         Ok(EnvActor::new(self.factory.env()?).start())
     }
 
-    /// A new operator for `agent` (not yet in place).
-    pub(super) fn new_operator(&self, agent: usize) -> Result<OperatorHandle, SpecError> {
+    /// A new decider for `agent` (not yet in place).
+    pub(super) fn new_decider(&self, agent: usize) -> Result<DeciderHandle, SpecError> {
         self.factory.operator(agent)
     }
 
-    /// Puts `handle` in place of `agent`'s operator.
-    pub(super) fn replace_operator(&mut self, agent: usize, handle: OperatorHandle) {
-        let mut operators = self.operators.as_ref().clone();
-        operators[agent] = handle;
-        self.operators = Rc::new(operators);
+    /// Puts `handle` in place of `agent`'s decider.
+    pub(super) fn replace_decider(&mut self, agent: usize, handle: DeciderHandle) {
+        let mut deciders = self.operators.as_ref().clone();
+        deciders[agent] = handle;
+        self.operators = Rc::new(deciders);
     }
 }
 
-/// Starts the operator of every agent, each with its own restart window.
-fn start_operators(
+/// Starts the decider of every agent, each with its own restart window.
+fn start_deciders(
     factory: &Factory,
     intensity: Intensity,
-) -> Result<(Vec<OperatorHandle>, Vec<RestartWindow>), SpecError> {
+) -> Result<(Vec<DeciderHandle>, Vec<RestartWindow>), SpecError> {
     let agents = factory.spec.agents.len();
-    let mut operators = Vec::with_capacity(agents);
+    let mut deciders = Vec::with_capacity(agents);
     let mut windows = Vec::with_capacity(agents);
     for agent in 0..agents {
         let mut window = RestartWindow::new(intensity);
-        operators.push(retry_start(&mut window, || factory.operator(agent))?);
+        deciders.push(retry_start(&mut window, || factory.operator(agent))?);
         windows.push(window);
     }
-    Ok((operators, windows))
+    Ok((deciders, windows))
 }
 
 /// Starts a child with `start`, trying again after start failures while `window` allows.
