@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod api;
+
 pub use mosaic_test_kit::walk::{LABELS, TILE, Walk, registry};
 
 /// A server running on its own thread (with its own actix system) until dropped.
