@@ -3,7 +3,7 @@
 use crate::Experiment;
 #[cfg(feature = "llm")]
 use crate::llm_cache::{LlmCache, LlmCacheError};
-use mosaic_actors::error::SinkError;
+use mosaic_actors::SinkError;
 use mosaic_actors::runner::{RunError, RunTally, Runner, UnitPlan};
 use mosaic_actors::session::ResumePoint;
 use mosaic_actors::sink::Sinks;

@@ -17,10 +17,10 @@ mod common;
 
 use actix::prelude::*;
 use criterion::{Criterion, criterion_group, criterion_main};
-use mosaic_actors::env_actor::Render;
+use mosaic_actors::Render;
 use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
 use mosaic_actors::session::{Session, SessionConfig, Subscribers};
-use mosaic_actors::{DeciderRegistry, env_actor::EnvActor};
+use mosaic_actors::{DeciderRegistry, EnvActor};
 use mosaic_core::{ExperimentSpec, RunId};
 use serde_json::{Value, json};
 use std::cell::Cell;

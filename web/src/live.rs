@@ -14,7 +14,7 @@
 use crate::WebError;
 use crate::record::{RecordConfig, Recording};
 use actix::prelude::*;
-use mosaic_actors::env_actor::{EnvActor, Render};
+use mosaic_actors::{EnvActor, Render};
 use mosaic_actors::group::{EndAll, Pause, ResetAll, Resume, SessionGroup, StepAll};
 use mosaic_actors::human::{self, ChoiceError, HumanHub};
 use mosaic_actors::session::{GetStatus, Session, SessionConfig, SessionStatus};

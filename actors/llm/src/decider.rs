@@ -21,7 +21,7 @@ use crate::prompt::{CurrentTurn, PromptBuilder, Turn};
 use actix::prelude::*;
 use base64::Engine as _;
 use mosaic_actors::channel::{Envelope, Post, Voice};
-use mosaic_actors::error::DEADLINE_MISSED;
+use mosaic_actors::DEADLINE_MISSED;
 use mosaic_actors::{BeginEpisode, Decide, LoadState, DeciderError, SaveState, StateError};
 use mosaic_core::{Action, Decision, DecisionSource, Observation};
 use serde::{Deserialize, Serialize};
