@@ -1,13 +1,13 @@
 //! The message channel between the agents of one session.
 //!
-//! A session starts one [`Channel`] and hands its address to its operators through
+//! A session starts one [`Channel`] and hands its address to its deciders through
 //! [`crate::decider::SessionResources`]. An agent [`Post`]s a broadcast (`to: None`) or
 //! addressed message at step `t`, to its team or to everyone; the recipients read it with
 //! [`Inbox`] from step `t + 1` on, each message once, in a deterministic order (step, then
 //! sender's agent index, then posting order). Messages are capped in length.
-//! Readers [`Join`] when their operator is built; a message is kept until every joined
+//! Readers [`Join`] when their decider is built; a message is kept until every joined
 //! reader that may see it has had it. [`NewEpisode`] clears the messages at the start of
-//! each episode. An operator that talks holds a [`Voice`]: its slot's `channel` and
+//! each episode. A decider that talks holds a [`Voice`]: its slot's `channel` and
 //! `message_cap` settings made into the agent's reading, posting and recording, the same
 //! for language models and policy workers.
 //!
@@ -36,7 +36,6 @@
 //! # });
 //! ```
 
-use crate::decider::SessionResources;
 use actix::{Actor, Addr, Context, Handler, Message, MessageResult};
 use mosaic_core::EnvSpec;
 use mosaic_core::experiment::SpecError;
@@ -431,19 +430,19 @@ pub struct Voice {
 
 impl Voice {
     /// The voice of agent `index` of `spec` as its slot's settings ask, joined to the
-    /// session's channel; `None` when the agent does not talk (`channel = "none"`) or the
+    /// session's `channel`; `None` when the agent does not talk (`channel = "none"`) or the
     /// session has no channel. An agent without a team cannot talk to its team.
     pub fn for_slot(
         setting: ChannelSetting,
         message_cap: usize,
-        session: &SessionResources,
+        channel: Option<&Addr<Channel>>,
         spec: &EnvSpec,
         index: usize,
     ) -> Result<Option<Voice>, SpecError> {
         let me = spec.agents.get(index).ok_or_else(|| {
             SpecError::new("agents", format!("no agent {index} in {}", spec.name))
         })?;
-        let scope = match (setting, &session.channel) {
+        let scope = match (setting, channel) {
             (ChannelSetting::None, _) | (_, None) => return Ok(None),
             (ChannelSetting::Team, Some(_)) if me.team.is_none() => {
                 return Err(SpecError::new(
@@ -454,7 +453,7 @@ impl Voice {
             (ChannelSetting::Team, Some(_)) => Scope::Team,
             (ChannelSetting::All, Some(_)) => Scope::All,
         };
-        let Some(channel) = session.channel.clone() else {
+        let Some(channel) = channel.cloned() else {
             return Ok(None);
         };
         let recipients = spec
@@ -656,14 +655,11 @@ mod tests {
     #[actix::test]
     async fn voices_address_cap_and_record_messages() {
         let spec = spec();
-        let session = SessionResources {
-            channel: Some(Channel::start(&spec, ChannelConfig::default())),
-        };
-        let voice = |setting, agent| Voice::for_slot(setting, 8, &session, &spec, agent);
+        let channel = Channel::start(&spec, ChannelConfig::default());
+        let voice = |setting, agent| Voice::for_slot(setting, 8, Some(&channel), &spec, agent);
         assert!(voice(ChannelSetting::None, 0).unwrap().is_none());
-        let no_channel = SessionResources::default();
         assert!(
-            Voice::for_slot(ChannelSetting::Team, 8, &no_channel, &spec, 0)
+            Voice::for_slot(ChannelSetting::Team, 8, None, &spec, 0)
                 .unwrap()
                 .is_none()
         );

@@ -88,7 +88,7 @@ pub fn register(registry: &mut DeciderRegistry) {
                 true => Voice::for_slot(
                     settings.channel,
                     settings.message_cap,
-                    cx.session,
+                    cx.session.channel.as_ref(),
                     cx.spec,
                     cx.agent,
                 ),

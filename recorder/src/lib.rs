@@ -39,6 +39,7 @@ pub mod paired;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod plot;
+mod plan;
 pub mod pool;
 pub mod replay;
 pub mod report;

@@ -109,22 +109,6 @@ fn sorted(value: serde_json::Value) -> serde_json::Value {
     }
 }
 
-/// The episode-major indices of the units a run plans: all of the experiment's, or a
-/// shard's share.
-pub fn planned_range(manifest: &RunManifest) -> Range<u64> {
-    let total = unit_total(&manifest.experiment);
-    match manifest.shard.as_ref().and_then(|tag| tag.part.shard()) {
-        Some(shard) => shard.units(total),
-        // A pool worker's units are not known in advance: any of the run's.
-        None => 0..total,
-    }
-}
-
-/// Operators × episodes.
-fn unit_total(spec: &ExperimentSpec) -> u64 {
-    spec.operators.len() as u64 * u64::from(spec.episodes)
-}
-
 /// Units named in an error: the first few, and how many in all.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnitList(pub Vec<Unit>);
@@ -527,7 +511,7 @@ fn merge_order(parts: &[Part]) -> Result<Vec<(Unit, usize)>, MergeError> {
             units: UnitList(units),
         });
     }
-    let total = unit_total(spec);
+    let total = crate::plan::unit_total(spec);
     if order.len() as u64 != total {
         let operators = spec.operators.len() as u64;
         let held: std::collections::HashSet<(usize, u32)> =

@@ -196,7 +196,7 @@ impl RunDir {
 
     /// Units planned: operators × episodes, or a shard's share of them.
     pub fn planned(&self) -> usize {
-        let share = crate::merge::planned_range(&self.manifest);
+        let share = crate::plan::planned_range(&self.manifest);
         (share.end - share.start) as usize
     }
 

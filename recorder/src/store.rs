@@ -316,7 +316,7 @@ impl RunStore {
     pub fn planned_units(&self) -> Vec<Unit> {
         let episodes = self.manifest.experiment.episodes;
         let operators = self.operators.len() as u64;
-        let share = crate::merge::planned_range(&self.manifest);
+        let share = crate::plan::planned_range(&self.manifest);
         self.operators
             .iter()
             .enumerate()

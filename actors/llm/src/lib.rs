@@ -611,7 +611,7 @@ fn spawn(
     let voice = Voice::for_slot(
         settings.channel,
         settings.message_cap,
-        cx.session,
+        cx.session.channel.as_ref(),
         spec,
         cx.agent,
     )?;
