@@ -37,7 +37,7 @@ impl Child {
 struct Factory {
     envs: EnvRegistry,
     kinds: DeciderRegistry,
-    decider: OperatorSpec,
+    operator: OperatorSpec,
     spec: Arc<EnvSpec>,
     scripted: Option<ScriptedConstructor>,
     resources: SessionResources,
@@ -49,7 +49,7 @@ impl Factory {
             .make(&self.operator.env, &self.operator.env_settings)
     }
 
-    /// Errors name the field relative to the decider spec (e.g. `agents.green_0.kind`).
+    /// Errors name the field relative to the operator spec (e.g. `agents.green_0.kind`).
     fn decider(&self, agent: usize) -> Result<DeciderHandle, SpecError> {
         let agent_id = &self.spec.agents[agent].id;
         let key = if self.operator.agents.contains_key(agent_id) {
@@ -60,7 +60,7 @@ impl Factory {
         let slot = self.operator.agents.get(key).ok_or_else(|| {
             SpecError::new(
                 "agents",
-                format!("no decider for agent `{agent_id}` (name it, or add a `\"*\"` slot)"),
+                format!("no operator for agent `{agent_id}` (name it, or add a `\"*\"` slot)"),
             )
         })?;
         let cx = SpawnContext {
@@ -98,7 +98,7 @@ pub(super) struct Children {
     gave_up: bool,
     /// Whether the environment answered its last snapshot request with a snapshot.
     pub(super) env_snapshots: bool,
-    /// Per agent: whether its decider answered its last checkpoint request with a state.
+    /// Per agent: whether its operator answered its last checkpoint request with a state.
     pub(super) decider_states: Vec<bool>,
 }
 
@@ -109,10 +109,10 @@ impl Children {
     /// Starts the environment and the deciders of `operator`, trying each again after
     /// start failures within the restart limit of `config.supervision`. Answers the
     /// children, the environment's spec and the session's message channel. Errors name the
-    /// offending field relative to the decider spec.
+    /// offending field relative to the operator spec.
     pub(super) fn start(
         config: &SessionConfig,
-        decider: &OperatorSpec,
+        operator: &OperatorSpec,
         envs: &EnvRegistry,
         kinds: &DeciderRegistry,
     ) -> Result<(Self, Arc<EnvSpec>, Addr<Channel>), SpecError> {
@@ -122,7 +122,7 @@ impl Children {
         );
         let mut env_window = RestartWindow::new(intensity);
         let env = retry_start(&mut env_window, || {
-            envs.make(&decider.env, &decider.env_settings)
+            envs.make(&operator.env, &operator.env_settings)
         })?;
         let spec = Arc::new(env.spec().clone());
         for slot in operator.agents.keys() {
@@ -142,9 +142,9 @@ impl Children {
         let factory = Factory {
             envs: envs.clone(),
             kinds: kinds.clone(),
-            decider: decider.clone(),
+            operator: operator.clone(),
             spec: spec.clone(),
-            scripted: envs.get(&decider.env).and_then(|k| k.scripted),
+            scripted: envs.get(&operator.env).and_then(|k| k.scripted),
             resources: SessionResources {
                 channel: Some(channel.clone()),
             },
@@ -168,7 +168,7 @@ impl Children {
 
     /// The children restarted when `failed` fails, in start order, as the strategy says.
     pub(super) fn restart_set(&self, failed: Child) -> Vec<Child> {
-        let agents = self.operators.len();
+        let agents = self.deciders.len();
         let all = std::iter::once(Child::Env).chain((0..agents).map(Child::Agent));
         match self.strategy {
             RestartStrategy::OneForOne => vec![failed],
@@ -203,7 +203,7 @@ impl Children {
         let (deciders, decider_windows) = start_deciders(&self.factory, intensity)?;
         self.env = EnvActor::new(env).start();
         self.decider_states = deciders.iter().map(|o| o.state.is_some()).collect();
-        self.operators = Rc::new(deciders);
+        self.deciders = Rc::new(deciders);
         self.windows = std::iter::once(env_window)
             .chain(decider_windows)
             .collect();
@@ -217,20 +217,20 @@ impl Children {
         Ok(EnvActor::new(self.factory.env()?).start())
     }
 
-    /// A new decider for `agent` (not yet in place).
+    /// A new operator for `agent` (not yet in place).
     pub(super) fn new_decider(&self, agent: usize) -> Result<DeciderHandle, SpecError> {
-        self.factory.operator(agent)
+        self.factory.decider(agent)
     }
 
-    /// Puts `handle` in place of `agent`'s decider.
+    /// Puts `handle` in place of `agent`'s operator.
     pub(super) fn replace_decider(&mut self, agent: usize, handle: DeciderHandle) {
-        let mut deciders = self.operators.as_ref().clone();
+        let mut deciders = self.deciders.as_ref().clone();
         deciders[agent] = handle;
-        self.operators = Rc::new(deciders);
+        self.deciders = Rc::new(deciders);
     }
 }
 
-/// Starts the decider of every agent, each with its own restart window.
+/// Starts the operator of every agent, each with its own restart window.
 fn start_deciders(
     factory: &Factory,
     intensity: Intensity,
@@ -240,7 +240,7 @@ fn start_deciders(
     let mut windows = Vec::with_capacity(agents);
     for agent in 0..agents {
         let mut window = RestartWindow::new(intensity);
-        deciders.push(retry_start(&mut window, || factory.operator(agent))?);
+        deciders.push(retry_start(&mut window, || factory.decider(agent))?);
         windows.push(window);
     }
     Ok((deciders, windows))

@@ -73,7 +73,7 @@ impl Driver {
             .send(NewEpisode)
             .await
             .map_err(SessionError::ChannelGone)?;
-        let operators = self.children.operators.clone();
+        let operators = self.children.deciders.clone();
         let begins = operators.iter().enumerate().map(|(agent, op)| {
             op.begin.send(BeginEpisode {
                 ctx: self.agent_context(episode.seed, agent),
@@ -84,7 +84,7 @@ impl Driver {
         for (agent, answer) in answers.into_iter().enumerate() {
             let failure = match answer {
                 Ok(Ok(())) => continue,
-                Err(mailbox) => DeciderError::Gone(mailbox.to_string()),
+                Err(mailbox) => DeciderError::Gone(mailbox),
                 Ok(Err(e)) => e,
             };
             if !failure.needs_restart() {
@@ -152,7 +152,7 @@ impl Driver {
             .decision_timeout
             .map(|t| tokio::time::Instant::now() + t);
         let step = episode.view.steps;
-        let operators = &self.children.operators;
+        let operators = &self.children.deciders;
         let asks = agents.iter().map(|&slot| {
             let agent = episode.view.acting[slot];
             let obs = &episode.view.observations[slot];
@@ -269,7 +269,7 @@ impl Driver {
                 Err(_) => {}
             }
         }
-        let operators = self.children.operators.clone();
+        let operators = self.children.deciders.clone();
         let wanted: Vec<usize> = (0..operators.len())
             .filter(|&agent| self.children.decider_states[agent])
             .collect();

@@ -170,7 +170,7 @@ impl Session {
         subscribers: Subscribers,
     ) -> Result<Self, SpecError> {
         let (children, spec, channel) = Children::start(&config, operator, envs, kinds)?;
-        let operators = children.operators.clone();
+        let operators = children.deciders.clone();
         let mut wants: Vec<ObsRequest> = operators.iter().map(|o| o.wants).collect();
         if config.record_observations {
             for want in &mut wants {
@@ -230,7 +230,7 @@ impl Session {
     /// Takes the driver back after a request, with the children it may have replaced.
     fn give_back(&mut self, driver: Box<Driver>) {
         self.env = driver.children.env.clone();
-        self.operators = driver.children.operators.clone();
+        self.operators = driver.children.deciders.clone();
         self.driver = Some(driver);
     }
 

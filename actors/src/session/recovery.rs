@@ -298,7 +298,7 @@ impl Driver {
             }
         };
         for agent in 0..agents {
-            let operator = self.children.operators[agent].clone();
+            let operator = self.children.deciders[agent].clone();
             if let Err(failure) = self.restore_decider(&operator, episode, agent).await {
                 self.restart(episode, Child::Agent(agent), failure).await?;
             }
