@@ -12,7 +12,6 @@
 //! after a process exit; ≤ heartbeat timeout + 1 s after a hang). Needs the Python venv of
 //! `scripts/setup/python-envs.sh` (made on first use).
 
-
 #[path = "../tests/support/faults.rs"]
 mod faults;
 

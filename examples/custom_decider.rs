@@ -88,7 +88,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .max_steps(200)
         .decider_kind(forward_looking_kind())
         .operator(
-            Decider::new("mixed", "soccer-2v2")
+            Operator::new("mixed", "soccer-2v2")
                 .agent("green_0", "forward_looking")
                 .agent("green_1", "scripted")
                 .everyone("random"),

@@ -5,7 +5,6 @@
 //! their mount paths), make the unsharded run's records, also when one shard's container
 //! is killed and started again.
 
-
 // Shared by the binary's tests; each uses part of it.
 #[allow(dead_code)]
 #[path = "support/cli.rs"]

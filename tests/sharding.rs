@@ -5,7 +5,6 @@
 //! missing and unfinished shards, naming the directory and the units. `mosaic runs` shows
 //! each shard and its progress.
 
-
 // Shared by the binary's tests; each uses part of it.
 #[allow(dead_code)]
 #[path = "support/cli.rs"]

@@ -7,7 +7,6 @@
 //! Needs Debian's `slurm-wlm` and `munge` (`scripts/setup/slurm.sh` installs them); without
 //! them the test says so and passes.
 
-
 // Shared by the binary's tests; each uses part of it.
 #[allow(dead_code)]
 #[path = "support/cli.rs"]

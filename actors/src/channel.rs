@@ -177,6 +177,12 @@ pub struct Channel {
     episode: EpisodeState,
 }
 
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel").finish_non_exhaustive()
+    }
+}
+
 /// What the channel holds within an episode (saved in checkpoints).
 #[derive(Default, Serialize, Deserialize)]
 struct EpisodeState {

@@ -5,7 +5,7 @@
 //! the same two messages. The [`DeciderRegistry`] turns an experiment's slot spec into an
 //! [`DeciderHandle`].
 
-use crate::{BeginEpisode, Decide, LoadState, DeciderError, SaveState, StateError};
+use crate::{BeginEpisode, Decide, DeciderError, LoadState, SaveState, StateError};
 use actix::{Actor, Addr, Context, Handler, Recipient};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::registry::ScriptedConstructor;
@@ -16,6 +16,12 @@ use std::sync::Arc;
 /// The actor around a synchronous [`Policy`].
 pub struct PolicyActor {
     policy: Box<dyn Policy>,
+}
+
+impl std::fmt::Debug for PolicyActor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyActor").finish_non_exhaustive()
+    }
 }
 
 impl PolicyActor {
@@ -94,6 +100,12 @@ pub struct StateHandle {
     pub save: Recipient<SaveState>,
     /// Restores them.
     pub load: Recipient<LoadState>,
+}
+
+impl std::fmt::Debug for StateHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateHandle").finish_non_exhaustive()
+    }
 }
 
 impl fmt::Debug for DeciderHandle {
@@ -177,8 +189,7 @@ pub struct SpawnContext<'a> {
 }
 
 /// Builds the decider of one agent slot; runs inside an actix system.
-pub type SpawnFn =
-    Arc<dyn Fn(&SpawnContext<'_>) -> Result<DeciderHandle, SpecError> + Send + Sync>;
+pub type SpawnFn = Arc<dyn Fn(&SpawnContext<'_>) -> Result<DeciderHandle, SpecError> + Send + Sync>;
 
 /// A registered decider kind.
 #[derive(Clone)]

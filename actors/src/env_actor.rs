@@ -12,6 +12,12 @@ pub struct EnvActor {
     env: Box<dyn Environment>,
 }
 
+impl std::fmt::Debug for EnvActor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvActor").finish_non_exhaustive()
+    }
+}
+
 impl EnvActor {
     /// Wraps `env`.
     pub fn new(env: Box<dyn Environment>) -> Self {

@@ -2,10 +2,10 @@
 
 use crate::channel::ChannelError;
 use actix::MailboxError;
-use mosaic_external::WorkerError;
-use std::sync::Arc;
 use mosaic_core::{EnvError, SpecError};
+use mosaic_external::WorkerError;
 use mosaic_recorder::RecorderError;
+use std::sync::Arc;
 
 /// Why a decision that missed its deadline took the fallback action (recorded in its
 /// `decision.error`).
@@ -27,7 +27,7 @@ pub enum DeciderError {
         worker: String,
         /// What the worker link reported.
         #[source]
-        source: WorkerError,
+        source: Box<WorkerError>,
     },
     /// A policy worker could not save or load its state: it refused it (asked again at the
     /// next checkpoint), or its process or stream was lost (restarted).
@@ -37,7 +37,7 @@ pub enum DeciderError {
         worker: String,
         /// What the worker link reported.
         #[source]
-        source: WorkerError,
+        source: Box<WorkerError>,
     },
     /// A human player's seat gave no choice.
     #[error("operator failed: {0}")]

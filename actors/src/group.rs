@@ -26,6 +26,12 @@ pub struct SessionGroup {
     pace: Duration,
 }
 
+impl std::fmt::Debug for SessionGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionGroup").finish_non_exhaustive()
+    }
+}
+
 impl SessionGroup {
     /// A group over `sessions` (typically one per operator of an experiment).
     pub fn new(sessions: Vec<Addr<Session>>) -> Self {

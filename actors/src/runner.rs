@@ -192,6 +192,12 @@ pub struct Runner {
     resume_points: Arc<HashMap<Slot, Arc<ResumePoint>>>,
 }
 
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner").finish_non_exhaustive()
+    }
+}
+
 impl Runner {
     /// A runner for `spec` under `run_id`.
     pub fn new(

@@ -134,6 +134,12 @@ pub struct RecordSink {
     failure: Failure,
 }
 
+impl std::fmt::Debug for RecordSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordSink").finish_non_exhaustive()
+    }
+}
+
 impl Actor for RecordSink {
     type Context = Context<Self>;
 

@@ -24,7 +24,7 @@
 
 use crate::channel::{CHANNEL_HELP, ChannelSetting, DEFAULT_MESSAGE_CAP, Voice};
 use crate::decider::{DeciderHandle, DeciderKind, DeciderRegistry, SpawnContext};
-use crate::{BeginEpisode, Decide, LoadState, DeciderError, SaveState, StateError};
+use crate::{BeginEpisode, Decide, DeciderError, LoadState, SaveState, StateError};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_core::Decision;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -114,6 +114,12 @@ pub struct WorkerPolicy {
     /// The agent's part in the channel, for a worker that talks.
     voice: Option<Voice>,
     grace: Duration,
+}
+
+impl std::fmt::Debug for WorkerPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerPolicy").finish_non_exhaustive()
+    }
 }
 
 impl WorkerPolicy {
@@ -266,7 +272,7 @@ fn failed(name: &str, error: WorkerError) -> DeciderError {
     tracing::warn!(target: "mosaic::worker", worker = name, %error, "decision failed");
     DeciderError::Worker {
         worker: name.to_owned(),
-        source: error,
+        source: Box::new(error),
     }
 }
 
@@ -274,7 +280,7 @@ fn state_failed(name: &str, error: WorkerError) -> DeciderError {
     tracing::warn!(target: "mosaic::worker", worker = name, %error, "checkpoint failed");
     DeciderError::WorkerState {
         worker: name.to_owned(),
-        source: error,
+        source: Box::new(error),
     }
 }
 

@@ -2,9 +2,6 @@
 //! brought back to their state before the failed step, and the episode's records equal a
 //! clean run's.
 
-
-use mosaic_test_kit::collect::collector;
-use mosaic_test_kit::records::stripped;
 use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
 use mosaic_actors::runner::{RunError, Runner, UnitPlan};
 use mosaic_actors::session::ResumePoint;
@@ -17,6 +14,8 @@ use mosaic_core::{
 };
 use mosaic_core::{EnvKind, EnvRegistry};
 use mosaic_recorder::Unit;
+use mosaic_test_kit::collect::collector;
+use mosaic_test_kit::records::stripped;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

@@ -1,13 +1,12 @@
 //! Sessions, groups and the runner on a small deterministic game.
 
-
 use mosaic_test_kit::collect::collector;
 use mosaic_test_kit::race;
 use mosaic_test_kit::records::stripped;
 
 use actix::prelude::*;
-use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
 use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
+use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
 use mosaic_actors::runner::{Runner, UnitPlan};
 use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
 use mosaic_actors::{BeginEpisode, Decide, DeciderError};

@@ -8,7 +8,7 @@ use mosaic_test_kit::python;
 
 use mosaic_actors::decider::SessionResources;
 use mosaic_actors::decider::{DeciderHandle, DeciderRegistry, SpawnContext};
-use mosaic_actors::{BeginEpisode, Decide, LoadState, DeciderError, SaveState, worker};
+use mosaic_actors::{BeginEpisode, Decide, DeciderError, LoadState, SaveState, worker};
 use mosaic_core::baseline::Random;
 use mosaic_core::{
     Action, AgentContext, AgentSpec, EnvSpec, Environment, ObsRequest, Observation, Paradigm,
@@ -489,8 +489,10 @@ fn workers_without_checkpoints_save_nothing() {
                 .unwrap()
                 .unwrap_err();
             assert!(
-                matches!(err, DeciderError::State(_) | DeciderError::WorkerState { .. })
-                    && err.to_string().contains("checkpoint"),
+                matches!(
+                    err,
+                    DeciderError::State(_) | DeciderError::WorkerState { .. }
+                ) && err.to_string().contains("checkpoint"),
                 "{err}"
             );
         }
@@ -624,8 +626,12 @@ fn mosaic_action_selector_workers_are_driven_unmodified() {
 /// is enough to write a working worker in another language.
 #[test]
 fn the_javascript_worker_from_the_protocol_docs_works() {
-    let docs =
-        std::fs::read_to_string(mosaic_test_kit::setup::repo_root().join("docs").join("protocol.md")).unwrap();
+    let docs = std::fs::read_to_string(
+        mosaic_test_kit::setup::repo_root()
+            .join("docs")
+            .join("protocol.md"),
+    )
+    .unwrap();
     let start = docs
         .find("```js\n")
         .expect("a js block in docs/protocol.md")

@@ -152,7 +152,7 @@ mod erased {
     use super::*;
     use mosaic_core::record::{EpisodeRecord, StepRecord};
 
-    pub trait Record {
+    pub(super) trait Record {
         fn json(&self, out: &mut Vec<u8>) -> Result<()>;
         fn csv(&self, out: &mut Vec<u8>) -> Result<()>;
     }

@@ -38,8 +38,8 @@ pub mod merge;
 pub mod paired;
 #[cfg(feature = "parquet")]
 pub mod parquet;
-pub mod plot;
 mod plan;
+pub mod plot;
 pub mod pool;
 pub mod replay;
 pub mod report;

@@ -28,14 +28,14 @@ pub mod matrix;
 
 pub use llm::{LlmDecision, LlmStats};
 
-pub use format::{csv_field, escape_controls, fmt_rate};
-use format::{fmt_ci, fmt_opt, pct, steps_per_second};
 use crate::error::Result;
 use crate::paired::{ConfigComparison, ConfigSamples, compare_configs};
 use crate::run_dir::{Records, RunDir, RunSummary};
 use crate::stats::{MeanCi, Outcomes, bootstrap_mean};
 use agents::{ChannelReader, ChannelStats, ErrorGroup, ErrorReader};
 use aggregates::{OperatorAggregates, aggregates_markdown, operator_aggregates};
+pub use format::{csv_field, escape_controls, fmt_rate};
+use format::{fmt_ci, fmt_opt, pct, steps_per_second};
 use matrix::{Matrix, build_matrix};
 use mosaic_core::Outcome;
 use mosaic_core::record::{EpisodeRecord, StepRecord};

@@ -15,14 +15,14 @@ use std::process::Command;
 
 /// Writes job files for a cluster engine.
 #[derive(Debug, clap::Args)]
-pub struct ClusterArgs {
+pub(crate) struct ClusterArgs {
     #[command(subcommand)]
     pub engine: Engine,
 }
 
 /// The cluster engines.
 #[derive(Debug, clap::Subcommand)]
-pub enum Engine {
+pub(crate) enum Engine {
     /// A Slurm job array running the shards and a merge job that starts once they all
     /// succeeded (`--dependency=afterok`); with `--submit`, submits both with `sbatch`.
     Slurm(SlurmArgs),
@@ -34,7 +34,7 @@ pub enum Engine {
 
 /// `mosaic cluster k8s`.
 #[derive(Debug, clap::Args)]
-pub struct K8sArgs {
+pub(crate) struct K8sArgs {
     /// The experiment file.
     pub experiment: PathBuf,
     /// Run id (default: the experiment's name and identity, as with `mosaic run --shard`).
@@ -72,7 +72,7 @@ pub struct K8sArgs {
 
 /// What every engine's job files need.
 #[derive(Debug, clap::Args)]
-pub struct JobArgs {
+pub(crate) struct JobArgs {
     /// The experiment file.
     pub experiment: PathBuf,
     /// Parent directory of the run directories, on a file system every node sees.
@@ -91,7 +91,7 @@ pub struct JobArgs {
 
 /// `mosaic cluster slurm`.
 #[derive(Debug, clap::Args)]
-pub struct SlurmArgs {
+pub(crate) struct SlurmArgs {
     #[command(flatten)]
     pub job: JobArgs,
     /// Shards: tasks of the job array, one machine (or one slot of one) each.
@@ -113,7 +113,7 @@ pub struct SlurmArgs {
 
 /// Job files that could not be written or submitted.
 #[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
+pub(crate) enum ClusterError {
     /// The experiment file cannot be read.
     #[error(transparent)]
     Experiment(#[from] mosaic::experiment_file::FileError),
@@ -149,7 +149,7 @@ pub enum ClusterError {
 
 impl ClusterError {
     /// Whether the error is about the input (exit code 2).
-    pub fn is_bad_input(&self) -> bool {
+    pub(crate) fn is_bad_input(&self) -> bool {
         matches!(
             self,
             ClusterError::Experiment(_) | ClusterError::Shards(_) | ClusterError::Env(_)
@@ -167,7 +167,7 @@ struct Jobs {
 }
 
 /// Writes the job files, and submits them when asked.
-pub fn run(args: &ClusterArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: &ClusterArgs) -> Result<(), CliError> {
     match &args.engine {
         Engine::Slurm(slurm) => write_slurm(slurm).map_err(CliError::from),
         Engine::K8s(k8s) => write_k8s(k8s).map_err(CliError::from),

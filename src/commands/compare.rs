@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 /// Output format of a comparison.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum CompareFormat {
+pub(crate) enum CompareFormat {
     /// Text and Markdown tables.
     Md,
     /// JSON.
@@ -27,7 +27,7 @@ pub enum CompareFormat {
 /// Compares two runs (trajectories, then paired statistics per operator), or two
 /// operators (of one run, or of two runs) seed by seed.
 #[derive(Debug, clap::Args)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// The first run directory (A).
     pub run_a: PathBuf,
     /// The second run directory (B); without it, `--operators` names two operators of the
@@ -59,7 +59,7 @@ struct CompareOutput {
 }
 
 /// Prints the comparison.
-pub fn run(args: &CompareArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: &CompareArgs) -> Result<(), CliError> {
     let a = RunDir::open(&args.run_a)?;
     let b = args.run_b.as_deref().map(RunDir::open).transpose()?;
     let samples = |run: &RunDir| -> Result<BTreeMap<String, ConfigSamples>, CliError> {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// Export formats.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// JSON lines.
     Jsonl,
     /// CSV with a header.
@@ -22,7 +22,7 @@ pub enum Format {
 
 /// Which records.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Which {
+pub(crate) enum Which {
     /// Step records.
     Steps,
     /// Episode roll-ups.
@@ -32,7 +32,7 @@ pub enum Which {
 /// Exports the records of a run's complete episodes (in operator, episode, step, agent
 /// order).
 #[derive(Debug, clap::Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     /// The run directory.
     pub run: PathBuf,
     /// Output format.
@@ -47,7 +47,7 @@ pub struct ExportArgs {
 }
 
 /// Writes the export.
-pub fn run(args: &ExportArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: &ExportArgs) -> Result<(), CliError> {
     let run = RunDir::open(&args.run)?;
     let records = run.records()?;
     let format = match args.format {

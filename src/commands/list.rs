@@ -3,13 +3,13 @@
 use super::{CliError, print};
 
 /// Prints the registered environments and their settings.
-pub fn envs() -> Result<(), CliError> {
+pub(crate) fn envs() -> Result<(), CliError> {
     print(&mosaic::listing::envs(&mosaic::experiment::default_envs()))
 }
 
 /// Prints the registered decider kinds and their settings.
-pub fn operators() -> Result<(), CliError> {
-    print(&mosaic::listing::operators(
+pub(crate) fn deciders() -> Result<(), CliError> {
+    print(&mosaic::listing::deciders(
         &mosaic::experiment::default_deciders(&mosaic::families::Families::default()),
     ))
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 /// Merges shards.
 #[derive(Debug, clap::Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// The shards' run directories (`mosaic run --shard K/N` writes `{run_id}.shard-K-of-N`).
     #[arg(required = true)]
     pub shards: Vec<PathBuf>,
@@ -17,7 +17,7 @@ pub struct MergeArgs {
 
 /// Checks that the shards are every shard of one finished run, writes the merged run, and
 /// prints what was merged and how fast.
-pub fn run(args: &MergeArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: &MergeArgs) -> Result<(), CliError> {
     let started = Instant::now();
     let merged = mosaic_recorder::merge::merge(&args.shards, &args.out)?;
     let seconds = started.elapsed().as_secs_f64();

@@ -1,17 +1,17 @@
 //! Command-line commands, one module each.
 
-pub mod cluster;
-pub mod compare;
-pub mod export;
-pub mod list;
-pub mod merge;
-pub mod replay;
-pub mod report;
-pub mod run;
-pub mod runs;
-pub mod serve;
+pub(crate) mod cluster;
+pub(crate) mod compare;
+pub(crate) mod export;
+pub(crate) mod list;
+pub(crate) mod merge;
+pub(crate) mod replay;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod runs;
+pub(crate) mod serve;
 #[cfg(feature = "rl")]
-pub mod train;
+pub(crate) mod train;
 
 use mosaic::experiment_file::FileError;
 use mosaic::run::RunFailure;
@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 /// Why a command failed; decides the exit code.
 #[derive(Debug, thiserror::Error)]
-pub enum CliError {
+pub(crate) enum CliError {
     /// The experiment file cannot be read or does not fit the registries (the message
     /// names the file and, where known, the line).
     #[error(transparent)]
@@ -77,7 +77,7 @@ impl CliError {
     /// 2 for bad input (a file or directory that is not a readable run, bad arguments,
     /// records the environment cannot take), 1 otherwise (runs that differ, a replay that
     /// differs from the records, a failing disk).
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CliError::Experiment(_) | CliError::Serve(_) | CliError::RunsDir { .. } => 2,
             CliError::Run(failure) => failure.exit_code(),
@@ -94,7 +94,7 @@ impl CliError {
 }
 
 /// Writes `text` to standard output; a closed pipe (`| head`) is not an error.
-pub fn print(text: &str) -> Result<(), CliError> {
+pub(crate) fn print(text: &str) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Output(e)),

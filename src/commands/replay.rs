@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Replays one episode of a run.
 #[derive(Debug, clap::Args)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// The run directory.
     pub run: PathBuf,
     /// The episode id, `{run}-{operator}-ep{index:06}` (as in the records).
@@ -29,7 +29,7 @@ pub struct ReplayArgs {
 
 /// Whose text views `mosaic replay` prints.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Views {
+pub(crate) enum Views {
     /// Every acting agent's.
     All,
     /// These agents' (none when empty).
@@ -61,7 +61,7 @@ fn parse_views(value: &str) -> Result<Views, String> {
 
 /// Replays the episode, printing the text view of every step with the recorded actions and
 /// rewards; fails if the replay's rewards or terminations differ from the records.
-pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: &ReplayArgs) -> Result<(), CliError> {
     let run = RunDir::open(&args.run)?;
     let records = run.records()?;
     let (unit, episode) = complete_unit(&run, &records, &args.episode)?;

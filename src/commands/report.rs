@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// Output format of a report.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum ReportFormat {
+pub(crate) enum ReportFormat {
     /// Markdown tables.
     Md,
     /// JSON.
@@ -18,7 +18,7 @@ pub enum ReportFormat {
 
 /// Reports on a run.
 #[derive(Debug, clap::Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// The run directory.
     pub run: PathBuf,
     /// Output format.
@@ -37,7 +37,7 @@ pub struct ReportArgs {
 }
 
 /// Prints the report; writes the plots when asked.
-pub fn run(args: &ReportArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: &ReportArgs) -> Result<(), CliError> {
     let run = RunDir::open(&args.run)?;
     let records = run.records()?;
     let report = build_with(&run, &records, ReportOptions { gamma: args.gamma })?;

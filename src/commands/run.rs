@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// Runs an experiment file.
 #[derive(clap::Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The experiment file (TOML, or JSON by extension).
     pub experiment: PathBuf,
     /// Parent directory of the run directory.
@@ -49,7 +49,7 @@ pub struct RunArgs {
 
 /// Finishes a run whose process died.
 #[derive(clap::Args)]
-pub struct ResumeArgs {
+pub(crate) struct ResumeArgs {
     /// The run directory (as printed by `mosaic run` and listed by `mosaic runs`).
     pub run: PathBuf,
     /// Episodes running at once (overrides the run's experiment; never changes results).
@@ -62,7 +62,7 @@ pub struct ResumeArgs {
 /// The options of the operator families built in (with feature `llm`: the LLM response
 /// cache).
 #[derive(clap::Args)]
-pub struct FamilyArgs {
+pub(crate) struct FamilyArgs {
     #[cfg(feature = "llm")]
     #[command(flatten)]
     llm_cache: LlmCacheArgs,
@@ -111,7 +111,7 @@ fn parse_lease(text: &str) -> Result<Duration, String> {
 }
 
 /// Runs the experiment and prints its summary.
-pub fn run(args: RunArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     let file = ExperimentFile::load(&args.experiment)?;
     let mut experiment = Experiment::from_spec(file.spec.clone());
     if let Some(pace) = args.pace_ms {
@@ -140,7 +140,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
 }
 
 /// Finishes the run and prints its summary.
-pub fn resume(args: ResumeArgs) -> Result<(), CliError> {
+pub(crate) fn resume(args: ResumeArgs) -> Result<(), CliError> {
     let mut experiment = mosaic::run::experiment_of_run(&args.run)?;
     if let Some(lanes) = args.parallelism {
         experiment.spec_mut().parallelism = lanes.max(1);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// Lists runs.
 #[derive(Debug, clap::Args)]
-pub struct RunsArgs {
+pub(crate) struct RunsArgs {
     /// A run directory, or a directory holding run directories.
     #[arg(default_value = "runs")]
     pub dir: PathBuf,
@@ -17,7 +17,7 @@ pub struct RunsArgs {
 /// share), the part (`K/N` for a shard, `pool:WORKER` for a pool worker's units, `-` for a
 /// whole run), start time. A pool worker's part is complete when its pool is.
 /// Runs that cannot be read are named on standard error, and make the exit code 2.
-pub fn run(args: &RunsArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: &RunsArgs) -> Result<(), CliError> {
     let runs = list_runs(&args.dir)?;
     if runs.is_empty() {
         eprintln!("mosaic: no runs in {}", args.dir.display());

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// Serves the browser UI.
 #[derive(clap::Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The experiment file whose operator configurations are shown side by side.
     pub experiment: Option<PathBuf>,
     /// Address to listen on; anything but a loopback address needs a token.
@@ -31,7 +31,7 @@ pub struct ServeArgs {
 }
 
 /// Serves until stopped; a local model server started for LLM agents stops with it.
-pub fn run(args: ServeArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: ServeArgs) -> Result<(), CliError> {
     let families = mosaic::families::Families::default();
     let mut config = mosaic_web::ServeConfig::new(
         mosaic::experiment::default_envs(),
@@ -52,7 +52,11 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
                 path: runs.clone(),
                 source,
             })?;
-            Some(mosaic::manual::record_config(&file.spec, &runs, args.run_id))
+            Some(mosaic::manual::record_config(
+                &file.spec,
+                &runs,
+                args.run_id,
+            ))
         }
         _ => None,
     };

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// Trains RL policies.
 #[derive(Debug, clap::Args)]
-pub struct TrainArgs {
+pub(crate) struct TrainArgs {
     /// The training file (TOML, or JSON by extension).
     #[arg(required_unless_present = "resume")]
     pub file: Option<PathBuf>,
@@ -32,7 +32,7 @@ pub struct TrainArgs {
 }
 
 /// Trains, then prints where the policies are.
-pub fn run(args: &TrainArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: &TrainArgs) -> Result<(), CliError> {
     use std::io::IsTerminal as _;
     let progress = args
         .progress

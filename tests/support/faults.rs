@@ -6,9 +6,6 @@
 
 #![allow(dead_code)]
 
-use mosaic_test_kit::collect::{Collected, collector};
-use mosaic_test_kit::python;
-use mosaic_test_kit::records::stripped;
 use actix::prelude::*;
 use mosaic::Experiment;
 use mosaic_actors::StepEvent;
@@ -16,17 +13,20 @@ use mosaic_actors::runner::{Runner, UnitPlan};
 use mosaic_actors::session::Subscribers;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{ExperimentSpec, RunId};
+use mosaic_test_kit::collect::{Collected, collector};
+use mosaic_test_kit::python;
+use mosaic_test_kit::records::stripped;
 use rand::Rng;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub const EPISODES: u32 = 12;
+pub(crate) const EPISODES: u32 = 12;
 /// The environment variable naming the test a worker belongs to.
-pub const TAG: &str = "MOSAIC_FAULT_TEST";
+pub(crate) const TAG: &str = "MOSAIC_FAULT_TEST";
 
 /// The Python environment families the docs advertise, as the fault tests run them: a
 /// Gymnasium MiniGrid env, PettingZoo classic AEC games and a parallel MPE env.
-pub const FAMILIES: [&str; 5] = [
+pub(crate) const FAMILIES: [&str; 5] = [
     DOORKEY,
     "pettingzoo:classic/chess_v6",
     "pettingzoo:classic/connect_four_v3",
@@ -38,7 +38,7 @@ const DOORKEY: &str = "gymnasium:MiniGrid-DoorKey-5x5-v0";
 
 /// MiniGrid DoorKey in a Python environment worker, its agent a Python policy worker. The
 /// workers carry `tag` in their environment, so each test strikes only its own.
-pub fn experiment(
+pub(crate) fn experiment(
     tag: &str,
     supervision: serde_json::Value,
     extra_operator: Option<serde_json::Value>,
@@ -48,7 +48,7 @@ pub fn experiment(
 
 /// [`experiment`] on the environment `env` (one of [`FAMILIES`]), every agent a Python
 /// policy worker.
-pub fn experiment_on(
+pub(crate) fn experiment_on(
     env: &str,
     tag: &str,
     supervision: serde_json::Value,
@@ -88,19 +88,19 @@ pub fn experiment_on(
 
 /// What to do to a worker, and when.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Fault {
+pub(crate) enum Fault {
     Kill,
     Stop,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Target {
+pub(crate) enum Target {
     Env,
     Policy,
 }
 
 /// Live worker processes of this test process started for test `tag`.
-pub fn workers(tag: &str, target: Target) -> Vec<i32> {
+pub(crate) fn workers(tag: &str, target: Target) -> Vec<i32> {
     let me = std::process::id() as i32;
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -141,7 +141,7 @@ pub fn workers(tag: &str, target: Target) -> Vec<i32> {
     found
 }
 
-pub fn signal(pid: i32, fault: Fault) {
+pub(crate) fn signal(pid: i32, fault: Fault) {
     let signal = match fault {
         Fault::Kill => nix::sys::signal::Signal::SIGKILL,
         Fault::Stop => nix::sys::signal::Signal::SIGSTOP,
@@ -151,7 +151,7 @@ pub fn signal(pid: i32, fault: Fault) {
 }
 
 /// Strikes one worker per episode at a planned step.
-pub struct Striker {
+pub(crate) struct Striker {
     tag: &'static str,
     /// Per episode: (step, target).
     plan: Vec<(u32, Target)>,
@@ -161,7 +161,7 @@ pub struct Striker {
 
 /// What a [`Striker`] did and saw.
 #[derive(Clone, Default)]
-pub struct Strikes {
+pub(crate) struct Strikes {
     /// (episode, target, when) of every signal sent.
     pub struck: Arc<Mutex<Vec<(u32, Target, Instant)>>>,
     /// (episode, step, when) of every step event received.
@@ -170,7 +170,11 @@ pub struct Strikes {
 
 impl Striker {
     /// Strikes a `target` worker of test `tag` with `fault` at each planned step.
-    pub fn new(tag: &'static str, plan: Vec<(u32, Target)>, fault: Fault) -> (Self, Strikes) {
+    pub(crate) fn new(
+        tag: &'static str,
+        plan: Vec<(u32, Target)>,
+        fault: Fault,
+    ) -> (Self, Strikes) {
         let log = Strikes::default();
         (
             Self {
@@ -215,13 +219,13 @@ impl Handler<StepEvent> for Striker {
     }
 }
 
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub collected: Collected,
     pub episodes: Vec<EpisodeRecord>,
     pub result: Result<(), String>,
 }
 
-pub async fn run(spec: ExperimentSpec, striker: Option<Striker>) -> Outcome {
+pub(crate) async fn run(spec: ExperimentSpec, striker: Option<Striker>) -> Outcome {
     let experiment = Experiment::from_spec(spec.clone());
     let runner = Runner::new(
         spec,
@@ -247,7 +251,7 @@ pub async fn run(spec: ExperimentSpec, striker: Option<Striker>) -> Outcome {
     }
 }
 
-pub fn assert_same_records(faulty: &Outcome, clean: &Outcome) {
+pub(crate) fn assert_same_records(faulty: &Outcome, clean: &Outcome) {
     assert!(faulty.result.is_ok(), "{:?}", faulty.result);
     let steps = |o: &Outcome| stripped(&o.collected.steps.lock().unwrap());
     let (now, then) = (steps(faulty), steps(clean));
@@ -271,7 +275,7 @@ pub fn assert_same_records(faulty: &Outcome, clean: &Outcome) {
 /// may land an episode later: the worker is then replaced at the next use.
 /// The last episode is spared: a subscriber hears of steps in batches, up to the end of their
 /// episode, so a strike planned there could land after the run's last use of the worker.
-pub fn plan(seed: u64, targets: &[Target]) -> Vec<(u32, Target)> {
+pub(crate) fn plan(seed: u64, targets: &[Target]) -> Vec<(u32, Target)> {
     let mut rng = mosaic_core::rng::seeded(seed);
     (0..EPISODES as usize - 1)
         .map(|e| (rng.random_range(2..30), targets[e % targets.len()]))

@@ -14,11 +14,11 @@
 use crate::WebError;
 use crate::record::{RecordConfig, Recording};
 use actix::prelude::*;
-use mosaic_actors::{EnvActor, Render};
 use mosaic_actors::group::{EndAll, Pause, ResetAll, Resume, SessionGroup, StepAll};
 use mosaic_actors::human::{self, ChoiceError, HumanHub};
 use mosaic_actors::session::{GetStatus, Session, SessionConfig, SessionStatus};
-use mosaic_actors::{EpisodeEvent, DeciderRegistry, StepEvent};
+use mosaic_actors::{DeciderRegistry, EpisodeEvent, StepEvent};
+use mosaic_actors::{EnvActor, Render};
 use mosaic_core::EnvRegistry;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{

@@ -7,10 +7,11 @@
 
 mod common;
 
-use common::{Walk, record_run, serve_in_background};
+use common::{record_run, serve_in_background};
 use mosaic_core::{Action, Environment, ExperimentSpec, Stepping, Transition};
 use mosaic_recorder::replay::{ReplayedStep, replay};
 use mosaic_recorder::{RunDir, RunStatus, Unit};
+use mosaic_test_kit::walk::Walk;
 use mosaic_web::{RecordConfig, ServeConfig};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};

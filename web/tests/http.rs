@@ -8,8 +8,6 @@ use common::{Answer, http, record_run, serve_in_background};
 use mosaic_core::ExperimentSpec;
 use mosaic_web::{ServeConfig, WebError};
 use serde_json::{Value, json};
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 
 #[test]
 fn other_addresses_need_a_token() {

@@ -3,13 +3,11 @@
 
 mod common;
 
-use common::api::{TOKEN, authed, config, duel, get, json_of, post, state_until, steps};
-use common::{Answer, http, record_run, serve_in_background};
-use mosaic_core::ExperimentSpec;
-use mosaic_web::{ServeConfig, WebError};
+use common::api::{TOKEN, config, duel, get, json_of, post, state_until, steps};
+use common::{http, serve_in_background};
+use mosaic_web::WebError;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 
 fn recording(runs: &std::path::Path, run_id: &str) -> mosaic_web::RecordConfig {
     mosaic_web::RecordConfig {

@@ -3,13 +3,10 @@
 
 mod common;
 
-use common::api::{TOKEN, authed, config, duel, get, json_of, post, state_until, steps};
-use common::{Answer, http, record_run, serve_in_background};
+use common::api::{TOKEN, config, get, json_of};
+use common::{http, record_run, serve_in_background};
 use mosaic_core::ExperimentSpec;
-use mosaic_web::{ServeConfig, WebError};
-use serde_json::{Value, json};
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use serde_json::json;
 
 #[test]
 fn runs_are_listed_tabled_and_replayed_step_by_step() {

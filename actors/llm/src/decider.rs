@@ -20,9 +20,9 @@ use crate::parser::{Parsed, ResponseParser};
 use crate::prompt::{CurrentTurn, PromptBuilder, Turn};
 use actix::prelude::*;
 use base64::Engine as _;
-use mosaic_actors::channel::{Envelope, Post, Voice};
 use mosaic_actors::DEADLINE_MISSED;
-use mosaic_actors::{BeginEpisode, Decide, LoadState, DeciderError, SaveState, StateError};
+use mosaic_actors::channel::{Envelope, Post, Voice};
+use mosaic_actors::{BeginEpisode, Decide, DeciderError, LoadState, SaveState, StateError};
 use mosaic_core::{Action, Decision, DecisionSource, Observation};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -62,6 +62,12 @@ pub struct DeciderConfig {
     pub default_action: Action,
     /// Where requests missing from a replay-only cache are reported.
     pub replay_misses: Arc<ReplayMisses>,
+}
+
+impl std::fmt::Debug for DeciderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeciderConfig").finish_non_exhaustive()
+    }
 }
 
 /// A request that a replay-only run did not find in its response cache.
@@ -192,6 +198,12 @@ pub struct LlmDecider {
     episode_seed: u64,
 }
 
+impl std::fmt::Debug for LlmDecider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmDecider").finish_non_exhaustive()
+    }
+}
+
 impl LlmDecider {
     /// A decider for one agent slot.
     pub fn new(config: DeciderConfig, backend: Arc<dyn ChatBackend>) -> Self {
@@ -255,15 +267,13 @@ impl Handler<SaveState> for LlmDecider {
     type Result = Result<Option<serde_json::Value>, DeciderError>;
 
     fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
-        serde_json::to_value(&self.state)
-            .map(Some)
-            .map_err(|e| {
-                StateError::Save {
-                    kind: "LLM",
-                    source: Arc::new(e),
-                }
-                .into()
-            })
+        serde_json::to_value(&self.state).map(Some).map_err(|e| {
+            StateError::Save {
+                kind: "LLM",
+                source: Arc::new(e),
+            }
+            .into()
+        })
     }
 }
 
@@ -271,8 +281,7 @@ impl Handler<LoadState> for LlmDecider {
     type Result = Result<(), DeciderError>;
 
     fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
-        self.state = LlmState::deserialize(msg.0)
-            .map_err(|e| StateError::Malformed {
+        self.state = LlmState::deserialize(msg.0).map_err(|e| StateError::Malformed {
             kind: "an LLM",
             source: Arc::new(e),
         })?;

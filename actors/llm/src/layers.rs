@@ -39,6 +39,12 @@ pub trait ChatLayer {
 /// ```
 pub struct Stack(Arc<dyn ChatBackend>);
 
+impl std::fmt::Debug for Stack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stack").finish_non_exhaustive()
+    }
+}
+
 impl Stack {
     /// Starts from the innermost backend.
     pub fn new(inner: impl ChatBackend + 'static) -> Self {
@@ -102,6 +108,12 @@ pub struct ConcurrencyLimit {
     semaphore: Arc<tokio::sync::Semaphore>,
     in_flight: Arc<AtomicUsize>,
     peak: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for ConcurrencyLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConcurrencyLimit").finish_non_exhaustive()
+    }
 }
 
 impl ConcurrencyLimit {
@@ -426,6 +438,12 @@ pub struct Cached {
     pub mode: CacheMode,
 }
 
+impl std::fmt::Debug for Cached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cached").finish_non_exhaustive()
+    }
+}
+
 struct CachedBackend {
     inner: Arc<dyn ChatBackend>,
     cache: Arc<dyn ResponseCache>,
@@ -528,6 +546,12 @@ impl ChatBackend for CachedBackend {
 /// The innermost backend of a replay-only stack: it has the identity of the recorded
 /// backend and calls no model.
 pub struct Offline(pub BackendIdentity);
+
+impl std::fmt::Debug for Offline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Offline").finish_non_exhaustive()
+    }
+}
 
 impl ChatBackend for Offline {
     fn identity(&self) -> &BackendIdentity {

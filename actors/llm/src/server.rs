@@ -185,6 +185,12 @@ pub struct LlmServer {
     output: Arc<Mutex<VecDeque<String>>>,
 }
 
+impl std::fmt::Debug for LlmServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmServer").finish_non_exhaustive()
+    }
+}
+
 /// Lines of server output kept for error messages.
 const OUTPUT_LINES: usize = 20;
 

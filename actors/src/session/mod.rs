@@ -30,8 +30,8 @@ mod journal;
 mod recovery;
 
 use crate::SessionError;
-use crate::env_actor::EnvActor;
 use crate::decider::{DeciderHandle, DeciderRegistry};
+use crate::env_actor::EnvActor;
 use crate::publish::{Publisher, Recorded};
 use actix::prelude::*;
 use children::Children;
@@ -154,6 +154,12 @@ pub struct Session {
     /// The children as of the last request, for viewers.
     env: Addr<EnvActor>,
     operators: Rc<Vec<DeciderHandle>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").finish_non_exhaustive()
+    }
 }
 
 impl Session {

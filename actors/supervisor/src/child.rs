@@ -35,6 +35,12 @@ pub struct ChildLink {
     pub(crate) state: Arc<LinkState>,
 }
 
+impl std::fmt::Debug for ChildLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildLink").finish_non_exhaustive()
+    }
+}
+
 impl ChildLink {
     pub(crate) fn new(name: &str, events: Option<EventSink>) -> Self {
         Self {

@@ -21,6 +21,12 @@ pub struct ChildExited {
     pub(crate) exit: Exit,
 }
 
+impl std::fmt::Debug for ChildExited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildExited").finish_non_exhaustive()
+    }
+}
+
 /// Stops every child (in reverse order, each within its shutdown timeout), then the
 /// supervisor; answers when all are down.
 #[derive(Debug, Message)]
@@ -33,6 +39,12 @@ pub struct Shutdown;
 pub struct Lookup<A: Actor> {
     name: String,
     actor: PhantomData<fn() -> A>,
+}
+
+impl<A: Actor> std::fmt::Debug for Lookup<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lookup").finish_non_exhaustive()
+    }
 }
 
 impl<A: Actor> Lookup<A> {
@@ -77,6 +89,12 @@ pub struct Supervisor {
     events: Option<EventSink>,
     escalation: Escalation,
     stopping: bool,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor").finish_non_exhaustive()
+    }
 }
 
 impl Supervisor {

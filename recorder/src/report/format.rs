@@ -7,7 +7,9 @@ use mosaic_core::record::EpisodeRecord;
 /// Steps per second of episode time over `episodes`. Each episode's time is its steps over
 /// its own `steps_per_s`, which the session measured at full clock resolution
 /// (`duration_ms` is rounded to whole milliseconds, too coarse for short episodes).
-pub(super) fn steps_per_second<'a>(episodes: impl IntoIterator<Item = &'a EpisodeRecord>) -> Option<f64> {
+pub(super) fn steps_per_second<'a>(
+    episodes: impl IntoIterator<Item = &'a EpisodeRecord>,
+) -> Option<f64> {
     let (steps, seconds) = episodes
         .into_iter()
         .filter(|e| e.steps > 0 && e.steps_per_s > 0.0)

@@ -17,6 +17,12 @@ pub struct Collected {
     pub checkpoints: Arc<Mutex<Vec<EpisodeCheckpoint>>>,
 }
 
+impl std::fmt::Debug for Collected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collected").finish_non_exhaustive()
+    }
+}
+
 struct Collector(Collected);
 
 impl Actor for Collector {
@@ -37,7 +43,11 @@ impl Handler<StepEvent> for Collector {
 impl Handler<EpisodeEvent> for Collector {
     type Result = ();
     fn handle(&mut self, msg: EpisodeEvent, _: &mut Context<Self>) {
-        self.0.episodes.lock().unwrap_or_else(|p| p.into_inner()).push((*msg.record).clone());
+        self.0
+            .episodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((*msg.record).clone());
     }
 }
 

@@ -23,6 +23,12 @@ pub struct Race {
     turn: usize,
 }
 
+impl std::fmt::Debug for Race {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Race").finish_non_exhaustive()
+    }
+}
+
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RaceSettings {

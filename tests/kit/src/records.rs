@@ -7,8 +7,7 @@ use std::path::Path;
 /// Records as sorted JSON lines without their volatile fields.
 pub fn stripped<T: serde::Serialize>(records: &[T]) -> Vec<String> {
     let values = records.iter().map(|record| {
-        serde_json::to_value(record)
-            .unwrap_or_else(|e| panic!("a record that is not JSON: {e}"))
+        serde_json::to_value(record).unwrap_or_else(|e| panic!("a record that is not JSON: {e}"))
     });
     sorted_without_volatile(values)
 }
@@ -24,8 +23,7 @@ pub fn sorted_records(run: &Path) -> (Vec<String>, Vec<String>) {
 
 /// The records of a JSON-lines file, stripped and sorted like [`stripped`].
 pub fn sorted_lines(path: &Path) -> Vec<String> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     sorted_without_volatile(text.lines().map(|line| {
         serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("{}: a line that is not JSON: {e}", path.display()))

@@ -32,6 +32,12 @@ pub struct Walk {
     running: bool,
 }
 
+impl std::fmt::Debug for Walk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Walk").finish_non_exhaustive()
+    }
+}
+
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WalkSettings {

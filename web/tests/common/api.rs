@@ -8,11 +8,11 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// The token the test servers are started with.
-pub const TOKEN: &str = "http-test-token-42";
+pub(crate) const TOKEN: &str = "http-test-token-42";
 
 /// A server configuration for `experiment` on a free loopback port (the walk world,
 /// baseline deciders).
-pub fn config(experiment: Option<ExperimentSpec>) -> ServeConfig {
+pub(crate) fn config(experiment: Option<ExperimentSpec>) -> ServeConfig {
     let mut config = ServeConfig::new(
         super::registry(),
         mosaic_actors::DeciderRegistry::baselines(),
@@ -23,7 +23,7 @@ pub fn config(experiment: Option<ExperimentSpec>) -> ServeConfig {
 }
 
 /// Two operators on the walk world: a human against `noop`, and a random agent alone.
-pub fn duel() -> ExperimentSpec {
+pub(crate) fn duel() -> ExperimentSpec {
     serde_json::from_value(json!({
         "name": "duel",
         "episodes": 2,
@@ -38,19 +38,19 @@ pub fn duel() -> ExperimentSpec {
 }
 
 /// The token header, plus `extra`.
-pub fn authed<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+pub(crate) fn authed<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     let mut headers = vec![("X-Mosaic-Token", TOKEN)];
     headers.extend_from_slice(extra);
     headers
 }
 
 /// `GET path` with the token.
-pub fn get(addr: SocketAddr, path: &str) -> Answer {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> Answer {
     http(addr, "GET", path, &authed(&[]), b"")
 }
 
 /// `POST path` with the token and a JSON body.
-pub fn post(addr: SocketAddr, path: &str, body: Value) -> Answer {
+pub(crate) fn post(addr: SocketAddr, path: &str, body: Value) -> Answer {
     http(
         addr,
         "POST",
@@ -61,12 +61,12 @@ pub fn post(addr: SocketAddr, path: &str, body: Value) -> Answer {
 }
 
 /// The answer's body as JSON.
-pub fn json_of(answer: &Answer) -> Value {
+pub(crate) fn json_of(answer: &Answer) -> Value {
     serde_json::from_slice(&answer.body).unwrap_or_else(|e| panic!("{e}: {}", answer.text()))
 }
 
 /// Polls the board until `ready` holds (the board follows the sessions asynchronously).
-pub fn state_until(addr: SocketAddr, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn state_until(addr: SocketAddr, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let state = json_of(&get(addr, "/api/live/state"));
@@ -82,6 +82,6 @@ pub fn state_until(addr: SocketAddr, what: &str, ready: impl Fn(&Value) -> bool)
 }
 
 /// The step count of viewport `viewport`, once it has an episode.
-pub fn steps(state: &Value, viewport: usize) -> Option<u64> {
+pub(crate) fn steps(state: &Value, viewport: usize) -> Option<u64> {
     state["viewports"][viewport]["status"]["steps"].as_u64()
 }

@@ -3,12 +3,12 @@
 
 #![allow(dead_code)]
 
-pub mod api;
+pub(crate) mod api;
 
-pub use mosaic_test_kit::walk::{LABELS, TILE, Walk, registry};
+pub(crate) use mosaic_test_kit::walk::registry;
 
 /// A server running on its own thread (with its own actix system) until dropped.
-pub struct Running {
+pub(crate) struct Running {
     pub addr: std::net::SocketAddr,
     /// The address to open the page at, as `mosaic serve` prints it.
     pub login_url: String,
@@ -16,7 +16,7 @@ pub struct Running {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-pub fn serve_in_background(
+pub(crate) fn serve_in_background(
     config: mosaic_web::ServeConfig,
 ) -> Result<Running, mosaic_web::WebError> {
     let (sender, receiver) = std::sync::mpsc::channel();
@@ -62,20 +62,20 @@ impl Drop for Running {
 
 /// An HTTP answer read off the socket.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub head: String,
     pub body: Vec<u8>,
 }
 
 impl Answer {
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 
 /// One HTTP/1.1 request over a fresh connection (`Host` is the server's unless given).
-pub fn http(
+pub(crate) fn http(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,
@@ -131,7 +131,7 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
 }
 
 /// A run recorded into a run directory.
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub path: std::path::PathBuf,
     /// Every step's records, grouped by step.
     pub steps: Vec<Vec<mosaic_core::record::StepRecord>>,
@@ -140,7 +140,7 @@ pub struct Recorded {
 
 impl Recorded {
     /// The steps of one episode, in order.
-    pub fn episode_steps(
+    pub(crate) fn episode_steps(
         &self,
         operator: &str,
         episode: u32,
@@ -223,7 +223,7 @@ fn run_with(
 }
 
 /// Runs `spec` without recording it.
-pub fn run_experiment(
+pub(crate) fn run_experiment(
     run_id: &str,
     spec: &mosaic_core::ExperimentSpec,
 ) -> (Steps, Vec<mosaic_core::record::EpisodeRecord>) {
@@ -232,7 +232,7 @@ pub fn run_experiment(
 
 /// Stores the given records as run `run_id` in `runs_dir` with the recorder's writer (for
 /// runs whose records a test has altered).
-pub fn write_run(
+pub(crate) fn write_run(
     runs_dir: &std::path::Path,
     run_id: &str,
     spec: &mosaic_core::ExperimentSpec,
@@ -260,7 +260,7 @@ pub fn write_run(
 
 /// Runs `spec` and records it as run `run_id` in `runs_dir` through the telemetry sink,
 /// as `mosaic run` does.
-pub fn record_run(
+pub(crate) fn record_run(
     runs_dir: &std::path::Path,
     run_id: &str,
     spec: mosaic_core::ExperimentSpec,
@@ -277,20 +277,21 @@ pub fn record_run(
 
 /// The frames of a recorded episode, replayed independently of the server: PNG of the
 /// world after 0, 1, ... steps.
-pub fn expected_frames(
-    env_settings: &Settings,
+pub(crate) fn expected_frames(
+    env_settings: &mosaic_core::Settings,
     seed: u64,
     steps: &[&Vec<mosaic_core::record::StepRecord>],
 ) -> Vec<Vec<u8>> {
-    let mut env = make(env_settings).unwrap();
+    let mut env = registry().make("walk", env_settings).unwrap();
     env.reset(seed).unwrap();
     let agents = env.spec().agents.len();
     let mut frames = vec![env.render().unwrap().to_png().unwrap()];
-    let mut transition = Transition::new(agents);
+    let mut transition = mosaic_core::Transition::new(agents);
     for records in steps {
         let mut actions = vec![None; agents];
         for r in records.iter() {
-            actions[env.spec().agent_index(&r.agent_id).unwrap()] = r.action.map(Action);
+            actions[env.spec().agent_index(&r.agent_id).unwrap()] =
+                r.action.map(mosaic_core::Action);
         }
         env.step(&actions, &mut transition).unwrap();
         frames.push(env.render().unwrap().to_png().unwrap());

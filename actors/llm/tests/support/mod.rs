@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-pub mod proxy;
+pub(crate) mod proxy;
 
 use mosaic_llm::server::{LlmServerConfig, MODEL_ENV, SERVER_ENV};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// The local model server's binary and model (see `scripts/setup/llm-server.sh`; the first
 /// run builds llama-server, several minutes); threads from `MOSAIC_LLAMA_THREADS` when
 /// set. Panics with the reason when neither works: these tests never skip.
-pub fn server_config() -> LlmServerConfig {
+pub(crate) fn server_config() -> LlmServerConfig {
     let tools = mosaic_test_kit::setup::variables("llm-server.sh", &[SERVER_ENV, MODEL_ENV]);
     let mut config = LlmServerConfig::new(&tools[SERVER_ENV], &tools[MODEL_ENV]);
     config.threads = LlmServerConfig::threads_from_env().unwrap_or_else(|e| panic!("{e}"));
@@ -19,18 +19,18 @@ pub fn server_config() -> LlmServerConfig {
 }
 
 /// One real-server test at a time: two cores do not serve several model servers well.
-pub fn exclusive() -> MutexGuard<'static, ()> {
+pub(crate) fn exclusive() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Collects log output: a `tracing_subscriber` writer.
 #[derive(Clone, Default)]
-pub struct Captured(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Captured {
     /// Everything written so far.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner());
         String::from_utf8_lossy(&bytes).into_owned()
     }

@@ -11,7 +11,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// What the proxy does with one request.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// Forward it.
     Forward,
     /// `429 Too Many Requests` with `Retry-After: secs`.
@@ -32,7 +32,7 @@ pub enum Fault {
 
 /// One request as the proxy saw it.
 #[derive(Clone, Debug)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// The request head (request line and headers).
     pub head: String,
     /// The body.
@@ -53,7 +53,7 @@ struct Shared {
 
 /// A running proxy (stops with the runtime that started it).
 #[derive(Clone)]
-pub struct Proxy {
+pub(crate) struct Proxy {
     /// `http://127.0.0.1:PORT/v1`.
     pub base_url: String,
     shared: Arc<Shared>,
@@ -61,7 +61,7 @@ pub struct Proxy {
 
 impl Proxy {
     /// Starts a proxy in front of `upstream` (`http://127.0.0.1:PORT/v1`).
-    pub async fn start(upstream: &str) -> Proxy {
+    pub(crate) async fn start(upstream: &str) -> Proxy {
         let upstream = upstream
             .trim_start_matches("http://")
             .trim_end_matches("/v1")
@@ -84,22 +84,22 @@ impl Proxy {
     }
 
     /// Scripts the next requests' faults (after the script: forward).
-    pub fn script(&self, faults: impl IntoIterator<Item = Fault>) {
+    pub(crate) fn script(&self, faults: impl IntoIterator<Item = Fault>) {
         self.shared.script.lock().unwrap().extend(faults);
     }
 
     /// Every request so far.
-    pub fn seen(&self) -> Vec<Seen> {
+    pub(crate) fn seen(&self) -> Vec<Seen> {
         self.shared.seen.lock().unwrap().clone()
     }
 
     /// Requests so far.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.shared.seen.lock().unwrap().len()
     }
 
     /// The most requests in flight at once.
-    pub fn peak(&self) -> usize {
+    pub(crate) fn peak(&self) -> usize {
         self.shared.peak.load(Ordering::SeqCst)
     }
 }

@@ -103,6 +103,12 @@ pub enum Player {
     Frozen(Frozen),
 }
 
+impl std::fmt::Debug for Player {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Player").finish_non_exhaustive()
+    }
+}
+
 impl Player {
     /// The policy of a player that does not learn.
     fn policy(&mut self) -> Option<&mut dyn Policy> {
@@ -140,6 +146,12 @@ pub struct EnvRunner {
     pub finished: Vec<Finished>,
     /// Environment steps taken in the current rollout.
     pub steps: u64,
+}
+
+impl std::fmt::Debug for EnvRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvRunner").finish_non_exhaustive()
+    }
 }
 
 impl EnvRunner {

@@ -3,7 +3,7 @@
 use mosaic_core::EnvRegistry;
 
 /// `worker`, `gymnasium:<id>` and `pettingzoo:<module path>`.
-pub fn external_envs() -> EnvRegistry {
+pub(crate) fn external_envs() -> EnvRegistry {
     let mut registry = EnvRegistry::default();
     registry.register(mosaic_external::KIND);
     for prefix in mosaic_external::PREFIXES {

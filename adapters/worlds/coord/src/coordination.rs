@@ -21,7 +21,7 @@ fn note_all(world: &mut World, group: Members, note: Note) {
 }
 
 /// Do by `group` on a resource block with a coordination tag.
-pub fn mine_tagged(
+pub(crate) fn mine_tagged(
     world: &mut World,
     config: &Config,
     tile: usize,
@@ -148,7 +148,7 @@ fn complete_handover(
 
 /// Ends handovers whose window has passed: the target resets and building materials go
 /// back to the initiator.
-pub fn expire(world: &mut World, events: &mut Vec<Event>) {
+pub(crate) fn expire(world: &mut World, events: &mut Vec<Event>) {
     let now = world.step;
     let mut i = 0;
     while i < world.pending.len() {
@@ -177,13 +177,13 @@ pub fn expire(world: &mut World, events: &mut Vec<Event>) {
 }
 
 /// Whether `agent` faces a construction site.
-pub fn faces_site(world: &World, agent: usize) -> bool {
+pub(crate) fn faces_site(world: &World, agent: usize) -> bool {
     let (x, y) = world.agents[agent].target();
     world.block(x, y) == Block::Site
 }
 
 /// Resolves the Build actions of the step, grouped by site and structure.
-pub fn build(world: &mut World, config: &Config, acts: &[Act], events: &mut Vec<Event>) {
+pub(crate) fn build(world: &mut World, config: &Config, acts: &[Act], events: &mut Vec<Event>) {
     let mut groups: [(usize, Structure, Members); 4] = [(0, Structure::Shelter, 0); 4];
     let mut count = 0;
     for (i, act) in acts.iter().enumerate() {
@@ -331,7 +331,7 @@ fn finish_structure(
 
 /// Do by `group` on mob `index`. Ordinary mobs take each hit in turn; coordinated mobs
 /// take a joint hit (the sum of the group's damage) when enough agents strike together.
-pub fn hit_mob(
+pub(crate) fn hit_mob(
     world: &mut World,
     config: &Config,
     index: usize,

@@ -11,7 +11,7 @@ use mosaic_core::Event;
 
 /// A tool recipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Recipe {
+pub(crate) struct Recipe {
     /// Needs a table nearby.
     pub table: bool,
     /// Needs a furnace nearby.
@@ -26,7 +26,7 @@ pub struct Recipe {
 
 /// The recipe of a craftable tool. Pickaxes are the miner's specialisation, swords the
 /// warrior's, except the wood sword, which ALEM leaves open to every role.
-pub fn recipe(item: Item) -> Option<Recipe> {
+pub(crate) fn recipe(item: Item) -> Option<Recipe> {
     let role = match item {
         Item::WoodSword => None,
         _ if item.is_pickaxe() => Some(Role::Miner),
@@ -62,7 +62,7 @@ pub fn recipe(item: Item) -> Option<Recipe> {
 }
 
 /// Whether `agent` stands near the stations of `recipe`.
-pub fn near_stations(world: &World, agent: usize, recipe: &Recipe) -> bool {
+pub(crate) fn near_stations(world: &World, agent: usize, recipe: &Recipe) -> bool {
     let a = &world.agents[agent];
     (!recipe.table || world.near(a.x, a.y, Block::Table).is_some())
         && (!recipe.furnace || world.near(a.x, a.y, Block::Furnace).is_some())
@@ -72,7 +72,7 @@ pub fn near_stations(world: &World, agent: usize, recipe: &Recipe) -> bool {
 /// Whether `agent` could attempt crafting `item` now: near the stations and, for solo
 /// recipes, holding the materials (forge recipes pool materials, so any agent at a forge
 /// may join).
-pub fn can_craft(world: &World, agent: usize, item: Item) -> bool {
+pub(crate) fn can_craft(world: &World, agent: usize, item: Item) -> bool {
     let Some(r) = recipe(item) else { return false };
     near_stations(world, agent, &r)
         && (r.forge
@@ -82,7 +82,7 @@ pub fn can_craft(world: &World, agent: usize, item: Item) -> bool {
 }
 
 /// Resolves every Make action of the step.
-pub fn craft(world: &mut World, config: &Config, acts: &[Act], events: &mut Vec<Event>) {
+pub(crate) fn craft(world: &mut World, config: &Config, acts: &[Act], events: &mut Vec<Event>) {
     // Joint groups: (forge position, item, participants).
     let mut groups: [((i32, i32), Item, Members); 4] = [((0, 0), Item::Wood, 0); 4];
     let mut count = 0;

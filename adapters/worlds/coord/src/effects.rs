@@ -10,15 +10,20 @@ use mosaic_core::Event;
 use rand::Rng as _;
 
 /// Agents as a bit set (at most 4), iterated in index order.
-pub type Members = u8;
+pub(crate) type Members = u8;
 
 /// The agents in `members`, in index order.
-pub fn members(members: Members) -> impl Iterator<Item = usize> {
+pub(crate) fn members(members: Members) -> impl Iterator<Item = usize> {
     (0..8).filter(move |i| members & (1 << i) != 0)
 }
 
 /// Records a notable event.
-pub fn event(events: &mut Vec<Event>, kind: &str, agent: Option<usize>, detail: serde_json::Value) {
+pub(crate) fn event(
+    events: &mut Vec<Event>,
+    kind: &str,
+    agent: Option<usize>,
+    detail: serde_json::Value,
+) {
     events.push(Event {
         kind: kind.to_owned(),
         agent,
@@ -28,7 +33,7 @@ pub fn event(events: &mut Vec<Event>, kind: &str, agent: Option<usize>, detail: 
 
 /// A role-gated attempt by `agent`: specialists always pass, others with probability
 /// 1 − α (one draw per attempt by a non-specialist).
-pub fn role_check(world: &mut World, config: &Config, agent: usize, role: Role) -> bool {
+pub(crate) fn role_check(world: &mut World, config: &Config, agent: usize, role: Role) -> bool {
     if world.agents[agent].role == role {
         return true;
     }
@@ -44,7 +49,7 @@ pub fn role_check(world: &mut World, config: &Config, agent: usize, role: Role) 
 /// What hurt an agent; attacks wake a sleeping agent, hunger, thirst and exhaustion do
 /// not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Harm {
+pub(crate) enum Harm {
     /// A zombie's blow.
     Zombie,
     /// A skeleton's arrow.
@@ -59,7 +64,7 @@ impl Harm {
     /// The cause of death this harm records when it puts `agent` down: missing needs
     /// count as starvation, dehydration or exhaustion, whichever vital is empty (in
     /// that order).
-    pub fn cause(self, agent: &AgentState) -> DeathCause {
+    pub(crate) fn cause(self, agent: &AgentState) -> DeathCause {
         match self {
             Harm::Zombie | Harm::Arrow => DeathCause::Mob,
             Harm::FriendlyFire => DeathCause::FriendlyFire,
@@ -80,7 +85,13 @@ impl Harm {
 }
 
 /// Damages a living agent (attacks also wake it). At zero health it goes down.
-pub fn hurt(world: &mut World, agent: usize, damage: i32, harm: Harm, events: &mut Vec<Event>) {
+pub(crate) fn hurt(
+    world: &mut World,
+    agent: usize,
+    damage: i32,
+    harm: Harm,
+    events: &mut Vec<Event>,
+) {
     let wakes = harm != Harm::Needs;
     let step = world.step;
     let a = &mut world.agents[agent];
@@ -108,7 +119,7 @@ pub fn hurt(world: &mut World, agent: usize, damage: i32, harm: Harm, events: &m
 
 /// Gives every agent in `to` one unit of the resource of the block at `tile` and clears
 /// the block (trees leave grass, everything else a path).
-pub fn mine(world: &mut World, tile: usize, to: Members) {
+pub(crate) fn mine(world: &mut World, tile: usize, to: Members) {
     let block = world.blocks[tile];
     let Some(item) = block.resource() else { return };
     for i in members(to) {
@@ -126,7 +137,7 @@ pub fn mine(world: &mut World, tile: usize, to: Members) {
 }
 
 /// A synchronous target that was acted on jointly.
-pub struct Joint<'a> {
+pub(crate) struct Joint<'a> {
     /// What it was, e.g. `iron`.
     pub target: &'a str,
     /// Where.
@@ -138,7 +149,7 @@ pub struct Joint<'a> {
 }
 
 /// The team-size achievement of a joint success.
-pub fn sync_achievement(required: usize, agents: usize, soft: bool) -> Achievement {
+pub(crate) fn sync_achievement(required: usize, agents: usize, soft: bool) -> Achievement {
     let team = agents >= 3 && required >= agents;
     match (team, soft) {
         (false, true) => Achievement::Coord2AgentsSoft,
@@ -149,7 +160,7 @@ pub fn sync_achievement(required: usize, agents: usize, soft: bool) -> Achieveme
 }
 
 /// Credits a synchronous success to every agent of `group`.
-pub fn joint_success(
+pub(crate) fn joint_success(
     world: &mut World,
     config: &Config,
     group: Members,
@@ -177,7 +188,7 @@ pub fn joint_success(
 }
 
 /// Whether the agents of `group` hold `cost` between them.
-pub fn pooled_has(world: &World, group: Members, cost: &[(Item, u8)]) -> bool {
+pub(crate) fn pooled_has(world: &World, group: Members, cost: &[(Item, u8)]) -> bool {
     cost.iter().all(|(item, n)| {
         members(group)
             .map(|i| u32::from(world.agents[i].count(*item)))
@@ -187,7 +198,7 @@ pub fn pooled_has(world: &World, group: Members, cost: &[(Item, u8)]) -> bool {
 }
 
 /// Takes `cost` from the agents of `group`, lowest index first.
-pub fn pay_pooled(world: &mut World, group: Members, cost: &[(Item, u8)]) {
+pub(crate) fn pay_pooled(world: &mut World, group: Members, cost: &[(Item, u8)]) {
     for (item, n) in cost {
         let mut left = *n;
         for i in members(group) {

@@ -144,7 +144,7 @@ fn round(x: f64) -> f64 {
 }
 
 /// The episode metrics.
-pub fn metrics(world: &World, config: &Config) -> Map<String, Value> {
+pub(crate) fn metrics(world: &World, config: &Config) -> Map<String, Value> {
     let (base_max, coord_max) = maxima(config);
     let (base_reachable, coord_reachable) = reachable_maxima(config);
     let n = world.agents.len() as f64;

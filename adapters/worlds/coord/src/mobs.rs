@@ -27,7 +27,7 @@ fn base_health(kind: MobKind) -> i32 {
 
 /// Health of a newly spawned mob: coordinated mobs have twice as much; with
 /// `scale_base_difficulty` every mob has 1 + α/3 times as much.
-pub fn spawn_health(kind: MobKind, coordinated: bool, config: &Config) -> i32 {
+pub(crate) fn spawn_health(kind: MobKind, coordinated: bool, config: &Config) -> i32 {
     let health = base_health(kind) * if coordinated { 2 } else { 1 };
     if config.scale_base_difficulty {
         (f64::from(health) * config.difficulty.mob_health_multiplier).round() as i32
@@ -70,7 +70,7 @@ fn can_enter(world: &World, x: i32, y: i32) -> bool {
 }
 
 /// Moves, attacks and despawns every mob, then flies the arrows.
-pub fn update(world: &mut World, events: &mut Vec<Event>) {
+pub(crate) fn update(world: &mut World, events: &mut Vec<Event>) {
     let mut i = 0;
     while i < world.mobs.len() {
         let mob = world.mobs[i];
@@ -203,7 +203,7 @@ fn arrows(world: &mut World, events: &mut Vec<Event>) {
 /// paths 10–13 away (5%). Classic's caps (3 cows, 3 zombies, 2 skeletons) hold within
 /// reach of each agent, so a team standing together meets a single player's density. No
 /// mob spawns closer to any agent than the minimum.
-pub fn spawn(world: &mut World, config: &Config) {
+pub(crate) fn spawn(world: &mut World, config: &Config) {
     let darkness = 1.0 - f64::from(world.light);
     for agent in 0..world.agents.len() {
         if !world.agents[agent].is_alive() {

@@ -30,79 +30,79 @@ pub const VIEW_W: i32 = 9;
 pub const VIEW_H: i32 = 7;
 
 /// Per-cell channel offsets.
-pub mod ch {
+pub(crate) mod ch {
     /// First block channel (one-hot over `Block::ALL`).
-    pub const BLOCK: usize = 0;
+    pub(crate) const BLOCK: usize = 0;
     /// A zombie.
-    pub const ZOMBIE: usize = 18;
+    pub(crate) const ZOMBIE: usize = 18;
     /// A cow.
-    pub const COW: usize = 19;
+    pub(crate) const COW: usize = 19;
     /// A skeleton.
-    pub const SKELETON: usize = 20;
+    pub(crate) const SKELETON: usize = 20;
     /// An arrow.
-    pub const ARROW: usize = 21;
+    pub(crate) const ARROW: usize = 21;
     /// The mob is coordinated (elite or large).
-    pub const COORD_MOB: usize = 22;
+    pub(crate) const COORD_MOB: usize = 22;
     /// A living teammate.
-    pub const TEAMMATE: usize = 23;
+    pub(crate) const TEAMMATE: usize = 23;
     /// A downed teammate (Do revives).
-    pub const DOWNED: usize = 24;
+    pub(crate) const DOWNED: usize = 24;
     /// Hard synchronous target.
-    pub const SYNC_HARD: usize = 25;
+    pub(crate) const SYNC_HARD: usize = 25;
     /// Soft synchronous target.
-    pub const SYNC_SOFT: usize = 26;
+    pub(crate) const SYNC_SOFT: usize = 26;
     /// Handover target.
-    pub const HANDOVER: usize = 27;
+    pub(crate) const HANDOVER: usize = 27;
     /// Agents required / team size.
-    pub const REQUIRED: usize = 28;
+    pub(crate) const REQUIRED: usize = 28;
     /// Handover in progress: steps left / longest window.
-    pub const PENDING: usize = 29;
+    pub(crate) const PENDING: usize = 29;
 }
 
 /// Values per view cell.
-pub const TILE_CHANNELS: usize = 30;
+pub(crate) const TILE_CHANNELS: usize = 30;
 
 /// Offsets in the agent's own block.
-pub mod me {
+pub(crate) mod me {
     /// Inventory counts / 9.
-    pub const INVENTORY: usize = 0;
+    pub(crate) const INVENTORY: usize = 0;
     /// Health, food, drink, energy / 9.
-    pub const VITALS: usize = 14;
+    pub(crate) const VITALS: usize = 14;
     /// Daylight.
-    pub const LIGHT: usize = 18;
+    pub(crate) const LIGHT: usize = 18;
     /// Asleep.
-    pub const SLEEPING: usize = 19;
+    pub(crate) const SLEEPING: usize = 19;
     /// Facing one-hot.
-    pub const FACING: usize = 20;
+    pub(crate) const FACING: usize = 20;
     /// Role one-hot.
-    pub const ROLE: usize = 24;
+    pub(crate) const ROLE: usize = 24;
     /// x / width, y / height.
-    pub const POSITION: usize = 27;
+    pub(crate) const POSITION: usize = 27;
     /// Own request one-hot.
-    pub const REQUEST: usize = 29;
+    pub(crate) const REQUEST: usize = 29;
 }
 
 /// Values in the agent's own block.
-pub const SELF_LEN: usize = 37;
+pub(crate) const SELF_LEN: usize = 37;
 
 /// Offsets in a teammate's block.
-pub mod mate {
+pub(crate) mod mate {
     /// In the game (alive or downed).
-    pub const PRESENT: usize = 0;
+    pub(crate) const PRESENT: usize = 0;
     /// Downed.
-    pub const DOWNED: usize = 1;
+    pub(crate) const DOWNED: usize = 1;
     /// Health / 9.
-    pub const HEALTH: usize = 2;
+    pub(crate) const HEALTH: usize = 2;
     /// Role one-hot.
-    pub const ROLE: usize = 3;
+    pub(crate) const ROLE: usize = 3;
     /// dx / width, dy / height.
-    pub const OFFSET: usize = 6;
+    pub(crate) const OFFSET: usize = 6;
     /// Request one-hot.
-    pub const REQUEST: usize = 8;
+    pub(crate) const REQUEST: usize = 8;
     /// Freshness of the last signal.
-    pub const SIGNAL_FRESHNESS: usize = 16;
+    pub(crate) const SIGNAL_FRESHNESS: usize = 16;
     /// Signal one-hot.
-    pub const SIGNAL: usize = 17;
+    pub(crate) const SIGNAL: usize = 17;
 }
 
 /// Where everything sits in the symbolic vector of one configuration.
@@ -152,7 +152,7 @@ impl Layout {
 }
 
 /// The symbolic observation of `agent`.
-pub fn symbolic(world: &World, config: &Config, layout: &Layout, agent: usize) -> Tensor {
+pub(crate) fn symbolic(world: &World, config: &Config, layout: &Layout, agent: usize) -> Tensor {
     let mut data = vec![0.0f32; layout.len()];
     let me_ = &world.agents[agent];
     let (ox, oy) = (me_.x - VIEW_W / 2, me_.y - VIEW_H / 2);
@@ -267,7 +267,7 @@ pub fn symbolic(world: &World, config: &Config, layout: &Layout, agent: usize) -
 /// The legal-action mask of `agent`: conservative, it only rules out what cannot have
 /// any effect (no materials, no station, nothing to give). Asleep, downed or dead agents
 /// can only `noop`.
-pub fn legal(world: &World, set: &ActionSet, agent: usize) -> Vec<bool> {
+pub(crate) fn legal(world: &World, set: &ActionSet, agent: usize) -> Vec<bool> {
     let mut mask = vec![false; set.len()];
     mask[0] = true;
     let a = &world.agents[agent];

@@ -33,7 +33,7 @@ fn block_colour(block: Block) -> [u8; 3] {
 }
 
 /// The colour of an agent of `role`.
-pub fn role_colour(role: Role) -> [u8; 3] {
+pub(crate) fn role_colour(role: Role) -> [u8; 3] {
     match role {
         Role::Forager => [60, 200, 120],
         Role::Miner => [240, 170, 40],
@@ -225,7 +225,7 @@ fn brightness(world: &World) -> f32 {
 }
 
 /// The whole map with a team status bar on top.
-pub fn world_frame(world: &World) -> Frame {
+pub(crate) fn world_frame(world: &World) -> Frame {
     let t = (512 / world.width.max(world.height)).max(2) as u32;
     let (w, h) = (world.width as u32 * t, world.height as u32 * t);
     let mut canvas = Canvas::new(w, h + BAR, [0, 0, 0]);
@@ -255,7 +255,7 @@ pub fn world_frame(world: &World) -> Frame {
 }
 
 /// What `agent` sees: teammate status bar, the 9 × 7 local view, its inventory.
-pub fn agent_frame(world: &World, agent: usize) -> Frame {
+pub(crate) fn agent_frame(world: &World, agent: usize) -> Frame {
     let t = AGENT_TILE;
     let (w, h) = (VIEW_W as u32 * t, VIEW_H as u32 * t);
     let mut canvas = Canvas::new(w, h + 2 * BAR, [0, 0, 0]);

@@ -27,7 +27,7 @@ const SAPLING_CHANCE: f64 = 0.1;
 
 /// Advances the world by one step. `acts[i]` is agent `i`'s action; agents that are
 /// asleep, down or dead do nothing whatever they chose.
-pub fn advance(world: &mut World, config: &Config, chosen: &[Act], out: &mut Transition) {
+pub(crate) fn advance(world: &mut World, config: &Config, chosen: &[Act], out: &mut Transition) {
     let n = world.agents.len();
     out.clear(n);
     // At most four agents: fixed arrays keep the step free of allocations.
@@ -117,7 +117,7 @@ fn messages(world: &mut World, acts: &[Act]) {
 
 /// Whether `giver` can give to `receiver` now: the receiver has an active request and
 /// the giver holds one unit of it.
-pub fn can_give(world: &World, giver: usize, receiver: usize) -> bool {
+pub(crate) fn can_give(world: &World, giver: usize, receiver: usize) -> bool {
     let (Some(g), Some(r)) = (world.agents.get(giver), world.agents.get(receiver)) else {
         return false;
     };
@@ -287,7 +287,7 @@ fn do_block(world: &mut World, config: &Config, agent: usize, tile: usize) {
 }
 
 /// Whether `agent` could place `what` on its faced tile now (materials and target).
-pub fn can_place(world: &World, agent: usize, what: Placeable) -> bool {
+pub(crate) fn can_place(world: &World, agent: usize, what: Placeable) -> bool {
     let a = &world.agents[agent];
     let (x, y) = a.target();
     if world.tile(x, y).is_none() || world.mob_at(x, y).is_some() || world.agent_at(x, y).is_some()

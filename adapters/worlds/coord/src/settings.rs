@@ -80,19 +80,19 @@ impl Difficulty {
 }
 
 /// Coordination-opportunity parameters held fixed across difficulties (ALEM Table 5).
-pub mod opportunity {
+pub(crate) mod opportunity {
     /// Share of synchronous targets that are soft (assurance games).
-    pub const SOFT_RATIO: f64 = 0.5;
+    pub(crate) const SOFT_RATIO: f64 = 0.5;
     /// Share of coordination targets that are handovers.
-    pub const HANDOVER_RATIO: f64 = 0.25;
+    pub(crate) const HANDOVER_RATIO: f64 = 0.25;
     /// Share of coordinated mobs that are hard.
-    pub const HARD_MOB_PROBABILITY: f64 = 0.5;
+    pub(crate) const HARD_MOB_PROBABILITY: f64 = 0.5;
     /// Share of zombie and skeleton spawn slots that are elite.
-    pub const ELITE_MOB_PROBABILITY: f64 = 0.15;
+    pub(crate) const ELITE_MOB_PROBABILITY: f64 = 0.15;
     /// Share of cow spawn slots that are large passive mobs.
-    pub const LARGE_PASSIVE_PROBABILITY: f64 = 0.2;
+    pub(crate) const LARGE_PASSIVE_PROBABILITY: f64 = 0.2;
     /// Agents needed to craft a diamond tool at a forge (capped by the team size).
-    pub const DIAMOND_CRAFTING_AGENTS: usize = 2;
+    pub(crate) const DIAMOND_CRAFTING_AGENTS: usize = 2;
 }
 
 #[derive(Deserialize)]

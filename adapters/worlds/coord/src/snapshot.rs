@@ -84,7 +84,7 @@ impl Header {
 }
 
 /// The snapshot bytes of `world`.
-pub fn save(world: &World, config: &Config) -> Result<Vec<u8>, serde_json::Error> {
+pub(crate) fn save(world: &World, config: &Config) -> Result<Vec<u8>, serde_json::Error> {
     let labels: Vec<MobTag> = world.mob_labels.iter().flatten().copied().collect();
     let saved = Saved {
         env: Cow::Borrowed(NAME),
@@ -121,7 +121,7 @@ pub fn save(world: &World, config: &Config) -> Result<Vec<u8>, serde_json::Error
 }
 
 /// The world in `bytes`, checked against `config` (the restoring environment's).
-pub fn load(bytes: &[u8], config: &Config) -> Result<World, String> {
+pub(crate) fn load(bytes: &[u8], config: &Config) -> Result<World, String> {
     let saved: Saved<'_> = serde_json::from_slice(bytes).map_err(|e| {
         // Another environment's or another version's snapshot deserves a plainer word.
         serde_json::from_slice::<Header>(bytes)

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// The coordination structure of a target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CoordKind {
+pub(crate) enum CoordKind {
     /// No requirement.
     None,
     /// Agents act on the target in the same step.
@@ -18,7 +18,7 @@ pub enum CoordKind {
 /// The coordination requirement of a tile (resource block or construction site), fixed
 /// at world generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Tag {
+pub(crate) struct Tag {
     /// Synchronous, handover or none.
     pub kind: CoordKind,
     /// Synchronous only: a solo attempt may succeed (with probability 1 − α).
@@ -31,7 +31,7 @@ pub struct Tag {
 
 impl Tag {
     /// No requirement.
-    pub const NONE: Tag = Tag {
+    pub(crate) const NONE: Tag = Tag {
         kind: CoordKind::None,
         soft: false,
         required: 0,
@@ -41,7 +41,7 @@ impl Tag {
 
 /// The coordination label of a mob (drawn per spawn slot at world generation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct MobTag {
+pub(crate) struct MobTag {
     /// Elite (zombie, skeleton) or large (cow): tougher, and a coordinated kill is an
     /// achievement.
     pub coordinated: bool,
@@ -53,7 +53,7 @@ pub struct MobTag {
 
 /// A living mob.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Mob {
+pub(crate) struct Mob {
     /// Kind.
     pub kind: MobKind,
     /// Column.
@@ -70,7 +70,7 @@ pub struct Mob {
 
 /// A skeleton's arrow in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Arrow {
+pub(crate) struct Arrow {
     /// Column.
     pub x: i32,
     /// Row.
@@ -85,7 +85,7 @@ pub struct Arrow {
 
 /// A planted sapling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Plant {
+pub(crate) struct Plant {
     /// Tile index.
     pub tile: usize,
     /// Steps since planted or last eaten.
@@ -94,7 +94,7 @@ pub struct Plant {
 
 /// A handover in progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pending {
+pub(crate) struct Pending {
     /// Tile index of the target.
     pub tile: usize,
     /// The agent that started it.
@@ -110,7 +110,7 @@ pub struct Pending {
 impl Pending {
     /// Steps (this one included) in which a different agent can still finish, as seen
     /// at step `now`: the finisher may act from `started + 1` to `started + window`.
-    pub fn remaining(&self, now: u32) -> u32 {
+    pub(crate) fn remaining(&self, now: u32) -> u32 {
         (self.started + self.window + 1).saturating_sub(now)
     }
 }
@@ -132,14 +132,14 @@ pub enum Life {
 }
 
 /// Steps a downed agent waits for a revive before it dies.
-pub const BLEED_OUT_STEPS: u32 = 100;
+pub(crate) const BLEED_OUT_STEPS: u32 = 100;
 /// Health after a revive.
-pub const REVIVE_HEALTH: i32 = 3;
+pub(crate) const REVIVE_HEALTH: i32 = 3;
 /// Capacity of health, food, drink and energy (Craftax at dexterity and strength 1).
-pub const VITAL_MAX: i32 = 9;
+pub(crate) const VITAL_MAX: i32 = 9;
 /// Extra food and drink capacity of foragers (ALEM: max food = 7 + 2 × dexterity, plus
 /// 2 for foragers).
-pub const FORAGER_EXTRA_CAPACITY: i32 = 2;
+pub(crate) const FORAGER_EXTRA_CAPACITY: i32 = 2;
 
 /// Why an agent's last action failed (the `Last step:` line of its text observation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -385,7 +385,7 @@ impl AgentState {
 
 /// Episode counters behind the coordination metrics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Successful gives.
     pub trades: u32,
     /// Downed teammates revived.
@@ -464,7 +464,7 @@ impl DeathCause {
 
 /// What world generation put on the map; used by metrics and by the α-invariance tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Census {
+pub(crate) struct Census {
     /// Resource blocks with a hard synchronous requirement.
     pub sync_hard: u32,
     /// Resource blocks with a soft synchronous requirement.
@@ -477,17 +477,17 @@ pub struct Census {
 
 impl Census {
     /// Every coordination site (resource blocks and construction sites).
-    pub fn total(&self) -> u32 {
+    pub(crate) fn total(&self) -> u32 {
         self.sync_hard + self.sync_soft + self.handover + self.construction_sites
     }
 }
 
 /// Spawn-slot labels per mob kind; spawn `i` of a kind takes label `i % MOB_LABELS`.
-pub const MOB_LABELS: usize = 64;
+pub(crate) const MOB_LABELS: usize = 64;
 
 /// The whole state of an episode.
 #[derive(Clone, Debug)]
-pub struct World {
+pub(crate) struct World {
     /// Map width.
     pub width: i32,
     /// Map height.
@@ -528,39 +528,39 @@ pub struct World {
 
 impl World {
     /// Tile index of (x, y), `None` outside the map.
-    pub fn tile(&self, x: i32, y: i32) -> Option<usize> {
+    pub(crate) fn tile(&self, x: i32, y: i32) -> Option<usize> {
         (x >= 0 && y >= 0 && x < self.width && y < self.height)
             .then(|| (y * self.width + x) as usize)
     }
 
     /// (x, y) of a tile index.
-    pub fn coords(&self, tile: usize) -> (i32, i32) {
+    pub(crate) fn coords(&self, tile: usize) -> (i32, i32) {
         let tile = tile as i32;
         (tile % self.width, tile / self.width)
     }
 
     /// The block at (x, y); [`Block::OutOfBounds`] outside.
-    pub fn block(&self, x: i32, y: i32) -> Block {
+    pub(crate) fn block(&self, x: i32, y: i32) -> Block {
         self.tile(x, y)
             .map_or(Block::OutOfBounds, |t| self.blocks[t])
     }
 
     /// The agent (alive or downed) standing on (x, y).
-    pub fn agent_at(&self, x: i32, y: i32) -> Option<usize> {
+    pub(crate) fn agent_at(&self, x: i32, y: i32) -> Option<usize> {
         self.agents
             .iter()
             .position(|a| a.is_present() && a.x == x && a.y == y)
     }
 
     /// The mob on (x, y).
-    pub fn mob_at(&self, x: i32, y: i32) -> Option<usize> {
+    pub(crate) fn mob_at(&self, x: i32, y: i32) -> Option<usize> {
         self.tile(x, y)
             .and_then(|t| self.mob_at[t].checked_sub(1))
             .map(usize::from)
     }
 
     /// Whether an agent or mob may step onto (x, y) (lava counts as enterable).
-    pub fn is_free(&self, x: i32, y: i32) -> bool {
+    pub(crate) fn is_free(&self, x: i32, y: i32) -> bool {
         match self.tile(x, y) {
             None => false,
             Some(t) => {
@@ -571,7 +571,7 @@ impl World {
 
     /// The nearest living (not downed) agent to (x, y) by Manhattan distance, lowest
     /// index on ties.
-    pub fn nearest_alive_agent(&self, x: i32, y: i32) -> Option<(usize, i32)> {
+    pub(crate) fn nearest_alive_agent(&self, x: i32, y: i32) -> Option<(usize, i32)> {
         self.agents
             .iter()
             .enumerate()
@@ -581,7 +581,7 @@ impl World {
     }
 
     /// Puts a mob on the map.
-    pub fn add_mob(&mut self, mob: Mob) {
+    pub(crate) fn add_mob(&mut self, mob: Mob) {
         if let Some(t) = self.tile(mob.x, mob.y) {
             self.mobs.push(mob);
             self.mob_at[t] = self.mobs.len() as u8;
@@ -589,7 +589,7 @@ impl World {
     }
 
     /// Removes mob `index` (the last mob takes its index).
-    pub fn remove_mob(&mut self, index: usize) {
+    pub(crate) fn remove_mob(&mut self, index: usize) {
         let mob = self.mobs.swap_remove(index);
         if let Some(t) = self.tile(mob.x, mob.y) {
             self.mob_at[t] = 0;
@@ -602,7 +602,7 @@ impl World {
     }
 
     /// Moves mob `index` to (x, y) (which must be free).
-    pub fn move_mob(&mut self, index: usize, x: i32, y: i32) {
+    pub(crate) fn move_mob(&mut self, index: usize, x: i32, y: i32) {
         let mob = self.mobs[index];
         if let (Some(from), Some(to)) = (self.tile(mob.x, mob.y), self.tile(x, y)) {
             self.mob_at[from] = 0;
@@ -613,13 +613,13 @@ impl World {
     }
 
     /// The handover in progress at `tile`.
-    pub fn pending_at(&self, tile: usize) -> Option<&Pending> {
+    pub(crate) fn pending_at(&self, tile: usize) -> Option<&Pending> {
         self.pending.iter().find(|p| p.tile == tile)
     }
 
     /// Whether a block of `kind` lies in the 8-neighbourhood of (x, y) (Craftax-Classic's
     /// "nearby" for crafting stations).
-    pub fn near(&self, x: i32, y: i32, kind: Block) -> Option<(i32, i32)> {
+    pub(crate) fn near(&self, x: i32, y: i32, kind: Block) -> Option<(i32, i32)> {
         NEIGHBOURS
             .iter()
             .map(|(dx, dy)| (x + dx, y + dy))
@@ -628,7 +628,7 @@ impl World {
 }
 
 /// The 8-neighbourhood, in a fixed order.
-pub const NEIGHBOURS: [(i32, i32); 8] = [
+pub(crate) const NEIGHBOURS: [(i32, i32); 8] = [
     (0, -1),
     (0, 1),
     (-1, 0),
@@ -640,7 +640,7 @@ pub const NEIGHBOURS: [(i32, i32); 8] = [
 ];
 
 /// Daylight at `step`: 1 − |cos(π·((t / day) mod 1 + 0.3))|³ (Craftax-Classic).
-pub fn light_level(step: u32, day_length: u32) -> f32 {
+pub(crate) fn light_level(step: u32, day_length: u32) -> f32 {
     let progress = (f64::from(step) / f64::from(day_length)).fract() + 0.3;
     let c = cos_pi(progress).abs();
     (1.0 - c * c * c) as f32

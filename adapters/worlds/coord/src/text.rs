@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 const MAX_COORDINATION_LINES: usize = 8;
 
 /// "3 steps north", "1 step south and 2 steps west", "here".
-pub fn relative(dx: i32, dy: i32) -> String {
+pub(crate) fn relative(dx: i32, dy: i32) -> String {
     let part = |n: i32, pos: &str, neg: &str| -> Option<String> {
         (n != 0).then(|| {
             let steps = if n.abs() == 1 { "step" } else { "steps" };
@@ -36,7 +36,7 @@ pub fn relative(dx: i32, dy: i32) -> String {
 }
 
 /// Which side of a target at (tx, ty) an agent at (ax, ay) is on: "south", "north-east".
-pub fn side(ax: i32, ay: i32, tx: i32, ty: i32) -> &'static str {
+pub(crate) fn side(ax: i32, ay: i32, tx: i32, ty: i32) -> &'static str {
     match ((ay - ty).signum(), (ax - tx).signum()) {
         (-1, -1) => "north-west",
         (-1, 0) => "north",
@@ -79,7 +79,7 @@ fn role_text(role: Role) -> &'static str {
 }
 
 /// The text observation of `agent`.
-pub fn text(
+pub(crate) fn text(
     world: &World,
     config: &Config,
     set: &ActionSet,
@@ -411,7 +411,7 @@ fn teammates(out: &mut String, world: &World, agent: usize) {
 /// What `agent` sees of each teammate inside its 9 × 7 view, one line each (for the
 /// observation's `info.visible_teammates`): id and role, where it is, which way it faces
 /// and what it would act on, whether it is asleep or down, its vitals and inventory.
-pub fn visible_teammates(world: &World, agent: usize) -> Vec<String> {
+pub(crate) fn visible_teammates(world: &World, agent: usize) -> Vec<String> {
     let me = &world.agents[agent];
     let visible =
         |o: &&AgentState| (o.x - me.x).abs() <= VIEW_W / 2 && (o.y - me.y).abs() <= VIEW_H / 2;

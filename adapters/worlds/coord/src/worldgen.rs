@@ -75,7 +75,7 @@ fn perlin(rng: &mut Rng, width: usize, height: usize, cells_x: usize, cells_y: u
 const START_OFFSETS: [(i32, i32); 4] = [(0, 0), (1, 0), (-1, 0), (0, 1)];
 
 /// Builds the world of `seed`.
-pub fn generate(config: &Config, seed: u64) -> World {
+pub(crate) fn generate(config: &Config, seed: u64) -> World {
     let (w, h) = (config.width, config.height);
     let mut blocks = terrain(config, seed);
     let (cx, cy) = ((w / 2) as i32, (h / 2) as i32);

@@ -149,14 +149,14 @@ pub enum Tile {
 
 /// MiniGrid's object indices.
 mod object_index {
-    pub const UNSEEN: u8 = 0;
-    pub const EMPTY: u8 = 1;
-    pub const WALL: u8 = 2;
-    pub const DOOR: u8 = 4;
-    pub const KEY: u8 = 5;
-    pub const BALL: u8 = 6;
-    pub const BOX: u8 = 7;
-    pub const GOAL: u8 = 8;
+    pub(super) const UNSEEN: u8 = 0;
+    pub(super) const EMPTY: u8 = 1;
+    pub(super) const WALL: u8 = 2;
+    pub(super) const DOOR: u8 = 4;
+    pub(super) const KEY: u8 = 5;
+    pub(super) const BALL: u8 = 6;
+    pub(super) const BOX: u8 = 7;
+    pub(super) const GOAL: u8 = 8;
 }
 
 impl Tile {
@@ -364,7 +364,7 @@ impl Grid {
 /// Side length of the agent's view (MiniGrid's default `agent_view_size`).
 pub const VIEW: usize = 7;
 /// The agent's own cell in view coordinates: bottom row, middle column.
-pub const VIEW_AGENT: (usize, usize) = (VIEW / 2, VIEW - 1);
+pub(crate) const VIEW_AGENT: (usize, usize) = (VIEW / 2, VIEW - 1);
 
 /// The world position of view cell (`vx`, `vy`) for an agent at `pos` facing `direction`:
 /// `vy` counts rows towards the agent (row 6 is its own), `vx` columns left to right.

@@ -272,7 +272,7 @@ fn distance2(a: [f32; 2], b: [f32; 2]) -> f32 {
 }
 
 /// Whether `target` is within `range` of `from` (centre to centre, SMACv2's `<=`).
-pub fn in_range(from: [f32; 2], target: [f32; 2], range: f32) -> bool {
+pub(crate) fn in_range(from: [f32; 2], target: [f32; 2], range: f32) -> bool {
     distance2(from, target) <= range * range
 }
 

@@ -84,12 +84,12 @@ pub mod layout {
 
 /// MultiGrid object type indices.
 pub(crate) mod kind {
-    pub const UNSEEN: u8 = 0;
-    pub const EMPTY: u8 = 1;
-    pub const WALL: u8 = 2;
-    pub const BALL: u8 = 6;
-    pub const AGENT: u8 = 10;
-    pub const GOAL: u8 = 11;
+    pub(crate) const UNSEEN: u8 = 0;
+    pub(crate) const EMPTY: u8 = 1;
+    pub(crate) const WALL: u8 = 2;
+    pub(crate) const BALL: u8 = 6;
+    pub(crate) const AGENT: u8 = 10;
+    pub(crate) const GOAL: u8 = 11;
 }
 
 /// MultiGrid colour index of the ball (red) and walls (grey); team `t` is `t + 1`.
@@ -119,7 +119,7 @@ pub(crate) struct View {
 
 impl View {
     /// The cell at (`i`, `j`).
-    pub fn at(&self, i: usize, j: usize) -> Encoded {
+    pub(crate) fn at(&self, i: usize, j: usize) -> Encoded {
         self.cells[i * self.size + j]
     }
 }

@@ -15,7 +15,7 @@ pub const WIDTH: i32 = 16;
 /// Pitch height in cells, walls included.
 pub const HEIGHT: i32 = 11;
 /// Number of players.
-pub const AGENTS: usize = 4;
+pub(crate) const AGENTS: usize = 4;
 /// Agent slot names, in index order (two green, then two blue).
 pub const AGENT_IDS: [&str; AGENTS] = ["green_0", "green_1", "blue_0", "blue_1"];
 /// Team names; team `t` defends the goal in column [`GOAL_X`]`[t]`.
@@ -25,7 +25,7 @@ pub const GOAL_X: [i32; 2] = [1, WIDTH - 2];
 /// First row of both goals.
 pub const GOAL_TOP: i32 = 4;
 /// Middle row of both goals (the reference's shaping target).
-pub const GOAL_MIDDLE: i32 = 5;
+pub(crate) const GOAL_MIDDLE: i32 = 5;
 /// Last row of both goals.
 pub const GOAL_BOTTOM: i32 = 6;
 /// Action labels, in index order (MultiGrid's `Action` enum).
@@ -33,18 +33,18 @@ pub const ACTION_LABELS: [&str; 8] = [
     "noop", "left", "right", "forward", "pickup", "drop", "toggle", "done",
 ];
 /// Direction names, index 0 = east (+x), 1 = south (+y), 2 = west, 3 = north.
-pub const DIRECTION_NAMES: [&str; 4] = ["east", "south", "west", "north"];
+pub(crate) const DIRECTION_NAMES: [&str; 4] = ["east", "south", "west", "north"];
 
 /// Turn left.
-pub const LEFT: u32 = 1;
+pub(crate) const LEFT: u32 = 1;
 /// Turn right.
-pub const RIGHT: u32 = 2;
+pub(crate) const RIGHT: u32 = 2;
 /// Move one cell forward.
-pub const FORWARD: u32 = 3;
+pub(crate) const FORWARD: u32 = 3;
 /// Pick up the ball in front, or steal it from an opponent in front.
-pub const PICKUP: u32 = 4;
+pub(crate) const PICKUP: u32 = 4;
 /// Pass the ball to the teammate.
-pub const DROP: u32 = 5;
+pub(crate) const DROP: u32 = 5;
 
 const GOAL_REWARD: f32 = 1.0;
 const TIME_BONUS_PER_STEP: f32 = 0.05;
@@ -52,23 +52,23 @@ const STEAL_BONUS: f32 = 0.3;
 const DISTANCE_SHAPING: f32 = 0.01;
 
 /// The team (0 green, 1 blue) of agent `agent`.
-pub const fn team_of(agent: usize) -> usize {
+pub(crate) const fn team_of(agent: usize) -> usize {
     agent / 2
 }
 
 /// The teammate of agent `agent`.
-pub const fn teammate(agent: usize) -> usize {
+pub(crate) const fn teammate(agent: usize) -> usize {
     agent ^ 1
 }
 
 /// The other team.
-pub const fn rival(team: usize) -> usize {
+pub(crate) const fn rival(team: usize) -> usize {
     1 - team
 }
 
 /// A cell of the pitch, `x` to the east and `y` to the south, (0, 0) the top-left wall.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Pos {
+pub(crate) struct Pos {
     /// Column.
     pub x: i32,
     /// Row.
@@ -77,15 +77,15 @@ pub struct Pos {
 
 impl Pos {
     /// Off the pitch: where players wait before they are placed.
-    pub const NOWHERE: Pos = Pos { x: -1, y: -1 };
+    pub(crate) const NOWHERE: Pos = Pos { x: -1, y: -1 };
 
     /// The cell at (x, y).
-    pub const fn new(x: i32, y: i32) -> Self {
+    pub(crate) const fn new(x: i32, y: i32) -> Self {
         Self { x, y }
     }
 
     /// The neighbouring cell in direction `dir` (0 east, 1 south, 2 west, 3 north).
-    pub const fn step(self, dir: u8) -> Pos {
+    pub(crate) const fn step(self, dir: u8) -> Pos {
         match dir & 3 {
             0 => Pos::new(self.x + 1, self.y),
             1 => Pos::new(self.x, self.y + 1),
@@ -95,12 +95,12 @@ impl Pos {
     }
 
     /// Manhattan distance.
-    pub const fn distance(self, other: Pos) -> i32 {
+    pub(crate) const fn distance(self, other: Pos) -> i32 {
         (self.x - other.x).abs() + (self.y - other.y).abs()
     }
 
     /// Inside the walls.
-    pub const fn is_inside(self) -> bool {
+    pub(crate) const fn is_inside(self) -> bool {
         self.x > 0 && self.y > 0 && self.x < WIDTH - 1 && self.y < HEIGHT - 1
     }
 }
@@ -108,7 +108,7 @@ impl Pos {
 /// The static content of a cell plus the loose ball (players are not cells: they may share
 /// one, as in the reference, which allows agents to overlap).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cell {
+pub(crate) enum Cell {
     /// Walkable grass.
     Empty,
     /// The border.
@@ -125,7 +125,7 @@ pub enum Cell {
 /// Where the ball is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Ball {
+pub(crate) enum Ball {
     /// On the ground.
     Loose(Pos),
     /// Carried by this agent.
@@ -134,7 +134,7 @@ pub enum Ball {
 
 /// One player.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Player {
+pub(crate) struct Player {
     /// Position.
     pub pos: Pos,
     /// Facing direction, 0 east, 1 south, 2 west, 3 north.
@@ -147,7 +147,7 @@ pub struct Player {
 
 /// Per-team counters for metrics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TeamStats {
+pub(crate) struct TeamStats {
     /// Goals scored.
     pub goals: u32,
     /// Completed passes.
@@ -160,7 +160,7 @@ pub struct TeamStats {
 
 /// The whole mutable state of an episode (everything a snapshot needs).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Game {
+pub(crate) struct Game {
     /// The rules in force.
     pub settings: SoccerSettings,
     /// Players in agent index order.
@@ -182,7 +182,7 @@ pub struct Game {
 impl Game {
     /// A new episode: the ball, then each player (position, then direction) on uniformly
     /// random free cells, as the reference's `place_obj`/`place_agent` do.
-    pub fn new(settings: SoccerSettings, seed: u64) -> Self {
+    pub(crate) fn new(settings: SoccerSettings, seed: u64) -> Self {
         let idle = Player {
             pos: Pos::NOWHERE,
             dir: 0,
@@ -214,12 +214,12 @@ impl Game {
     }
 
     /// The episode has ended (a team won or time ran out).
-    pub fn is_over(&self) -> bool {
+    pub(crate) fn is_over(&self) -> bool {
         self.terminated || self.truncated
     }
 
     /// The cell content at `pos`; outside the pitch counts as wall.
-    pub fn cell(&self, pos: Pos) -> Cell {
+    pub(crate) fn cell(&self, pos: Pos) -> Cell {
         if !pos.is_inside() {
             return Cell::Wall;
         }
@@ -238,7 +238,7 @@ impl Game {
     }
 
     /// The agent carrying the ball.
-    pub fn carrier(&self) -> Option<usize> {
+    pub(crate) fn carrier(&self) -> Option<usize> {
         match self.ball {
             Ball::Carried(agent) => Some(agent),
             Ball::Loose(_) => None,
@@ -246,7 +246,7 @@ impl Game {
     }
 
     /// Where the ball is: its cell, or its carrier's.
-    pub fn ball_pos(&self) -> Pos {
+    pub(crate) fn ball_pos(&self) -> Pos {
         match self.ball {
             Ball::Loose(pos) => pos,
             Ball::Carried(agent) => self.players[agent].pos,
@@ -254,7 +254,7 @@ impl Game {
     }
 
     /// The lowest-index agent on `pos` that is still playing (the reference's `_agent_at`).
-    pub fn agent_at(&self, pos: Pos) -> Option<usize> {
+    pub(crate) fn agent_at(&self, pos: Pos) -> Option<usize> {
         if self.terminated {
             return None;
         }
@@ -262,19 +262,19 @@ impl Game {
     }
 
     /// The cell in front of `agent`.
-    pub fn front(&self, agent: usize) -> Pos {
+    pub(crate) fn front(&self, agent: usize) -> Pos {
         let player = &self.players[agent];
         player.pos.step(player.dir)
     }
 
     /// Whether `pos` is a goal cell that `team` scores on.
-    pub fn is_scoring_cell(team: usize, pos: Pos) -> bool {
+    pub(crate) fn is_scoring_cell(team: usize, pos: Pos) -> bool {
         pos.x == GOAL_X[rival(team)] && (GOAL_TOP..=GOAL_BOTTOM).contains(&pos.y)
     }
 
     /// Advances one step. `actions` must hold one (valid) entry per agent; `None` skips the
     /// agent, like a missing key in the reference's action dict.
-    pub fn step(&mut self, actions: &[Option<Action>], out: &mut Transition) {
+    pub(crate) fn step(&mut self, actions: &[Option<Action>], out: &mut Transition) {
         out.clear(AGENTS);
         self.steps += 1;
         for player in &mut self.players {
@@ -455,7 +455,7 @@ impl Game {
     }
 
     /// Checks a state read from outside (a snapshot) so that play cannot index out of range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         self.settings
             .validate()
             .map_err(|e| format!("{}: {}", e.path, e.message))?;

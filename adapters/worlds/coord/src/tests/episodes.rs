@@ -70,8 +70,6 @@ fn random_run(seed: u64, alpha: f64, steps: usize) -> (Vec<Transition>, Map, Str
     (out, env.metrics(), text)
 }
 
-type Map = serde_json::Map<String, Value>;
-
 #[test]
 fn episodes_are_deterministic_per_seed() {
     let a = random_run(42, 0.6, 1500);

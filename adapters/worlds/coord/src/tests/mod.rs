@@ -90,7 +90,10 @@ fn two_agents() -> Vec<(&'static str, Value)> {
     vec![("agents", json!(2)), ("alpha", json!(0.6))]
 }
 
+/// An episode's metrics.
+type Map = serde_json::Map<String, Value>;
+
 mod coordination;
-mod team;
 mod episodes;
 mod scoring;
+mod team;

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 /// The preset `scenario` with `max_hops`.
-pub fn env(scenario: &str, max_hops: u32) -> Skirmish {
+pub(crate) fn env(scenario: &str, max_hops: u32) -> Skirmish {
     let mut settings = Settings::new();
     settings.insert("scenario".into(), scenario.into());
     settings.insert("max_hops".into(), max_hops.into());
@@ -20,7 +20,7 @@ pub fn env(scenario: &str, max_hops: u32) -> Skirmish {
 /// Play as the framework runs it: per step, the symbolic observation of every acting
 /// agent, a uniformly random legal action read from its mask, then the step; a new
 /// episode starts when one ends.
-pub struct Play {
+pub(crate) struct Play {
     /// The world played.
     pub env: Skirmish,
     rng: Rng,
@@ -32,12 +32,12 @@ pub struct Play {
 
 impl Play {
     /// Play of the preset `scenario` with `max_hops`.
-    pub fn new(scenario: &str, max_hops: u32, want: ObsRequest) -> Self {
+    pub(crate) fn new(scenario: &str, max_hops: u32, want: ObsRequest) -> Self {
         Self::of(env(scenario, max_hops), want)
     }
 
     /// Play of `env`, reading `want` of every acting agent each step.
-    pub fn of(env: Skirmish, want: ObsRequest) -> Self {
+    pub(crate) fn of(env: Skirmish, want: ObsRequest) -> Self {
         let n = env.spec().agents.len();
         let mut play = Self {
             env,
@@ -57,7 +57,7 @@ impl Play {
     }
 
     /// One step: observe, pick, step; a new episode when one ends.
-    pub fn step(&mut self) {
+    pub(crate) fn step(&mut self) {
         self.actions.fill(None);
         for agent in self.env.acting() {
             let obs = self.env.observe(agent, self.want);
@@ -84,7 +84,7 @@ fn cpu_ns() -> Option<u64> {
 
 /// Mean seconds per call of `f` over about `budget`: by the wall clock, and on the CPU
 /// (when the system says).
-pub fn seconds_per_call(budget: Duration, mut f: impl FnMut()) -> (f64, Option<f64>) {
+pub(crate) fn seconds_per_call(budget: Duration, mut f: impl FnMut()) -> (f64, Option<f64>) {
     for _ in 0..1_000 {
         f();
     }
