@@ -20,6 +20,27 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
+/// The operator id and episode index of a step line, read from its first fields as they
+/// are written (`{"schema":…,"run_id":…,"operator_id":"a",…,"episode_index":3,…`) without
+/// parsing the whole line; `None` when the line does not have that shape (it is then
+/// parsed). Inside a JSON string every quote is escaped, so the first `"operator_id":"`
+/// is the top-level key: nested objects come after these fields.
+fn quick_probe(line: &[u8]) -> Option<(&str, u32)> {
+    let after = |key: &[u8]| -> Option<&[u8]> {
+        let at = line.windows(key.len()).position(|w| w == key)?;
+        line.get(at + key.len()..)
+    };
+    let operator = after(b"\"operator_id\":\"")?;
+    let operator = &operator[..operator.iter().position(|b| *b == b'"')?];
+    if operator.contains(&b'\\') {
+        return None;
+    }
+    let index = after(b"\"episode_index\":")?;
+    let digits = index.iter().take_while(|b| b.is_ascii_digit()).count();
+    let index = std::str::from_utf8(&index[..digits]).ok()?.parse().ok()?;
+    Some((std::str::from_utf8(operator).ok()?, index))
+}
+
 /// Consecutive lines of one unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Span {
@@ -69,10 +90,17 @@ impl LogIndex {
                 break;
             }
             if !line.iter().all(u8::is_ascii_whitespace) {
-                let probe = StepProbe::parse(path, number, &line)?;
-                if let Some(order) = complete.get(&(probe.operator_id.as_str(), probe.episode_index))
-                {
-                    let spans = index.units.entry(*order).or_default();
+                let order = match quick_probe(&line) {
+                    Some(unit) => complete.get(&unit).copied(),
+                    None => {
+                        let probe = StepProbe::parse(path, number, &line)?;
+                        complete
+                            .get(&(probe.operator_id.as_str(), probe.episode_index))
+                            .copied()
+                    }
+                };
+                if let Some(order) = order {
+                    let spans = index.units.entry(order).or_default();
                     match spans.last_mut() {
                         Some(last) if last.offset + last.len == offset => last.len += read,
                         _ => spans.push(Span {
@@ -162,5 +190,20 @@ impl LogIndex {
             major: u.major,
         })?;
         Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_probe_reads_the_top_level_fields_or_gives_way() {
+        let line = br#"{"schema":"mosaic.step/1","run_id":"r","operator_id":"a-1","episode_id":"r-a-1-ep000007","episode_index":7,"seed":3,"decision":{"operator_id":"x","episode_index":9}}"#;
+        assert_eq!(quick_probe(line), Some(("a-1", 7)));
+        // Escapes and other layouts are left to the JSON parser.
+        assert_eq!(quick_probe(br#"{"operator_id":"a\"b","episode_index":1}"#), None);
+        assert_eq!(quick_probe(br#"{"episode_index":1}"#), None);
+        assert_eq!(quick_probe(br#"{"operator_id":"a","episode_index":"1"}"#), None);
     }
 }
