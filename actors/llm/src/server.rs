@@ -3,13 +3,16 @@
 //! [`LlmServer`] starts the server on 127.0.0.1 on a free port, waits for `/health`,
 //! restarts it when it dies (at most [`LlmServerConfig::max_restarts`] times per minute,
 //! then it reports the failure), and stops it when the actor stops or on [`StopServer`].
-//! [`GetEndpoint`] answers with the base URL once the server is healthy.
+//! [`GetEndpoint`] answers with the base URL once the server is healthy. The server runs in
+//! a process group of its own, listed in the run's process list while it runs
+//! (`mosaic_external::ledger`), so a killed `mosaic`'s next resume ends it.
 //!
 //! The binary and the model come from `scripts/setup/llm-server.sh`, which prints
 //! `MOSAIC_LLAMA_SERVER=...` and `MOSAIC_LLM_MODEL=...` (see [`LlmServerConfig::from_env`]);
 //! `MOSAIC_LLAMA_THREADS` optionally sets its thread count.
 
 use actix::prelude::*;
+use mosaic_external::ledger;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -256,7 +259,12 @@ impl LlmServer {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .kill_on_drop(true)
+            // A group of its own, listed in the run's process list, like a worker's: a
+            // killed mosaic's next resume ends it.
+            .process_group(0);
+        let tag = ledger::new_tag();
+        command.env(ledger::TAG_ENV, &tag);
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {
@@ -264,6 +272,10 @@ impl LlmServer {
                 return self.settle(Err(error));
             }
         };
+        let listed = child.id().map(|pid| {
+            let command = format!("{} -m {}", config.binary.display(), config.model.display());
+            (pid, ledger::register(pid, &tag, &command))
+        });
         tracing::info!(port, model = %config.model.display(), "starting llama-server");
         if let Some(stderr) = child.stderr.take() {
             let output = self.output.clone();
@@ -284,14 +296,20 @@ impl LlmServer {
         // Watch the process until it exits or is killed. Deliberate stops bump the
         // generation first, so only unexpected exits count as crashes.
         let watch = async move {
-            tokio::select! {
+            let status = tokio::select! {
                 status = child.wait() => status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string()),
                 _ = kill_rx => {
                     // Killing a process that already exited is not an error worth reporting.
                     let _ = child.kill().await;
                     "killed".to_owned()
                 }
+            };
+            // Whatever the server left in its group goes with it, then off the list.
+            if let Some((pid, registration)) = listed {
+                ledger::kill_group(pid);
+                drop(registration);
             }
+            status
         };
         ctx.spawn(watch.into_actor(self).map(move |status, act, ctx| {
             if act.generation == generation {
