@@ -91,6 +91,11 @@ struct RunArgs {
     /// Seconds a pool claim holds without renewal (renewed every third of it).
     #[arg(long, requires = "pool", value_name = "SECONDS", default_value = "60", value_parser = parse_lease)]
     lease: std::time::Duration,
+    /// Exit with code 3 (after the summary) when every decision of some LLM or VLM agent
+    /// failed or missed its deadline: the run then measured the fallback action, not the
+    /// model.
+    #[arg(long)]
+    fail_on_model_failure: bool,
     #[command(flatten)]
     families: FamilyArgs,
 }
@@ -144,6 +149,11 @@ struct ResumeArgs {
     /// Episodes running at once (overrides the run's experiment; never changes results).
     #[arg(long)]
     parallelism: Option<usize>,
+    /// Exit with code 3 (after the summary) when every decision of some LLM or VLM agent
+    /// failed or missed its deadline: the run then measured the fallback action, not the
+    /// model.
+    #[arg(long)]
+    fail_on_model_failure: bool,
     #[command(flatten)]
     families: FamilyArgs,
 }
@@ -272,14 +282,14 @@ fn run(args: RunArgs) -> ExitCode {
             eprintln!("error: {}", file.error_at(&error));
             ExitCode::from(2)
         }
-        result => summarise(result),
+        result => summarise(result, args.fail_on_model_failure),
     }
 }
 
 fn resume(args: ResumeArgs) -> ExitCode {
     let mut experiment = match mosaic::run::experiment_of_run(&args.run) {
         Ok(experiment) => experiment,
-        Err(failure) => return summarise(Err(failure)),
+        Err(failure) => return summarise(Err(failure), args.fail_on_model_failure),
     };
     if let Some(lanes) = args.parallelism {
         experiment.spec_mut().parallelism = lanes.max(1);
@@ -288,15 +298,31 @@ fn resume(args: ResumeArgs) -> ExitCode {
         progress: std::io::stderr().is_terminal(),
         ..RunOptions::default()
     });
-    summarise(experiment.resume(&args.run, &options))
+    summarise(
+        experiment.resume(&args.run, &options),
+        args.fail_on_model_failure,
+    )
 }
 
+/// The exit code of a finished run some language-model agent of which never decided, with
+/// `--fail-on-model-failure`.
+const MODEL_FAILURE_EXIT: u8 = 3;
+
 /// Prints a finished run's summary table, or the failure.
-fn summarise(result: Result<mosaic::run::RunOutcome, mosaic::run::RunFailure>) -> ExitCode {
+fn summarise(
+    result: Result<mosaic::run::RunOutcome, mosaic::run::RunFailure>,
+    fail_on_model_failure: bool,
+) -> ExitCode {
     match result {
         Ok(outcome) => match mosaic::summary::table(&outcome) {
             Ok(table) => {
                 print!("{table}");
+                if fail_on_model_failure && outcome.tally.failed_models().next().is_some() {
+                    eprintln!(
+                        "error: every decision of a language-model agent failed (see the warnings above); exit code {MODEL_FAILURE_EXIT} as --fail-on-model-failure asks"
+                    );
+                    return ExitCode::from(MODEL_FAILURE_EXIT);
+                }
                 ExitCode::SUCCESS
             }
             Err(error) => {
