@@ -16,6 +16,9 @@ use mosaic_recorder::{Durability, Records, RunDir, Unit};
 use std::time::{Duration, Instant};
 
 const STEPS: u32 = 200;
+
+/// Something done with a run's records.
+type Task<'a> = dyn Fn(&Records) + 'a;
 const AGENTS: usize = 4;
 
 fn main() {
@@ -37,7 +40,9 @@ fn main() {
         // batches of 16 steps.
         for (x, y) in a.iter().zip(b) {
             for (xs, ys) in x.steps.chunks(16).zip(y.steps.chunks(16)) {
-                xs.iter().chain(ys).for_each(|s| writer.write_step(s).expect("step"));
+                xs.iter()
+                    .chain(ys)
+                    .for_each(|s| writer.write_step(s).expect("step"));
             }
             for episode in [x, y] {
                 writer.write_episode(&episode.record).expect("episode");
@@ -51,7 +56,10 @@ fn main() {
     let run = RunDir::open(&path).expect("run");
     let written = 2 * u64::from(episodes) * per_episode;
     let logs = || run.records().expect("records");
-    assert!(matches!(logs(), Records::Logs { .. }), "a finished run reads from its logs");
+    assert!(
+        matches!(logs(), Records::Logs { .. }),
+        "a finished run reads from its logs"
+    );
     let store = || Records::Store(Box::new(run.store().expect("store")));
     let unit = Unit::new("b", episodes / 2);
 
@@ -66,16 +74,24 @@ fn main() {
             .min()
             .unwrap_or_default()
     };
-    let tasks: [(&str, &dyn Fn(&Records)); 3] = [
+    let tasks: [(&str, &Task); 3] = [
         ("report::build", &|records| {
             build(&run, records).expect("report");
         }),
         ("export steps as JSON lines", &|records| {
-            export(records, ExportRecords::Steps, ExportFormat::Jsonl, &mut std::io::sink())
-                .expect("export");
+            export(
+                records,
+                ExportRecords::Steps,
+                ExportFormat::Jsonl,
+                &mut std::io::sink(),
+            )
+            .expect("export");
         }),
         ("steps of one unit", &|records| {
-            assert_eq!(records.steps_of(&unit).expect("steps").len() as u64, per_episode);
+            assert_eq!(
+                records.steps_of(&unit).expect("steps").len() as u64,
+                per_episode
+            );
         }),
     ];
     println!("{written} step records, {} units", 2 * episodes);
