@@ -74,8 +74,7 @@ fn main() {
     {
         let out = dir.path().join("parquet");
         let start = Instant::now();
-        let counts =
-            mosaic_recorder::parquet::export_parquet(&records(), &out).expect("export");
+        let counts = mosaic_recorder::parquet::export_parquet(&records(), &out).expect("export");
         let seconds = start.elapsed().as_secs_f64();
         let size = dir_size(&out);
         let rows = counts.steps + counts.episodes + counts.llm_usage;

@@ -267,7 +267,10 @@ pub fn reap(path: &Path, grace: Duration) -> Result<Reaped, LedgerError> {
         }
     }
     let deadline = Instant::now() + grace;
-    while reaped.groups.iter().any(|g| !live_members(g.pgid).is_empty())
+    while reaped
+        .groups
+        .iter()
+        .any(|g| !live_members(g.pgid).is_empty())
         && Instant::now() < deadline
     {
         std::thread::sleep(Duration::from_millis(20));
@@ -426,7 +429,10 @@ mod tests {
         assert!(reaped.describe().unwrap().contains("2 process group(s)"));
         assert!(led.wait().unwrap().signal().is_some());
         assert_eq!(live_members(orphan_group), Vec::<u32>::new());
-        assert!(stranger.try_wait().unwrap().is_none(), "the stranger runs on");
+        assert!(
+            stranger.try_wait().unwrap().is_none(),
+            "the stranger runs on"
+        );
         assert_eq!(live_members(untagged_group).len(), 1, "its member runs on");
         assert!(!list.exists(), "the list is removed");
         assert_eq!(reap(&list, REAP_GRACE).unwrap(), Reaped::default());
@@ -444,7 +450,11 @@ mod tests {
         let recording = record_into(&list);
         let listed: Vec<GroupEntry> =
             serde_json::from_slice(&std::fs::read(&list).unwrap()).unwrap();
-        assert!(listed.iter().any(|g| g.pgid == child.id() && g.tag == "t-rec"));
+        assert!(
+            listed
+                .iter()
+                .any(|g| g.pgid == child.id() && g.tag == "t-rec")
+        );
         kill_group(child.id());
         child.wait().unwrap();
         drop(registration);

@@ -613,12 +613,18 @@ mod tests {
         let llm = |name: &str| groups.iter().find(|g| g.name == name).unwrap().llm;
         let green_0 = llm("green_0").expect("an LLM row though no answer was recorded");
         assert_eq!((green_0.decisions, green_0.timeouts), (0, 10));
-        assert_eq!(llm("blue_0"), None, "a random agent's timeouts are no LLM figures");
+        assert_eq!(
+            llm("blue_0"),
+            None,
+            "a random agent's timeouts are no LLM figures"
+        );
         let md = report.render(Format::Markdown);
         let row = "| `a` | green_0 | llm/llm | 0 | 10 | 0 | 0 | 0 | 0 | – | – | 0 |";
         assert!(md.contains(row), "{md}");
         assert!(
-            report.render(Format::Csv).contains("a,agent,green_0,llm_timeouts,10"),
+            report
+                .render(Format::Csv)
+                .contains("a,agent,green_0,llm_timeouts,10"),
             "{md}"
         );
     }

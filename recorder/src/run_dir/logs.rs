@@ -136,10 +136,15 @@ impl LogIndex {
     pub(super) fn unit(&self, order: UnitOrder) -> Result<Vec<StepRecord>> {
         let mut records = Vec::new();
         if let Some(spans) = self.units.get(&order) {
-            self.read_spans(&self.open()?, spans, &mut Vec::new(), &mut |record: &StepRecord| {
-                records.push(record.clone());
-                Ok(())
-            })?;
+            self.read_spans(
+                &self.open()?,
+                spans,
+                &mut Vec::new(),
+                &mut |record: &StepRecord| {
+                    records.push(record.clone());
+                    Ok(())
+                },
+            )?;
         }
         Ok(records)
     }
@@ -202,8 +207,14 @@ mod tests {
         let line = br#"{"schema":"mosaic.step/1","run_id":"r","operator_id":"a-1","episode_id":"r-a-1-ep000007","episode_index":7,"seed":3,"decision":{"operator_id":"x","episode_index":9}}"#;
         assert_eq!(quick_probe(line), Some(("a-1", 7)));
         // Escapes and other layouts are left to the JSON parser.
-        assert_eq!(quick_probe(br#"{"operator_id":"a\"b","episode_index":1}"#), None);
+        assert_eq!(
+            quick_probe(br#"{"operator_id":"a\"b","episode_index":1}"#),
+            None
+        );
         assert_eq!(quick_probe(br#"{"episode_index":1}"#), None);
-        assert_eq!(quick_probe(br#"{"operator_id":"a","episode_index":"1"}"#), None);
+        assert_eq!(
+            quick_probe(br#"{"operator_id":"a","episode_index":"1"}"#),
+            None
+        );
     }
 }
