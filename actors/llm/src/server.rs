@@ -188,6 +188,20 @@ pub struct LlmServer {
     output: Arc<Mutex<VecDeque<String>>>,
 }
 
+/// The server's process group, listed in the run's process list. Dropped when the watcher
+/// ends, or with the watcher when the actor stops first: either way, whatever is left of
+/// the group is killed, then it leaves the list.
+struct ServerGroup {
+    pgid: u32,
+    _listed: ledger::Registration,
+}
+
+impl Drop for ServerGroup {
+    fn drop(&mut self) {
+        ledger::kill_group(self.pgid);
+    }
+}
+
 /// Lines of server output kept for error messages.
 const OUTPUT_LINES: usize = 20;
 
@@ -272,9 +286,12 @@ impl LlmServer {
                 return self.settle(Err(error));
             }
         };
-        let listed = child.id().map(|pid| {
+        let group = child.id().map(|pgid| {
             let command = format!("{} -m {}", config.binary.display(), config.model.display());
-            (pid, ledger::register(pid, &tag, &command))
+            ServerGroup {
+                pgid,
+                _listed: ledger::register(pgid, &tag, &command),
+            }
         });
         tracing::info!(port, model = %config.model.display(), "starting llama-server");
         if let Some(stderr) = child.stderr.take() {
@@ -304,11 +321,7 @@ impl LlmServer {
                     "killed".to_owned()
                 }
             };
-            // Whatever the server left in its group goes with it, then off the list.
-            if let Some((pid, registration)) = listed {
-                ledger::kill_group(pid);
-                drop(registration);
-            }
+            drop(group);
             status
         };
         ctx.spawn(watch.into_actor(self).map(move |status, act, ctx| {
@@ -454,7 +467,76 @@ impl Handler<KillProcess> for LlmServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mosaic_external::ledger::{GroupEntry, live_members};
     use std::ffi::OsStr;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// Waits up to 10 s for `done`.
+    async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        let since = Instant::now();
+        while !done() {
+            assert!(
+                since.elapsed() < Duration::from_secs(10),
+                "{what} never came"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[actix_rt::test]
+    async fn the_server_runs_in_a_listed_group_of_its_own_that_ends_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // A stand-in server that starts a helper of its own and never gets healthy.
+        let binary = dir.path().join("llama-server");
+        let helper = dir.path().join("helper.pid");
+        std::fs::write(
+            &binary,
+            format!(
+                "#!/bin/sh\nsleep 600 &\necho $! > {}\nexec sleep 600\n",
+                helper.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let model = dir.path().join("model.gguf");
+        std::fs::write(&model, b"").unwrap();
+        let list = dir.path().join("processes.json");
+        let recording = ledger::record_into(&list);
+        let ours = |entry: &GroupEntry| entry.command.contains(&*binary.to_string_lossy());
+        let listed = || -> Vec<GroupEntry> {
+            std::fs::read(&list)
+                .ok()
+                .and_then(|text| serde_json::from_slice(&text).ok())
+                .unwrap_or_default()
+        };
+        let server = LlmServer::new(LlmServerConfig::new(&binary, &model)).start();
+        wait_for("the listed server and its helper", || {
+            listed().iter().any(ours)
+                && std::fs::read_to_string(&helper).is_ok_and(|pid| pid.ends_with('\n'))
+        })
+        .await;
+        let group = listed().into_iter().find(ours).unwrap().pgid;
+        let helper: u32 = std::fs::read_to_string(&helper)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            live_members(group).contains(&helper),
+            "the helper is in the server's group"
+        );
+        assert!(
+            !live_members(group).contains(&std::process::id()),
+            "a group of its own"
+        );
+
+        server.send(StopServer).await.unwrap();
+        wait_for("the end of the server's group", || {
+            live_members(group).is_empty() && !listed().iter().any(ours)
+        })
+        .await;
+        drop(recording);
+    }
 
     #[test]
     fn thread_counts_are_checked() {
