@@ -421,8 +421,21 @@ impl Runner {
                 }
             }
         }
-        for arbiter in arbiters {
+        for arbiter in &arbiters {
             arbiter.stop();
+        }
+        // The lanes' sessions stop their workers' process groups as they are dropped, when
+        // their arbiter's thread ends: wait for that, or a caller that exits right after
+        // (`mosaic run`) would leave what the workers started running.
+        let joined = tokio::task::spawn_blocking(move || {
+            for arbiter in arbiters {
+                let _ = arbiter.join();
+            }
+            // Policy workers stop on threads of their own, started as their actors stop.
+            mosaic_external::process::wait_for_background_stops();
+        });
+        if tokio::time::timeout(LANE_STOP_WAIT, joined).await.is_err() {
+            tracing::warn!(target: "mosaic::run", "the lanes did not stop within {} s", LANE_STOP_WAIT.as_secs());
         }
         match failure {
             Some(error) => Err(error),
@@ -432,6 +445,10 @@ impl Runner {
 }
 
 type UnitResult = Result<Arc<EpisodeRecord>, RunError>;
+
+/// How long a finished run waits for its lanes to stop (and their sessions to stop their
+/// workers, each within its grace period).
+const LANE_STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Failed episodes per operator configuration in this run, across lanes (for
 /// `supervision.max_failed_episodes`).

@@ -102,6 +102,37 @@ impl WorkerCommand {
     }
 }
 
+/// Worker stops running off their caller's thread (see [`stop_in_background`]).
+static BACKGROUND_STOPS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Runs `stop` (a worker's stop, bounded by its grace period) on a thread of its own, kept
+/// so that [`wait_for_background_stops`] can wait for it.
+pub(crate) fn stop_in_background(stop: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    let handle = std::thread::Builder::new()
+        .name("worker-stop".into())
+        .spawn(stop)?;
+    let mut stops = BACKGROUND_STOPS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    stops.retain(|stop| !stop.is_finished());
+    stops.push(handle);
+    Ok(())
+}
+
+/// Waits until the workers being stopped in the background are stopped, their process
+/// groups with them: a process about to exit calls it, or what those workers started would
+/// outlive it.
+pub fn wait_for_background_stops() {
+    let stops = std::mem::take(
+        &mut *BACKGROUND_STOPS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+    );
+    for stop in stops {
+        let _ = stop.join();
+    }
+}
+
 /// A running worker process. Dropping it stops the whole process group.
 ///
 /// A thread waits for the process from the start, so its exit is known the moment it
