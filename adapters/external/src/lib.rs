@@ -11,7 +11,7 @@
 //!   kinds of worker, with their [`defaults`].
 //! - [`env`](mod@env): [`ExternalEnv`], an [`mosaic_core::Environment`] served by a worker.
 //! - `policy` (feature `tokio`): `PolicyWorker`, a policy served by a worker, over
-//!   `AsyncLink`; `mosaic-actors` wraps it in the `worker` operator.
+//!   `AsyncLink`; `mosaic-actors` wraps it in the `worker` decider.
 //! - [`embedded`]: the `mosaic_worker` Python package built into the binary.
 //! - [`ledger`]: the list of the process groups a run started that may still be running,
 //!   which the next `mosaic resume` or `mosaic run` of a killed run reaps.
