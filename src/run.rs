@@ -7,10 +7,12 @@ use mosaic_actors::SinkError;
 use mosaic_actors::runner::{RunError, RunTally, Runner, UnitPlan};
 use mosaic_actors::session::ResumePoint;
 use mosaic_actors::sink::Sinks;
+use mosaic_adapters::external::ledger;
 use mosaic_core::record::{RunManifest, RunPart, Shard, ShardTag, now_ms};
 use mosaic_core::{ExperimentSpec, RunId, SpecError};
 use mosaic_recorder::merge::{deciding_fields, experiment_identity};
 use mosaic_recorder::pool::{Pool, PoolError, PoolManifest};
+use mosaic_recorder::run_dir::PROCESSES_FILE;
 use mosaic_recorder::{Durability, RunDir, Unit};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -237,6 +239,8 @@ impl Experiment {
         if is_run_dir(&dir) {
             let run = RunDir::open(&dir)?;
             let store = run.store()?;
+            // The store opened: no process is writing the run.
+            reap_leftovers(&dir);
             let done = store.completed_count();
             if done < run.planned() {
                 return Err(RunFailure::Unfinished {
@@ -278,6 +282,7 @@ impl Experiment {
             },
         )?;
         self.families().attach(options, &store, prepared)?;
+        let _listed = ledger::record_into(&dir.join(PROCESSES_FILE));
         let plan = match (&pool, options.shard) {
             (Some(pool), _) => UnitPlan::Pool(pool.clone()),
             (None, Some(shard)) => UnitPlan::Shard(shard),
@@ -334,6 +339,9 @@ impl Experiment {
             });
         }
         let store = run_dir.store()?;
+        // The store opened: no process is writing the run.
+        reap_leftovers(dir);
+        let _listed = ledger::record_into(&dir.join(PROCESSES_FILE));
         let prepared = self.families().prepare(options)?;
         self.families().attach(options, &store, prepared)?;
         let discarded = run_dir.discard_incomplete(&store)?;
@@ -442,6 +450,19 @@ impl Experiment {
         let tally = tally.map_err(RunFailure::Run)?;
         self.families().check(options)?;
         Ok(tally)
+    }
+}
+
+/// Ends the process groups a killed `mosaic` left running for the run in `dir` (those its
+/// process list names and that are still the ones it started), saying so in one line.
+fn reap_leftovers(dir: &Path) {
+    match ledger::reap(&dir.join(PROCESSES_FILE), ledger::REAP_GRACE) {
+        Ok(reaped) => {
+            if let Some(line) = reaped.describe() {
+                tracing::warn!(target: "mosaic::run", "{line}");
+            }
+        }
+        Err(error) => tracing::warn!(target: "mosaic::run", "{error}"),
     }
 }
 

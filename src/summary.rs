@@ -3,21 +3,20 @@
 //! teams) of every operator configuration.
 
 use crate::run::RunOutcome;
-use mosaic_core::Paradigm;
+use mosaic_actors::runner::RunTally;
 use mosaic_core::count::Count;
-use mosaic_core::record::EpisodeRecord;
 use mosaic_recorder::report::{self, GroupKind, Report};
 use mosaic_recorder::{RecorderError, RunDir};
-use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// The summary table of a finished run, built from its run directory.
+/// The summary table of a finished run, built from its run directory, with a warning line
+/// for each language-model agent none of whose decisions came from the model.
 pub fn table(outcome: &RunOutcome) -> Result<String, RecorderError> {
     let run = RunDir::open(&outcome.dir)?;
     let records = run.records()?;
     let report = mosaic_recorder::report::build(&run, &records)?;
     let mut table = render(outcome, &report);
-    for warning in model_warnings(&records.episodes()?) {
+    for warning in model_warnings(&outcome.tally) {
         let _ = writeln!(table, "warning: {warning}");
     }
     Ok(table)
@@ -25,29 +24,20 @@ pub fn table(outcome: &RunOutcome) -> Result<String, RecorderError> {
 
 /// Warnings about language-model agents none of whose decisions came from the model (all
 /// failed or missed their deadline): such a run measured the fallback action, and its
-/// figures say nothing about the model.
-fn model_warnings(episodes: &[EpisodeRecord]) -> Vec<String> {
-    // (operator, agent) → (decisions, failed or late)
-    let mut agents: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
-    for episode in episodes {
-        for agent in &episode.agents {
-            if matches!(agent.paradigm, Paradigm::Llm | Paradigm::Vlm) {
-                let tally = agents
-                    .entry((&episode.operator_id, &agent.agent_id))
-                    .or_default();
-                tally.0 += u64::from(agent.decisions);
-                tally.1 += u64::from(agent.timeouts) + u64::from(agent.errors);
-            }
-        }
-    }
-    agents
-        .into_iter()
-        .filter(|(_, (decisions, failed))| *decisions > 0 && failed >= decisions)
-        .map(|((operator, agent), (decisions, _))| {
+/// figures say nothing about the model. From the run's tally, counted as its episodes
+/// were confirmed.
+fn model_warnings(tally: &RunTally) -> Vec<String> {
+    tally
+        .failed_models()
+        .map(|((operator, agent), model)| {
             format!(
                 "every decision of {agent} (operator {operator}) failed or missed its deadline \
-                 ({decisions} of {decisions}): the figures are the fallback action's, not the \
-                 model's; `mosaic report` shows the errors"
+                 ({} of {}: {} timed out, {} failed): the figures are the fallback action's, \
+                 not the model's; `mosaic report` shows the errors",
+                model.timeouts + model.errors,
+                model.decisions,
+                model.timeouts,
+                model.errors,
             )
         })
         .collect()
@@ -139,8 +129,8 @@ fn render(outcome: &RunOutcome, report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mosaic_core::OperatorId;
-    use mosaic_core::record::AgentResult;
+    use mosaic_core::record::{AgentResult, EpisodeRecord};
+    use mosaic_core::{OperatorId, Paradigm};
 
     fn episode(index: u32, agents: &[(&str, Paradigm, u32, u32, u32)]) -> EpisodeRecord {
         let mut record = EpisodeRecord::new(
@@ -192,15 +182,21 @@ mod tests {
                 ],
             ),
         ];
-        let warnings = model_warnings(&episodes);
+        let tally = |episodes: &[EpisodeRecord]| {
+            let mut tally = RunTally::default();
+            episodes.iter().for_each(|e| tally.add(e));
+            tally
+        };
+        let warnings = model_warnings(&tally(&episodes));
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(
-            warnings[0].contains("llm_0") && warnings[0].contains("(20 of 20)"),
+            warnings[0].contains("llm_0")
+                && warnings[0].contains("(20 of 20: 14 timed out, 6 failed)"),
             "{}",
             warnings[0]
         );
         assert!(
-            model_warnings(&episodes[2..]).is_empty(),
+            model_warnings(&tally(&episodes[2..])).is_empty(),
             "no decisions, no warning"
         );
     }

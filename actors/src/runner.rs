@@ -16,11 +16,11 @@ use actix::prelude::*;
 use mosaic_core::EnvRegistry;
 use mosaic_core::experiment::OnEscalation;
 use mosaic_core::record::{EpisodeRecord, Shard};
-use mosaic_core::{ExperimentSpec, OperatorId, RunId, SpecError};
+use mosaic_core::{ExperimentSpec, OperatorId, Paradigm, RunId, SpecError};
 use mosaic_recorder::Unit;
 use mosaic_recorder::pool::{Claim, Pool, PoolError};
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -43,7 +43,7 @@ pub enum UnitPlan {
 }
 
 /// What a run did, counted as its episodes were confirmed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunTally {
     /// Episodes recorded (failed ones included).
     pub episodes: u64,
@@ -53,6 +53,29 @@ pub struct RunTally {
     pub decisions: u64,
     /// Episodes that ended with an error.
     pub failed: u64,
+    /// The decisions of each language-model agent (paradigm `llm` or `vlm`), by operator
+    /// and agent id.
+    pub models: BTreeMap<(String, String), ModelDecisions>,
+}
+
+/// How one language-model agent's decisions went over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModelDecisions {
+    /// Decisions asked.
+    pub decisions: u64,
+    /// Of those, replaced by the fallback action after a missed deadline.
+    pub timeouts: u64,
+    /// Of those, replaced by the fallback action after an error (a failed request, an
+    /// unusable answer).
+    pub errors: u64,
+}
+
+impl ModelDecisions {
+    /// Whether the agent decided at least once and no decision came from the model: the
+    /// run measured the fallback action, not the model.
+    pub fn all_failed(&self) -> bool {
+        self.decisions > 0 && self.timeouts + self.errors >= self.decisions
+    }
 }
 
 impl RunTally {
@@ -66,6 +89,23 @@ impl RunTally {
             .map(|agent| u64::from(agent.decisions))
             .sum::<u64>();
         self.failed += u64::from(record.error.is_some());
+        for agent in &record.agents {
+            if matches!(agent.paradigm, Paradigm::Llm | Paradigm::Vlm) {
+                let model = self
+                    .models
+                    .entry((record.operator_id.clone(), agent.agent_id.clone()))
+                    .or_default();
+                model.decisions += u64::from(agent.decisions);
+                model.timeouts += u64::from(agent.timeouts);
+                model.errors += u64::from(agent.errors);
+            }
+        }
+    }
+
+    /// The language-model agents none of whose decisions came from the model, by operator
+    /// and agent id.
+    pub fn failed_models(&self) -> impl Iterator<Item = (&(String, String), &ModelDecisions)> {
+        self.models.iter().filter(|(_, model)| model.all_failed())
     }
 }
 
@@ -387,8 +427,21 @@ impl Runner {
                 }
             }
         }
-        for arbiter in arbiters {
+        for arbiter in &arbiters {
             arbiter.stop();
+        }
+        // The lanes' sessions stop their workers' process groups as they are dropped, when
+        // their arbiter's thread ends: wait for that, or a caller that exits right after
+        // (`mosaic run`) would leave what the workers started running.
+        let joined = tokio::task::spawn_blocking(move || {
+            for arbiter in arbiters {
+                let _ = arbiter.join();
+            }
+            // Policy workers stop on threads of their own, started as their actors stop.
+            mosaic_external::process::wait_for_background_stops();
+        });
+        if tokio::time::timeout(LANE_STOP_WAIT, joined).await.is_err() {
+            tracing::warn!(target: "mosaic::run", "the lanes did not stop within {} s", LANE_STOP_WAIT.as_secs());
         }
         match failure {
             Some(error) => Err(error),
@@ -398,6 +451,10 @@ impl Runner {
 }
 
 type UnitResult = Result<Arc<EpisodeRecord>, RunError>;
+
+/// How long a finished run waits for its lanes to stop (and their sessions to stop their
+/// workers, each within its grace period).
+const LANE_STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Failed episodes per operator configuration in this run, across lanes (for
 /// `supervision.max_failed_episodes`).

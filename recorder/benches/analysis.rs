@@ -10,7 +10,7 @@
 
 use mosaic_recorder::report::build;
 use mosaic_recorder::synthetic;
-use mosaic_recorder::{RunDir, RunStore};
+use mosaic_recorder::{Records, RunDir, RunStore};
 use std::time::Instant;
 
 const STEPS: u32 = 200;
@@ -43,11 +43,13 @@ fn main() {
     eprintln!("store: {:.0} MB", store_bytes as f64 / 1e6);
 
     let run = RunDir::open(&path).expect("run");
+    // The records are in the store only (their JSON lines would take gigabytes): read
+    // them from it, not as `RunDir::records` reads a finished run (from the logs).
+    let records = || Records::Store(Box::new(run.store().expect("store")));
     // Reading alone: every step record decoded from the store, nothing done with it.
     let start = Instant::now();
     let mut read = 0u64;
-    run.records()
-        .expect("records")
+    records()
         .for_each_step(|_| {
             read += 1;
             Ok(())
@@ -60,7 +62,7 @@ fn main() {
     );
 
     let start = Instant::now();
-    let report = build(&run, &run.records().expect("records")).expect("report");
+    let report = build(&run, &records()).expect("report");
     let seconds = start.elapsed().as_secs_f64();
     println!(
         "report::build: {written} step records, {} episodes in {seconds:.2} s ({:.2} M records/s)",
@@ -72,9 +74,7 @@ fn main() {
     {
         let out = dir.path().join("parquet");
         let start = Instant::now();
-        let counts =
-            mosaic_recorder::parquet::export_parquet(&run.records().expect("records"), &out)
-                .expect("export");
+        let counts = mosaic_recorder::parquet::export_parquet(&records(), &out).expect("export");
         let seconds = start.elapsed().as_secs_f64();
         let size = dir_size(&out);
         let rows = counts.steps + counts.episodes + counts.llm_usage;

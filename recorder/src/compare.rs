@@ -6,7 +6,8 @@
 //! (`run_id`, and `episode_id`, which contains it).
 
 use crate::error::Result;
-use crate::store::{RunStore, Unit};
+use crate::run_dir::{Records, RunDir};
+use crate::store::Unit;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -79,12 +80,14 @@ fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<(String, Value, Value)>)
     }
 }
 
-/// Compares the complete units of two run stores.
-pub fn compare(a: &RunStore, b: &RunStore) -> Result<Comparison> {
+/// Compares the complete units of two runs, each with its records (from
+/// [`RunDir::records`], or its store).
+pub fn compare(a: (&RunDir, &Records), b: (&RunDir, &Records)) -> Result<Comparison> {
     let same_experiment =
-        normalise(&a.manifest().experiment)? == normalise(&b.manifest().experiment)?;
-    let mut units_a = a.completed_units()?;
-    let mut units_b = b.completed_units()?;
+        normalise(&a.0.manifest().experiment)? == normalise(&b.0.manifest().experiment)?;
+    let (a, b) = (a.1, b.1);
+    let mut units_a = a.units()?;
+    let mut units_b = b.units()?;
     units_a.sort();
     units_b.sort();
     let mut comparison = Comparison {
@@ -123,8 +126,8 @@ pub fn compare(a: &RunStore, b: &RunStore) -> Result<Comparison> {
 }
 
 fn compare_unit(
-    a: &RunStore,
-    b: &RunStore,
+    a: &Records,
+    b: &Records,
     unit: &Unit,
     equal: &mut u64,
 ) -> Result<Option<Divergence>> {
@@ -163,6 +166,7 @@ fn compare_unit(
         *equal += 1;
     }
     let (x, y) = (a.episode(unit)?, b.episode(unit)?);
+    // Both are complete in their runs: an episode record missing here is a torn store.
     let (nx, ny) = (normalise(&x)?, normalise(&y)?);
     if nx != ny {
         let mut fields = Vec::new();
@@ -175,27 +179,32 @@ fn compare_unit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::RunStore;
     use crate::synthetic;
+
+    fn pair(run: &(RunDir, Records)) -> (&RunDir, &Records) {
+        (&run.0, &run.1)
+    }
 
     #[test]
     fn same_seeds_same_trajectories_and_the_first_difference_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let write = |name: &str, base: u64, episodes: u32| {
             let manifest = synthetic::manifest(name, &["a", "b"], episodes, base);
-            synthetic::write_run(&dir.path().join(name), &manifest, 6, 2)
-                .unwrap()
-                .1
+            synthetic::write_run(&dir.path().join(name), &manifest, 6, 2).unwrap()
         };
-        let one = write("one", 5, 3);
-        let two = write("two", 5, 3);
-        let result = compare(&one, &two).unwrap();
+        // From the stores, as a writer holds them.
+        let store = |(run, store): (RunDir, RunStore)| (run, Records::Store(Box::new(store)));
+        let one = store(write("one", 5, 3));
+        let two = store(write("two", 5, 3));
+        let result = compare(pair(&one), pair(&two)).unwrap();
         assert_eq!(result.divergence, None);
         assert_eq!((result.equal_units, result.equal_step_records), (6, 6 * 12));
         assert!(result.same_experiment);
 
         // Other seeds from episode 0 on: the first step record differs.
-        let other = write("other", 6, 3);
-        let result = compare(&one, &other).unwrap();
+        let other = store(write("other", 6, 3));
+        let result = compare(pair(&one), pair(&other)).unwrap();
         let divergence = result.divergence.unwrap();
         assert_eq!(divergence.unit, Unit::new("a", 0));
         assert_eq!(divergence.location, "step 0 agent green_0");
@@ -205,9 +214,33 @@ mod tests {
         );
         assert!(!result.same_experiment);
 
-        let shorter = write("shorter", 5, 2);
-        let divergence = compare(&one, &shorter).unwrap().divergence.unwrap();
+        let shorter = store(write("shorter", 5, 2));
+        let divergence = compare(pair(&one), pair(&shorter))
+            .unwrap()
+            .divergence
+            .unwrap();
         assert_eq!(divergence.unit, Unit::new("a", 2));
         assert_eq!(divergence.location, "complete in A only");
+
+        // From the logs, as readers of finished runs read them: the same answers.
+        let logs = |(run, records): (RunDir, Records)| {
+            drop(records);
+            synthetic::wait_for_unlock(&run.store_path()).unwrap();
+            let records = run.records().unwrap();
+            assert!(matches!(records, Records::Logs { .. }));
+            (run, records)
+        };
+        let (one, two, other) = (logs(one), logs(two), logs(other));
+        let result = compare(pair(&one), pair(&two)).unwrap();
+        assert_eq!(result.divergence, None);
+        assert_eq!((result.equal_units, result.equal_step_records), (6, 6 * 12));
+        let divergence = compare(pair(&one), pair(&other))
+            .unwrap()
+            .divergence
+            .unwrap();
+        assert_eq!(
+            (divergence.unit, divergence.location.as_str()),
+            (Unit::new("a", 0), "step 0 agent green_0")
+        );
     }
 }

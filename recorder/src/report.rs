@@ -233,10 +233,10 @@ pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Re
     let mut channels = AgentChannels::default();
     let mut errors = ErrorReader::default();
     records.for_each_step(|step: &StepRecord| {
-        if let Some(decision) = &step.decision {
+        if step.decision.is_some() || step.decision_source.is_some() {
             let key = (step.operator_id.clone(), step.agent_id.clone());
             let mut stats = llm.get(&key).copied().unwrap_or_default();
-            if stats.add_decision(decision) {
+            if stats.add_step(step) {
                 llm.insert(key, stats);
             }
         }

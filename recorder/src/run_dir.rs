@@ -20,6 +20,9 @@ pub const STEPS_FILE: &str = "steps.jsonl";
 pub const EPISODES_FILE: &str = "episodes.jsonl";
 /// The run store's directory.
 pub const STORE_DIR: &str = "store";
+/// The process groups the run's `mosaic` started and that may still be running (removed
+/// when the run ends; left behind by a killed `mosaic`, whose next resume reaps them).
+pub const PROCESSES_FILE: &str = "processes.json";
 
 /// Where a run stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -367,40 +370,18 @@ impl RunDir {
 
     /// Status and progress from records already opened with [`RunDir::records`].
     pub fn summary_with(&self, records: &Records) -> Result<RunSummary> {
-        let planned = self.planned();
-        let (status, done) = match records {
-            Records::Store(store) => {
-                let done = store.completed_count();
-                // A pool worker's part is complete when the pool is.
-                let complete = match self.manifest.shard.as_ref().map(|tag| &tag.part) {
-                    Some(mosaic_core::record::RunPart::Pool { pool, .. }) => {
-                        crate::pool::Pool::done_count(pool).is_ok_and(|n| n >= planned)
-                    }
-                    _ => done >= planned,
-                };
-                let status = if complete {
-                    RunStatus::Complete
-                } else {
-                    RunStatus::Interrupted
-                };
-                (status, done)
-            }
-            Records::Live {
+        let (done, writing) = match records {
+            Records::Store(store) => (store.completed_count(), false),
+            Records::Logs {
                 episodes, writing, ..
-            } => {
-                let units: std::collections::BTreeSet<(&str, u32)> = episodes
-                    .iter()
-                    .map(|e| (e.operator_id.as_str(), e.episode_index))
-                    .collect();
-                let status = if *writing {
-                    RunStatus::Running
-                } else if units.len() >= planned {
-                    RunStatus::Complete
-                } else {
-                    RunStatus::Interrupted
-                };
-                (status, units.len())
-            }
+            } => (distinct_units(episodes), *writing),
+        };
+        let status = if writing {
+            RunStatus::Running
+        } else if self.is_finished(done) {
+            RunStatus::Complete
+        } else {
+            RunStatus::Interrupted
         };
         Ok(RunSummary {
             path: self.path.clone(),
@@ -408,33 +389,81 @@ impl RunDir {
             experiment: self.manifest.experiment.name.clone(),
             status,
             done,
-            planned,
+            planned: self.planned(),
             started: self.manifest.started,
             part: self.manifest.shard.as_ref().map(|tag| tag.part.clone()),
         })
     }
 
-    /// The records of the complete units: from the store, or from the JSON-lines files
-    /// (units with an episode record) while another process writes the run, or when this
-    /// process may not write the store (a read-only mount, another user's run: sled opens
-    /// its files for writing).
+    /// Whether a run with `done` complete units has nothing left to do: every planned unit
+    /// is complete (a pool worker's part: every unit of the pool is).
+    fn is_finished(&self, done: usize) -> bool {
+        let planned = self.planned();
+        match self.manifest.shard.as_ref().map(|tag| &tag.part) {
+            Some(mosaic_core::record::RunPart::Pool { pool, .. }) => {
+                crate::pool::Pool::done_count(pool).is_ok_and(|n| n >= planned)
+            }
+            _ => done >= planned,
+        }
+    }
+
+    /// The records of the complete units, for reading. A finished run, a run another
+    /// process is writing (its store is locked) and a run this process may not write (a
+    /// read-only mount, another user's run) are read from the JSON-lines files (units with
+    /// an episode record), without opening the store: sled opens its files for writing, and
+    /// reading must leave a run as it was. An interrupted run is read from its store, which
+    /// first catches up with the files (see [`RunDir::store`]).
     pub fn records(&self) -> Result<Records> {
-        let writing = match self.store() {
-            Ok(store) => return Ok(Records::Store(Box::new(store))),
-            Err(RecorderError::StoreLocked { .. }) => true,
-            Err(e) if e.is_no_write_access() => false,
-            Err(e) => return Err(e),
-        };
+        let store_file = self.store_path().join("db");
+        // Without its database file, the store says what the run is (one whose creation
+        // was cut short gets its store now; records without a store are an error).
+        if store_file.is_file() {
+            let writing = crate::store::is_locked(&store_file)?;
+            let episodes = self.logged_episodes()?;
+            if writing || self.is_finished(distinct_units(&episodes)) {
+                return Ok(self.logs(episodes, writing));
+            }
+        }
+        match self.store() {
+            Ok(store) => Ok(Records::Store(Box::new(store))),
+            Err(RecorderError::StoreLocked { .. }) => Ok(self.logs(self.logged_episodes()?, true)),
+            Err(e) if e.is_no_write_access() => Ok(self.logs(self.logged_episodes()?, false)),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn logs(&self, episodes: Vec<EpisodeRecord>, writing: bool) -> Records {
+        Records::Logs {
+            steps_path: self.steps_path(),
+            index: StepIndex::new(&self.manifest, &episodes),
+            episodes,
+            writing,
+        }
+    }
+
+    /// The episode records of `episodes.jsonl`, in the store's order (operator position in
+    /// the experiment, episode index).
+    fn logged_episodes(&self) -> Result<Vec<EpisodeRecord>> {
+        let position: HashMap<&str, usize> = self
+            .manifest
+            .experiment
+            .operators
+            .iter()
+            .enumerate()
+            .map(|(i, op)| (op.id.as_str(), i))
+            .collect();
         let mut episodes = Vec::new();
         let mut lines = self.episode_lines()?;
         for record in lines.by_ref() {
             episodes.push(record?);
         }
-        Ok(Records::Live {
-            steps_path: self.steps_path(),
-            episodes,
-            writing,
-        })
+        episodes.sort_by_key(|e| {
+            (
+                position.get(e.operator_id.as_str()).copied(),
+                e.episode_index,
+            )
+        });
+        Ok(episodes)
     }
 
     /// Prepares an interrupted run for resuming. An unfinished episode with a checkpoint
@@ -795,29 +824,113 @@ fn parse_document<T: Record>(path: &Path, bytes: &[u8]) -> Result<T> {
 pub enum Records {
     /// From the store: complete units in operator, episode, step, agent order.
     Store(Box<RunStore>),
-    /// From the JSON-lines files: units with an episode record, in file order. For a run
-    /// another process is writing, or one this process may only read.
-    Live {
+    /// From the JSON-lines files, without the store: units with an episode record, in the
+    /// store's order. For a finished run, a run another process is writing, or one this
+    /// process may only read.
+    Logs {
         /// `steps.jsonl`.
         steps_path: PathBuf,
-        /// The episode records read.
+        /// The episode records read, in the store's order.
         episodes: Vec<EpisodeRecord>,
-        /// Whether another process is writing the run (else it is only not writable here).
+        /// Whether another process is writing the run.
         writing: bool,
+        /// Where each unit's step lines are, indexed on first use.
+        index: StepIndex,
     },
+}
+
+/// The index of a run's step lines ([`logs::LogIndex`]), built on first use.
+#[derive(Debug)]
+pub struct StepIndex {
+    /// Operator id and episode index of each complete unit → its place in the store's order.
+    units: HashMap<(String, u32), logs::UnitOrder>,
+    built: std::sync::OnceLock<logs::LogIndex>,
+}
+
+impl StepIndex {
+    fn new(manifest: &RunManifest, episodes: &[EpisodeRecord]) -> Self {
+        let position: HashMap<&str, usize> = manifest
+            .experiment
+            .operators
+            .iter()
+            .enumerate()
+            .map(|(i, op)| (op.id.as_str(), i))
+            .collect();
+        let units = episodes
+            .iter()
+            .map(|e| {
+                // An operator the experiment does not name sorts after the others.
+                let operator = position
+                    .get(e.operator_id.as_str())
+                    .copied()
+                    .unwrap_or(position.len());
+                (
+                    (e.operator_id.clone(), e.episode_index),
+                    (operator, e.episode_index),
+                )
+            })
+            .collect();
+        Self {
+            units,
+            built: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn get(&self, steps_path: &Path) -> Result<&logs::LogIndex> {
+        if let Some(index) = self.built.get() {
+            return Ok(index);
+        }
+        let complete: HashMap<(&str, u32), logs::UnitOrder> = self
+            .units
+            .iter()
+            .map(|((operator, episode), order)| ((operator.as_str(), *episode), *order))
+            .collect();
+        let index = logs::LogIndex::build(steps_path, &complete)?;
+        Ok(self.built.get_or_init(|| index))
+    }
+
+    fn order(&self, unit: &Unit) -> Option<logs::UnitOrder> {
+        self.units
+            .get(&(unit.operator_id.clone(), unit.episode_index))
+            .copied()
+    }
+}
+
+/// Distinct (operator, episode) units among `episodes`.
+fn distinct_units(episodes: &[EpisodeRecord]) -> usize {
+    episodes
+        .iter()
+        .map(|e| (e.operator_id.as_str(), e.episode_index))
+        .collect::<BTreeSet<_>>()
+        .len()
 }
 
 impl Records {
     /// Whether the records come from a run still being written.
     pub fn is_live(&self) -> bool {
-        matches!(self, Records::Live { writing: true, .. })
+        matches!(self, Records::Logs { writing: true, .. })
+    }
+
+    /// The complete units, in operator then episode order of the store.
+    pub fn units(&self) -> Result<Vec<Unit>> {
+        match self {
+            Records::Store(store) => store.completed_units(),
+            Records::Logs { episodes, .. } => {
+                let mut units: Vec<Unit> = episodes
+                    .iter()
+                    .map(|e| Unit::new(e.operator_id.clone(), e.episode_index))
+                    .collect();
+                units.dedup();
+                Ok(units)
+            }
+        }
     }
 
     /// The roll-ups of the complete units.
     pub fn episodes(&self) -> Result<Vec<EpisodeRecord>> {
         match self {
             Records::Store(store) => store.complete_episodes().collect(),
-            Records::Live { episodes, .. } => Ok(episodes.clone()),
+            Records::Logs { episodes, .. } => Ok(episodes.clone()),
         }
     }
 
@@ -828,7 +941,7 @@ impl Records {
                 true => store.episode(unit),
                 false => Ok(None),
             },
-            Records::Live { episodes, .. } => Ok(episodes
+            Records::Logs { episodes, .. } => Ok(episodes
                 .iter()
                 .find(|e| {
                     e.operator_id == unit.operator_id && e.episode_index == unit.episode_index
@@ -837,27 +950,25 @@ impl Records {
         }
     }
 
-    /// The step records of complete unit `unit`, in step and agent order (from the logs:
-    /// one pass over `steps.jsonl`).
+    /// The step records of complete unit `unit`, in step and agent order.
     pub fn steps_of(&self, unit: &Unit) -> Result<Vec<StepRecord>> {
         match self {
             Records::Store(store) => store.steps_of(unit),
-            Records::Live { .. } => {
-                let mut steps = Vec::new();
-                self.for_each_step(|r| {
-                    if r.operator_id == unit.operator_id && r.episode_index == unit.episode_index {
-                        steps.push(r.clone());
-                    }
-                    Ok(())
-                })?;
+            Records::Logs {
+                steps_path, index, ..
+            } => {
+                let Some(order) = index.order(unit) else {
+                    return Ok(Vec::new());
+                };
+                let mut steps = index.get(steps_path)?.unit(order)?;
                 steps.sort_by_key(|r| r.step_index);
                 Ok(steps)
             }
         }
     }
 
-    /// Calls `each` with every step record of the complete units. Returns the torn tail of
-    /// `steps.jsonl`, if the live file ends in one.
+    /// Calls `each` with every step record of the complete units, in the store's order.
+    /// Returns the torn tail of `steps.jsonl`, if the file being written ends in one.
     pub fn for_each_step(
         &self,
         mut each: impl FnMut(&StepRecord) -> Result<()>,
@@ -867,23 +978,12 @@ impl Records {
                 store.for_each_complete_step(|record| each(&record))?;
                 Ok(None)
             }
-            Records::Live {
-                steps_path,
-                episodes,
-                ..
+            Records::Logs {
+                steps_path, index, ..
             } => {
-                let mut complete = Keep::default();
-                for e in episodes {
-                    complete.insert(&e.operator_id, e.episode_index);
-                }
-                let mut lines = JsonlReader::<StepRecord>::open(steps_path)?;
-                for record in lines.by_ref() {
-                    let record = record?;
-                    if complete.contains(&record.operator_id, record.episode_index) {
-                        each(&record)?;
-                    }
-                }
-                Ok(lines.torn_tail().cloned())
+                let index = index.get(steps_path)?;
+                index.for_each(each)?;
+                Ok(index.torn_tail().cloned())
             }
         }
     }
@@ -913,6 +1013,8 @@ pub fn list_runs(dir: &Path) -> Result<Vec<Result<RunSummary>>> {
     });
     Ok(runs)
 }
+
+mod logs;
 
 #[cfg(test)]
 mod tests;

@@ -62,12 +62,11 @@ struct CompareOutput {
 pub(crate) fn run(args: &CompareArgs) -> Result<(), CliError> {
     let a = RunDir::open(&args.run_a)?;
     let b = args.run_b.as_deref().map(RunDir::open).transpose()?;
-    let samples = |run: &RunDir| -> Result<BTreeMap<String, ConfigSamples>, CliError> {
-        Ok(samples_by_operator(&run.records()?.episodes()?))
-    };
-    let samples_a = samples(&a)?;
-    let samples_b = match &b {
-        Some(b) => samples(b)?,
+    let records_a = a.records()?;
+    let records_b = b.as_ref().map(RunDir::records).transpose()?;
+    let samples_a = samples_by_operator(&records_a.episodes()?);
+    let samples_b = match &records_b {
+        Some(records) => samples_by_operator(&records.episodes()?),
         None => samples_a.clone(),
     };
     let label = |run: &RunDir, operator: &str| match &b {
@@ -108,7 +107,8 @@ pub(crate) fn run(args: &CompareArgs) -> Result<(), CliError> {
             if a.path().canonicalize().ok() == b.path().canonicalize().ok() {
                 return Err(CliError::Usage("both arguments name the same run".into()));
             }
-            let trajectories = compare(&a.store()?, &b.store()?)?;
+            let records_b = records_b.as_ref().unwrap_or(&records_a);
+            let trajectories = compare((&a, &records_a), (b, records_b))?;
             if trajectories.divergence.is_some() {
                 (output.paired, output.unmatched_operators) = pair_operators(
                     &samples_a,

@@ -34,6 +34,12 @@ pub(crate) enum CliError {
     /// `run`, `resume`: the run finished, but its summary could not be read back.
     #[error("the run finished but its summary failed: {0}")]
     Summary(RecorderError),
+    /// `run`, `resume` with `--fail-on-model-failure`: every decision of some language-model
+    /// agent failed (the summary's warnings name it).
+    #[error(
+        "every decision of a language-model agent failed (see the warnings above); exit code 3 as --fail-on-model-failure asks"
+    )]
+    ModelFailure,
     /// `serve`: the server could not start or stopped with an error.
     #[error(transparent)]
     Serve(mosaic_web::WebError),
@@ -81,6 +87,7 @@ impl CliError {
         match self {
             CliError::Experiment(_) | CliError::Serve(_) | CliError::RunsDir { .. } => 2,
             CliError::Run(failure) => failure.exit_code(),
+            CliError::ModelFailure => 3,
             CliError::Recorder(e) if e.is_bad_input() => 2,
             CliError::Usage(_) => 2,
             CliError::Merge(e) if e.is_bad_input() => 2,

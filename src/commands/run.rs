@@ -43,6 +43,11 @@ pub(crate) struct RunArgs {
     /// Seconds a pool claim holds without renewal (renewed every third of it).
     #[arg(long, requires = "pool", value_name = "SECONDS", default_value = "60", value_parser = parse_lease)]
     pub lease: Duration,
+    /// Exit with code 3 (after the summary) when every decision of some LLM or VLM agent
+    /// failed or missed its deadline: the run then measured the fallback action, not the
+    /// model.
+    #[arg(long)]
+    pub fail_on_model_failure: bool,
     #[command(flatten)]
     pub families: FamilyArgs,
 }
@@ -55,6 +60,11 @@ pub(crate) struct ResumeArgs {
     /// Episodes running at once (overrides the run's experiment; never changes results).
     #[arg(long)]
     pub parallelism: Option<usize>,
+    /// Exit with code 3 (after the summary) when every decision of some LLM or VLM agent
+    /// failed or missed its deadline: the run then measured the fallback action, not the
+    /// model.
+    #[arg(long)]
+    pub fail_on_model_failure: bool,
     #[command(flatten)]
     pub families: FamilyArgs,
 }
@@ -120,6 +130,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     if let Some(lanes) = args.parallelism {
         experiment.spec_mut().parallelism = lanes.max(1);
     }
+    let fail_on_model_failure = args.fail_on_model_failure;
     let options = args.families.apply(RunOptions {
         out: args.out,
         run_id: args.run_id,
@@ -135,7 +146,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     match experiment.run(&options) {
         // Located in the file, like every other error of the experiment file.
         Err(RunFailure::Spec(error)) => Err(file.error_at(&error).into()),
-        result => summarise(result),
+        result => summarise(result, fail_on_model_failure),
     }
 }
 
@@ -149,11 +160,23 @@ pub(crate) fn resume(args: ResumeArgs) -> Result<(), CliError> {
         progress: std::io::stderr().is_terminal(),
         ..RunOptions::default()
     });
-    summarise(experiment.resume(&args.run, &options))
+    summarise(
+        experiment.resume(&args.run, &options),
+        args.fail_on_model_failure,
+    )
 }
 
-/// Prints a finished run's summary table.
-fn summarise(result: Result<RunOutcome, RunFailure>) -> Result<(), CliError> {
-    let table = mosaic::summary::table(&result?).map_err(CliError::Summary)?;
-    print(&table)
+/// Prints a finished run's summary table; with `fail_on_model_failure`, a run in which some
+/// language-model agent never decided is then an error.
+fn summarise(
+    result: Result<RunOutcome, RunFailure>,
+    fail_on_model_failure: bool,
+) -> Result<(), CliError> {
+    let outcome = result?;
+    let table = mosaic::summary::table(&outcome).map_err(CliError::Summary)?;
+    print(&table)?;
+    if fail_on_model_failure && outcome.tally.failed_models().next().is_some() {
+        return Err(CliError::ModelFailure);
+    }
+    Ok(())
 }

@@ -3,13 +3,16 @@
 //! [`LlmServer`] starts the server on 127.0.0.1 on a free port, waits for `/health`,
 //! restarts it when it dies (at most [`LlmServerConfig::max_restarts`] times per minute,
 //! then it reports the failure), and stops it when the actor stops or on [`StopServer`].
-//! [`GetEndpoint`] answers with the base URL once the server is healthy.
+//! [`GetEndpoint`] answers with the base URL once the server is healthy. The server runs in
+//! a process group of its own, listed in the run's process list while it runs
+//! (`mosaic_external::ledger`), so a killed `mosaic`'s next resume ends it.
 //!
 //! The binary and the model come from `scripts/setup/llm-server.sh`, which prints
 //! `MOSAIC_LLAMA_SERVER=...` and `MOSAIC_LLM_MODEL=...` (see [`LlmServerConfig::from_env`]);
 //! `MOSAIC_LLAMA_THREADS` optionally sets its thread count.
 
 use actix::prelude::*;
+use mosaic_external::ledger;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -191,6 +194,20 @@ impl std::fmt::Debug for LlmServer {
     }
 }
 
+/// The server's process group, listed in the run's process list. Dropped when the watcher
+/// ends, or with the watcher when the actor stops first: either way, whatever is left of
+/// the group is killed, then it leaves the list.
+struct ServerGroup {
+    pgid: u32,
+    _listed: ledger::Registration,
+}
+
+impl Drop for ServerGroup {
+    fn drop(&mut self) {
+        ledger::kill_group(self.pgid);
+    }
+}
+
 /// Lines of server output kept for error messages.
 const OUTPUT_LINES: usize = 20;
 
@@ -262,7 +279,12 @@ impl LlmServer {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .kill_on_drop(true)
+            // A group of its own, listed in the run's process list, like a worker's: a
+            // killed mosaic's next resume ends it.
+            .process_group(0);
+        let tag = ledger::new_tag();
+        command.env(ledger::TAG_ENV, &tag);
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {
@@ -270,6 +292,13 @@ impl LlmServer {
                 return self.settle(Err(error));
             }
         };
+        let group = child.id().map(|pgid| {
+            let command = format!("{} -m {}", config.binary.display(), config.model.display());
+            ServerGroup {
+                pgid,
+                _listed: ledger::register(pgid, &tag, &command),
+            }
+        });
         tracing::info!(port, model = %config.model.display(), "starting llama-server");
         if let Some(stderr) = child.stderr.take() {
             let output = self.output.clone();
@@ -290,14 +319,16 @@ impl LlmServer {
         // Watch the process until it exits or is killed. Deliberate stops bump the
         // generation first, so only unexpected exits count as crashes.
         let watch = async move {
-            tokio::select! {
+            let status = tokio::select! {
                 status = child.wait() => status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string()),
                 _ = kill_rx => {
                     // Killing a process that already exited is not an error worth reporting.
                     let _ = child.kill().await;
                     "killed".to_owned()
                 }
-            }
+            };
+            drop(group);
+            status
         };
         ctx.spawn(watch.into_actor(self).map(move |status, act, ctx| {
             if act.generation == generation {
@@ -442,7 +473,76 @@ impl Handler<KillProcess> for LlmServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mosaic_external::ledger::{GroupEntry, live_members};
     use std::ffi::OsStr;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// Waits up to 10 s for `done`.
+    async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        let since = Instant::now();
+        while !done() {
+            assert!(
+                since.elapsed() < Duration::from_secs(10),
+                "{what} never came"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[actix_rt::test]
+    async fn the_server_runs_in_a_listed_group_of_its_own_that_ends_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // A stand-in server that starts a helper of its own and never gets healthy.
+        let binary = dir.path().join("llama-server");
+        let helper = dir.path().join("helper.pid");
+        std::fs::write(
+            &binary,
+            format!(
+                "#!/bin/sh\nsleep 600 &\necho $! > {}\nexec sleep 600\n",
+                helper.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let model = dir.path().join("model.gguf");
+        std::fs::write(&model, b"").unwrap();
+        let list = dir.path().join("processes.json");
+        let recording = ledger::record_into(&list);
+        let ours = |entry: &GroupEntry| entry.command.contains(&*binary.to_string_lossy());
+        let listed = || -> Vec<GroupEntry> {
+            std::fs::read(&list)
+                .ok()
+                .and_then(|text| serde_json::from_slice(&text).ok())
+                .unwrap_or_default()
+        };
+        let server = LlmServer::new(LlmServerConfig::new(&binary, &model)).start();
+        wait_for("the listed server and its helper", || {
+            listed().iter().any(ours)
+                && std::fs::read_to_string(&helper).is_ok_and(|pid| pid.ends_with('\n'))
+        })
+        .await;
+        let group = listed().into_iter().find(ours).unwrap().pgid;
+        let helper: u32 = std::fs::read_to_string(&helper)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            live_members(group).contains(&helper),
+            "the helper is in the server's group"
+        );
+        assert!(
+            !live_members(group).contains(&std::process::id()),
+            "a group of its own"
+        );
+
+        server.send(StopServer).await.unwrap();
+        wait_for("the end of the server's group", || {
+            live_members(group).is_empty() && !listed().iter().any(ours)
+        })
+        .await;
+        drop(recording);
+    }
 
     #[test]
     fn thread_counts_are_checked() {

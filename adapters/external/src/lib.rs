@@ -13,12 +13,15 @@
 //! - `policy` (feature `tokio`): `PolicyWorker`, a policy served by a worker, over
 //!   `AsyncLink`; `mosaic-actors` wraps it in the `worker` decider.
 //! - [`embedded`]: the `mosaic_worker` Python package built into the binary.
+//! - [`ledger`]: the list of the process groups a run started that may still be running,
+//!   which the next `mosaic resume` or `mosaic run` of a killed run reaps.
 //!
 //! Experiment files name external environments as `gymnasium:<id>`, `pettingzoo:<module
 //! path>` or `worker` (with a `command` or `connect` setting): [`KIND`] and [`PREFIXES`].
 
 pub mod embedded;
 pub mod env;
+pub mod ledger;
 pub mod link;
 pub mod process;
 pub mod settings;

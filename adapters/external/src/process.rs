@@ -1,6 +1,8 @@
 //! Worker processes: spawned in their own process group, stderr routed to the log, stopped
-//! as a group (SIGTERM, then SIGKILL after a grace period).
+//! as a group (SIGTERM, then SIGKILL after a grace period), listed in the run's process
+//! list ([`crate::ledger`]) while the group may live.
 
+use crate::ledger::{self, Registration, kill_group};
 use crate::{WorkerError, embedded};
 use mosaic_protocols::codec::{Decoded, LineDecoder};
 use nix::sys::signal::{Signal, killpg};
@@ -100,6 +102,37 @@ impl WorkerCommand {
     }
 }
 
+/// Worker stops running off their caller's thread (see [`stop_in_background`]).
+static BACKGROUND_STOPS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Runs `stop` (a worker's stop, bounded by its grace period) on a thread of its own, kept
+/// so that [`wait_for_background_stops`] can wait for it.
+pub(crate) fn stop_in_background(stop: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    let handle = std::thread::Builder::new()
+        .name("worker-stop".into())
+        .spawn(stop)?;
+    let mut stops = BACKGROUND_STOPS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    stops.retain(|stop| !stop.is_finished());
+    stops.push(handle);
+    Ok(())
+}
+
+/// Waits until the workers being stopped in the background are stopped, their process
+/// groups with them: a process about to exit calls it, or what those workers started would
+/// outlive it.
+pub fn wait_for_background_stops() {
+    let stops = std::mem::take(
+        &mut *BACKGROUND_STOPS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+    );
+    for stop in stops {
+        let _ = stop.join();
+    }
+}
+
 /// A running worker process. Dropping it stops the whole process group.
 ///
 /// A thread waits for the process from the start, so its exit is known the moment it
@@ -111,6 +144,8 @@ pub struct WorkerProcess {
     name: String,
     exit: Arc<ExitWatch>,
     stderr: Arc<StderrTail>,
+    /// Dropped after the group was ended (`Drop` runs before the fields are dropped).
+    _listed: Registration,
 }
 
 /// Something to run once when the process exits.
@@ -208,11 +243,14 @@ impl WorkerProcess {
             command: command.display(),
             error,
         };
+        let tag = ledger::new_tag();
         let mut child = command
             .to_command()?
+            .env(ledger::TAG_ENV, &tag)
             .spawn()
             .map_err(|e| spawn_error(e.to_string()))?;
         let pid = child.id();
+        let listed = ledger::register(pid, &tag, &command.display());
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -250,6 +288,7 @@ impl WorkerProcess {
                 name: name.to_owned(),
                 exit,
                 stderr: tail,
+                _listed: listed,
             },
             stdin,
             stdout,
@@ -326,7 +365,7 @@ impl WorkerProcess {
     /// Kills the whole process group at once (SIGKILL, no grace): for a worker already
     /// declared dead or hung. Returns the exit status.
     pub fn kill(&mut self) -> Option<ExitStatus> {
-        let _ = killpg(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
+        kill_group(self.pid);
         self.wait_exit(KILL_WAIT)
     }
 
@@ -357,11 +396,6 @@ impl Drop for WorkerProcess {
             kill_group(self.pid);
         }
     }
-}
-
-/// SIGKILL to the group of a process that cannot be supervised.
-fn kill_group(pid: u32) {
-    let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
 }
 
 /// Logs the lines of `stderr` and keeps the last ones in `tail`.
@@ -400,6 +434,7 @@ fn log_lines(mut stderr: impl Read, name: &str, tail: &StderrTail) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::live_members;
     use std::time::Instant;
 
     fn sh(script: &str) -> WorkerCommand {
@@ -428,29 +463,6 @@ mod tests {
             Vec::<u32>::new(),
             "process group still alive"
         );
-    }
-
-    /// Processes of group `pgid` that are not zombies (a container's init may not reap).
-    fn live_members(pgid: u32) -> Vec<u32> {
-        let mut live = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
-            // pid (comm) state ppid pgrp ...: comm may contain spaces, so split after ')'.
-            let Some((head, rest)) = stat.rsplit_once(')') else {
-                continue;
-            };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            if fields.get(2) == Some(&pgid.to_string().as_str()) && fields.first() != Some(&"Z") {
-                live.extend(
-                    head.split_whitespace()
-                        .next()
-                        .and_then(|p| p.parse::<u32>().ok()),
-                );
-            }
-        }
-        live
     }
 
     #[test]

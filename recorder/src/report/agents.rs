@@ -6,6 +6,7 @@
 //! | figure | from each step record's `decision` (or the episode record) |
 //! |---|---|
 //! | decisions | LLM decisions: records whose `decision` has any LLM field |
+//! | timeouts | records of an `llm` or `vlm` agent with `decision_source` `timeout` (no answer recorded; not among the decisions) |
 //! | requests | `http_attempts` (HTTP requests sent, failed attempts included); `1 + retries` in records without it |
 //! | cache hits | `cache_hits` (answers served from the response cache) |
 //! | prompt / completion tokens | `usage.prompt_tokens`, `usage.completion_tokens` |
@@ -306,9 +307,10 @@ pub(super) fn llm_markdown(operators: &[OperatorReport]) -> String {
         for (name, who, s) in rows(op, |g| g.llm) {
             let _ = writeln!(
                 body,
-                "| `{}` | {name} | {who} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| `{}` | {name} | {who} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 op.operator_id,
                 s.decisions,
+                s.timeouts,
                 s.requests,
                 s.cache_hits,
                 s.prompt_tokens,
@@ -324,8 +326,8 @@ pub(super) fn llm_markdown(operators: &[OperatorReport]) -> String {
     }
     format!(
         "## LLM usage\n\n\
-         | operator | agent | who | decisions | requests | cache hits | prompt tok | completion tok | latency ms/decision | parse ok | re-prompts |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n{body}\n"
+         | operator | agent | who | decisions | timeouts | requests | cache hits | prompt tok | completion tok | latency ms/decision | parse ok | re-prompts |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n{body}\n"
     )
 }
 
@@ -388,6 +390,7 @@ pub(super) fn errors_markdown(errors: &[ErrorGroup]) -> String {
 /// CSV rows of the LLM usage beyond the group table's.
 pub(super) fn llm_csv(s: &LlmStats, mut put: impl FnMut(&str, String)) {
     put("llm_decisions", s.decisions.to_string());
+    put("llm_timeouts", s.timeouts.to_string());
     put("llm_requests", s.requests.to_string());
     put("llm_cache_hits", s.cache_hits.to_string());
     put("llm_latency_ms", s.latency_ms.to_string());
@@ -580,6 +583,53 @@ mod tests {
     }
 
     #[test]
+    fn a_model_agent_whose_every_decision_missed_its_deadline_is_in_the_llm_section() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = synthetic::manifest("late", &["a"], 2, 9);
+        let (run, store) = RunDir::create(&dir.path().join("late"), &manifest).unwrap();
+        let mut writer = run.writer(&store, Durability::Flush).unwrap();
+        for mut episode in synthetic::run_episodes(&manifest, 5, 2) {
+            for step in &mut episode.steps {
+                // green_0, an LLM agent, never answers in time: its records carry no LLM
+                // field. blue_0, a random agent, is late once: not an LLM figure.
+                for agent in &mut step[..] {
+                    if agent.agent_id == "green_0" || agent.step_index == 2 {
+                        agent.decision_source = Some(DecisionSource::Timeout);
+                        agent.decision = Some(json!({"error": "no decision before the deadline"}));
+                    }
+                }
+            }
+            episode
+                .steps
+                .iter()
+                .for_each(|s| writer.write_step(s).unwrap());
+            writer.write_episode(&episode.record).unwrap();
+            writer.commit().unwrap();
+            writer.mark_complete(&episode.record).unwrap();
+        }
+        writer.close().unwrap();
+        let report = build(&run, &Records::Store(Box::new(store))).unwrap();
+        let groups = &report.operators[0].groups;
+        let llm = |name: &str| groups.iter().find(|g| g.name == name).unwrap().llm;
+        let green_0 = llm("green_0").expect("an LLM row though no answer was recorded");
+        assert_eq!((green_0.decisions, green_0.timeouts), (0, 10));
+        assert_eq!(
+            llm("blue_0"),
+            None,
+            "a random agent's timeouts are no LLM figures"
+        );
+        let md = report.render(Format::Markdown);
+        let row = "| `a` | green_0 | llm/llm | 0 | 10 | 0 | 0 | 0 | 0 | – | – | 0 |";
+        assert!(md.contains(row), "{md}");
+        assert!(
+            report
+                .render(Format::Csv)
+                .contains("a,agent,green_0,llm_timeouts,10"),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn silent_agents_have_no_channel_figures() {
         let mut record = synthetic::steps(&synthetic::unit("r", "a", 0, 1), 1, 1).remove(0);
         let mut reader = ChannelReader::default();
@@ -622,7 +672,7 @@ mod tests {
         let md = report.render(Format::Markdown);
         for needle in [
             "## LLM usage",
-            "| `a` | green_0 | llm/llm | 12 | 16 | 6 | 1200 | 120 | 50 | 83.3% | 4 |",
+            "| `a` | green_0 | llm/llm | 12 | 0 | 16 | 6 | 1200 | 120 | 50 | 83.3% | 4 |",
             "## Messages and scratchpads",
             "| `a` | green_0 | llm/llm | 6 | 33.3% | 5.0 | 12 | 4 | 6.0 |",
             "## Errors",

@@ -1,6 +1,8 @@
 //! The LLM figures of the report, read from the step records' `decision` details (the
 //! contract in the parent module's docs).
 
+use mosaic_core::record::StepRecord;
+use mosaic_core::{DecisionSource, Paradigm};
 use serde::Serialize;
 
 /// LLM figures of an agent (or summed over a team / an operator).
@@ -8,6 +10,10 @@ use serde::Serialize;
 pub struct LlmStats {
     /// Decisions whose details were read.
     pub decisions: u64,
+    /// Decisions of a language-model agent (paradigm `llm` or `vlm`) that missed their
+    /// deadline: the fallback action was taken and no answer was recorded, so they are not
+    /// among `decisions`.
+    pub timeouts: u64,
     /// HTTP requests sent, failed attempts included (`http_attempts`; records without it
     /// count one per decision plus its re-prompts).
     pub requests: u64,
@@ -78,6 +84,20 @@ impl<'a> LlmDecision<'a> {
 }
 
 impl LlmStats {
+    /// Counts one step record: a language-model agent's decision that missed its deadline,
+    /// or the LLM fields of any decision. `false` when it is neither.
+    pub(crate) fn add_step(&mut self, step: &StepRecord) -> bool {
+        if matches!(step.paradigm, Paradigm::Llm | Paradigm::Vlm)
+            && step.decision_source == Some(DecisionSource::Timeout)
+        {
+            self.timeouts += 1;
+            return true;
+        }
+        step.decision
+            .as_ref()
+            .is_some_and(|decision| self.add_decision(decision))
+    }
+
     /// Reads the details of one decision; `false` when they hold none of the fields.
     pub(crate) fn add_decision(&mut self, decision: &serde_json::Value) -> bool {
         let Some(read) = LlmDecision::read(decision) else {
@@ -100,6 +120,7 @@ impl LlmStats {
 
     pub(crate) fn merge(&mut self, other: &LlmStats) {
         self.decisions += other.decisions;
+        self.timeouts += other.timeouts;
         self.requests += other.requests;
         self.cache_hits += other.cache_hits;
         self.latency_ms += other.latency_ms;

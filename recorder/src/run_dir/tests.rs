@@ -485,3 +485,79 @@ fn a_plan_that_grows_is_written_to_run_json_and_the_store() {
 }
 
 const STORE_FORMAT_NEXT: u32 = crate::store::STORE_FORMAT + 1;
+
+/// Every file under `dir` with its length and modification time.
+fn file_times(dir: &Path) -> BTreeMap<PathBuf, (u64, std::time::SystemTime)> {
+    let mut files = BTreeMap::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        if meta.is_dir() {
+            files.extend(file_times(&entry.path()));
+        } else {
+            files.insert(entry.path(), (meta.len(), meta.modified().unwrap()));
+        }
+    }
+    files
+}
+
+#[test]
+fn a_finished_run_is_read_from_its_logs_in_the_stores_order_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = synthetic::manifest("r9", &["a", "b"], 3, 4);
+    let episodes = synthetic::run_episodes(&manifest, 5, 2);
+    let (run, store) = RunDir::create(&dir.path().join("r9"), &manifest).unwrap();
+    // Two lanes: operator b's episodes and a's, their steps interleaved in the logs.
+    let (a, b) = episodes.split_at(3);
+    let mut writer = run.writer(&store, Durability::Flush).unwrap();
+    for (x, y) in b.iter().zip(a) {
+        for (xs, ys) in x.steps.iter().zip(&y.steps) {
+            writer.write_step(xs).unwrap();
+            writer.write_step(ys).unwrap();
+        }
+        for episode in [x, y] {
+            writer.write_episode(&episode.record).unwrap();
+            writer.commit().unwrap();
+            writer.mark_complete(&episode.record).unwrap();
+        }
+    }
+    writer.close().unwrap();
+    drop(writer);
+    let steps = |records: &Records| {
+        let mut all = Vec::new();
+        records
+            .for_each_step(|r| {
+                all.push(r.clone());
+                Ok(())
+            })
+            .unwrap();
+        all
+    };
+    let unit = Unit::new("b", 1);
+    let from_store = Records::Store(Box::new(store));
+    let (store_steps, store_episodes, store_unit) = (
+        steps(&from_store),
+        from_store.episodes().unwrap(),
+        from_store.steps_of(&unit).unwrap(),
+    );
+    assert_eq!(store_steps.len(), 6 * 5 * 2);
+    drop(from_store);
+    synthetic::wait_for_unlock(&run.store_path()).unwrap();
+    let before = file_times(run.path());
+
+    let records = run.records().unwrap();
+    assert!(matches!(records, Records::Logs { writing: false, .. }));
+    assert_eq!(steps(&records), store_steps, "the store's order");
+    assert_eq!(records.episodes().unwrap(), store_episodes);
+    assert_eq!(records.steps_of(&unit).unwrap(), store_unit);
+    assert_eq!(
+        records.units().unwrap(),
+        store_episodes
+            .iter()
+            .map(|e| Unit::new(e.operator_id.clone(), e.episode_index))
+            .collect::<Vec<_>>()
+    );
+    let summary = run.summary().unwrap();
+    assert_eq!((summary.status, summary.done), (RunStatus::Complete, 6));
+    assert_eq!(file_times(run.path()), before, "reading changed nothing");
+}

@@ -150,10 +150,7 @@ impl AsyncLink {
             process.finish(grace);
             tracing::debug!(target: "mosaic::worker", worker = %exchange.name(), "worker stopped");
         };
-        if let Err(e) = std::thread::Builder::new()
-            .name("worker-stop".into())
-            .spawn(stopper)
-        {
+        if let Err(e) = crate::process::stop_in_background(stopper) {
             tracing::warn!(target: "mosaic::worker", "cannot stop a worker in the background: {e}");
         }
     }
