@@ -11,7 +11,7 @@ use mosaic_core::record::{RunManifest, RunPart, Shard, ShardTag, now_ms};
 use mosaic_core::{ExperimentSpec, RunId, SpecError};
 use mosaic_recorder::merge::{deciding_fields, experiment_identity};
 use mosaic_recorder::pool::{Pool, PoolError, PoolManifest};
-use mosaic_recorder::{Durability, RunDir, Unit};
+use mosaic_recorder::{Compression, Durability, RunDir, Unit};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +33,8 @@ pub struct RunOptions {
     pub progress: bool,
     /// How far an episode's records must have gone before it counts as done.
     pub durability: Durability,
+    /// How a new run's step log is stored (a resumed run keeps its own).
+    pub steps_log: Compression,
     /// How LLM answers are recorded into (or replayed from) a run store.
     #[cfg(feature = "llm")]
     pub llm_cache: LlmCache,
@@ -78,6 +80,7 @@ impl Default for RunOptions {
             run_id: None,
             progress: false,
             durability: Durability::Sync,
+            steps_log: Compression::None,
             #[cfg(feature = "llm")]
             llm_cache: LlmCache::default(),
             shard: None,
@@ -271,12 +274,13 @@ impl Experiment {
             }),
             ..RunManifest::new(run_id.clone(), self.spec().clone(), versions())
         };
-        let (_, store, sinks) = Sinks::create_run(&dir, &manifest, options.durability).map_err(
-            |error| match error {
-                SinkError::Recorder(error) => RunFailure::Recorder(error),
-                error => RunFailure::Sink(error),
-            },
-        )?;
+        let (_, store, sinks) =
+            Sinks::create_run(&dir, &manifest, options.durability, options.steps_log).map_err(
+                |error| match error {
+                    SinkError::Recorder(error) => RunFailure::Recorder(error),
+                    error => RunFailure::Sink(error),
+                },
+            )?;
         self.families().attach(options, &store, prepared)?;
         let plan = match (&pool, options.shard) {
             (Some(pool), _) => UnitPlan::Pool(pool.clone()),

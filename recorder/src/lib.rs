@@ -51,7 +51,7 @@ pub mod synthetic;
 pub mod writer;
 
 pub use error::{RecorderError, Result};
-pub use jsonl::{Durability, JsonlReader, JsonlWriter, PendingSync, TornTail};
+pub use jsonl::{Compression, Durability, JsonlReader, JsonlWriter, PendingSync, TornTail};
 pub use run_dir::{Records, RunDir, RunStatus, RunSummary, list_runs};
 pub use store::{RunStore, StoreWriter, Unit, UnitDone};
 pub use writer::RunWriter;
