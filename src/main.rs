@@ -107,7 +107,9 @@ struct RunArgs {
 /// `--durability`.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum DurabilityArg {
+    /// Synced to the disk (fsync).
     Sync,
+    /// Handed to the operating system.
     Flush,
 }
 
