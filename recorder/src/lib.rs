@@ -3,7 +3,9 @@
 //! A run lives in a directory (see `docs/run-directory.md`):
 //!
 //! - `run.json`: the [`RunManifest`](mosaic_core::record::RunManifest);
-//! - `steps.jsonl`, `episodes.jsonl`: the records, the interchange format ([`jsonl`]);
+//! - `steps.jsonl` (or `steps.jsonl.zst`), `episodes.jsonl`: the records, the interchange
+//!   format ([`jsonl`]);
+//! - `progress.json`: the episode lines logged, for listing runs quickly ([`progress`]);
 //! - `store/`: the embedded run store ([`store`]) with the completion index that says
 //!   which units (operator × episode) are done and what is left.
 //!
@@ -40,6 +42,7 @@ pub mod paired;
 pub mod parquet;
 pub mod plot;
 pub mod pool;
+pub mod progress;
 pub mod replay;
 pub mod report;
 pub mod run_dir;

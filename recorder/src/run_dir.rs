@@ -345,12 +345,12 @@ impl RunDir {
     /// The writer of this run's records (appending to the JSON-lines files after cutting
     /// off a torn tail left by a crash).
     pub fn writer(&self, store: &RunStore, durability: Durability) -> Result<RunWriter> {
-        Ok(RunWriter::new(
+        RunWriter::new(
             JsonlWriter::open(&self.steps_path())?,
             JsonlWriter::open(&self.episodes_path())?,
             store.writer(),
             durability,
-        ))
+        )
     }
 
     fn logs_are_empty(&self) -> Result<bool> {
@@ -377,8 +377,50 @@ impl RunDir {
 
     /// Status and progress. Works while another process writes the run: its store is then
     /// locked, and the episode records in `episodes.jsonl` are counted instead.
+    ///
+    /// A run whose `progress.json` is fresh (see [`crate::progress`]) is summarised from it
+    /// without opening its store.
     pub fn summary(&self) -> Result<RunSummary> {
-        self.summary_with(&self.records()?)
+        match self.quick_summary()? {
+            Some(summary) => Ok(summary),
+            None => self.summary_with(&self.records()?),
+        }
+    }
+
+    /// The summary from `progress.json`, if it is fresh: what [`RunDir::summary_with`]
+    /// answers, without the store.
+    fn quick_summary(&self) -> Result<Option<RunSummary>> {
+        let Some(done) = crate::progress::episode_lines(&self.path) else {
+            return Ok(None);
+        };
+        let done = usize::try_from(done).unwrap_or(usize::MAX);
+        let planned = self.planned();
+        let db = self.store_path().join("db");
+        let status = if db.exists() && crate::store::is_locked(&db)? {
+            RunStatus::Running
+        } else {
+            let complete = match self.manifest.shard.as_ref().map(|tag| &tag.part) {
+                Some(mosaic_core::record::RunPart::Pool { pool, .. }) => {
+                    crate::pool::Pool::done_count(pool).is_ok_and(|n| n >= planned)
+                }
+                _ => done >= planned,
+            };
+            if complete {
+                RunStatus::Complete
+            } else {
+                RunStatus::Interrupted
+            }
+        };
+        Ok(Some(RunSummary {
+            path: self.path.clone(),
+            run_id: self.manifest.run_id.clone(),
+            experiment: self.manifest.experiment.name.clone(),
+            status,
+            done,
+            planned,
+            started: self.manifest.started,
+            part: self.manifest.shard.as_ref().map(|tag| tag.part.clone()),
+        }))
     }
 
     /// Status and progress from records already opened with [`RunDir::records`].
