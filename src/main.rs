@@ -91,7 +91,7 @@ struct RunArgs {
     /// Seconds a pool claim holds without renewal (renewed every third of it).
     #[arg(long, requires = "pool", value_name = "SECONDS", default_value = "60", value_parser = parse_lease)]
     lease: std::time::Duration,
-    /// Write the step records compressed, as zstd frames in `steps.jsonl.zst` (about ten
+    /// Write the step records compressed, as zstd frames in `steps.jsonl.zst` (about 30
     /// times smaller; every command reads both kinds).
     #[arg(long)]
     compress: bool,

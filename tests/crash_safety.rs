@@ -353,19 +353,14 @@ fn a_killed_compressed_run_keeps_its_frames_and_resumes_to_the_plain_records() {
         let logged = episode_lines(&path).len();
         // The kill may or may not have cut a frame; make sure the last one is cut: half of
         // a frame glued on, as a write interrupted mid-way leaves it.
-        let frame = {
-            let mut frames = Vec::new();
-            let mut writer = mosaic_recorder::JsonlWriter::create(
-                &dir.path().join("frame.zst"),
-                mosaic_recorder::Compression::Zstd,
-            )
-            .unwrap();
-            writer.append_lines(b"{\"not\":\"a record\"}\n").unwrap();
-            writer.flush().unwrap();
-            drop(writer);
-            frames.extend(std::fs::read(dir.path().join("frame.zst")).unwrap());
-            frames
-        };
+        let frame_path = dir.path().join("frame.jsonl.zst");
+        let mut writer =
+            mosaic_recorder::JsonlWriter::create(&frame_path, mosaic_recorder::Compression::Zstd)
+                .unwrap();
+        writer.append_lines(b"{\"not\":\"a record\"}\n").unwrap();
+        writer.flush().unwrap();
+        drop(writer);
+        let frame = std::fs::read(&frame_path).unwrap();
         let mut bytes = std::fs::read(&log).unwrap();
         bytes.extend_from_slice(&frame[..frame.len() / 2]);
         std::fs::write(&log, &bytes).unwrap();

@@ -52,7 +52,7 @@ pub enum Compression {
     #[default]
     None,
     /// Lines in independent zstd frames, one or more per flush; the file name ends in
-    /// `.zst`. About ten times smaller for step records.
+    /// `.zst`. About 33 times smaller for soccer step records.
     Zstd,
 }
 
