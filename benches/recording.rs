@@ -1,8 +1,9 @@
 //! Cost of recording: the same soccer run (4 random agents, 200-step limit, 2 episodes at a
 //! time; 5,000 episodes ≈ 1,000,000 steps) once without recording, once recorded with each
-//! durability, and the environment stepping alone. Prints wall times, the recording cost
-//! excluding environment time, measured in the same run, and the bytes each recorded run
-//! left in its JSON-lines files and its store.
+//! durability and with each durability and a compressed step log (`steps.jsonl.zst`), and
+//! the environment stepping alone. Prints wall times, the recording cost excluding
+//! environment time, measured in the same run, the bytes each recorded run left in its
+//! JSON-lines files and its store, and the bytes per step record of its step log.
 //!
 //! `cargo bench --bench recording [-- EPISODES]` (goal: recording cost ≤ 5 s per 1,000,000
 //! steps).
@@ -12,7 +13,7 @@ use mosaic::run::RunOptions;
 use mosaic_actors::runner::{Runner, UnitPlan};
 use mosaic_actors::session::Subscribers;
 use mosaic_core::{RunId, Transition};
-use mosaic_recorder::Durability;
+use mosaic_recorder::{Compression, Durability};
 use rand::Rng as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -104,12 +105,17 @@ fn bytes_under(path: &std::path::Path) -> u64 {
 /// What a recorded run left on disk, in bytes.
 struct Written {
     jsonl: u64,
+    steps_log: u64,
     store: u64,
 }
 
-/// The run recorded into a run directory with `durability`. Returns time, steps and the
-/// bytes written.
-fn recorded(experiment: &Experiment, durability: Durability) -> (Duration, u64, Written) {
+/// The run recorded into a run directory with `durability`, its step log stored with
+/// `steps_log`. Returns time, steps and the bytes written.
+fn recorded(
+    experiment: &Experiment,
+    durability: Durability,
+    steps_log: Compression,
+) -> (Duration, u64, Written) {
     let dir = tempfile::tempdir().expect("temp dir");
     let started = Instant::now();
     let outcome = experiment
@@ -117,6 +123,7 @@ fn recorded(experiment: &Experiment, durability: Durability) -> (Duration, u64, 
             out: dir.path().to_owned(),
             run_id: Some(format!("{durability:?}")),
             durability,
+            steps_log,
             ..RunOptions::default()
         })
         .expect("run");
@@ -126,6 +133,7 @@ fn recorded(experiment: &Experiment, durability: Durability) -> (Duration, u64, 
     let file = |path: std::path::PathBuf| std::fs::metadata(path).map_or(0, |m| m.len());
     let written = Written {
         jsonl: file(run.steps_path()) + file(run.episodes_path()),
+        steps_log: file(run.steps_path()),
         store: bytes_under(&run.store_path()),
     };
     (time, steps, written)
@@ -148,21 +156,28 @@ fn main() {
         env_time.as_secs_f64(),
         bare_time.as_secs_f64()
     );
-    for durability in [Durability::Flush, Durability::Sync] {
-        let (time, recorded_steps, written) = recorded(&experiment, durability);
-        assert_eq!(recorded_steps, steps, "both runs play the same episodes");
-        let cost = time.as_secs_f64() - bare_time.as_secs_f64();
-        let per_million = cost * 1e6 / steps as f64;
-        println!(
-            "  recorded ({durability:?}) {:.2} s | ratio to the run without recording {:.2}x | \
-             ratio to env alone {:.2}x | recording cost excluding env time {cost:.2} s \
-             ({per_million:.2} s per 1,000,000 steps; goal ≤ 5 s) | written: JSON lines \
-             {:.0} MB, store {:.0} MB",
-            time.as_secs_f64(),
-            time.as_secs_f64() / bare_time.as_secs_f64(),
-            time.as_secs_f64() / env_time.as_secs_f64(),
-            written.jsonl as f64 / 1e6,
-            written.store as f64 / 1e6,
-        );
+    // Every agent is alive at every step start until the episode ends.
+    let records = steps * 4;
+    for steps_log in [Compression::None, Compression::Zstd] {
+        for durability in [Durability::Flush, Durability::Sync] {
+            let (time, recorded_steps, written) = recorded(&experiment, durability, steps_log);
+            assert_eq!(recorded_steps, steps, "both runs play the same episodes");
+            let cost = time.as_secs_f64() - bare_time.as_secs_f64();
+            let per_million = cost * 1e6 / steps as f64;
+            println!(
+                "  recorded ({durability:?}, step log {steps_log:?}) {:.2} s | ratio to the run \
+                 without recording {:.2}x | ratio to env alone {:.2}x | recording cost \
+                 excluding env time {cost:.2} s ({per_million:.2} s per 1,000,000 steps; goal \
+                 ≤ 5 s) | {:.0} step records/s | written: JSON lines {:.0} MB ({:.1} bytes \
+                 per step record), store {:.0} MB",
+                time.as_secs_f64(),
+                time.as_secs_f64() / bare_time.as_secs_f64(),
+                time.as_secs_f64() / env_time.as_secs_f64(),
+                records as f64 / time.as_secs_f64(),
+                written.jsonl as f64 / 1e6,
+                written.steps_log as f64 / records as f64,
+                written.store as f64 / 1e6,
+            );
+        }
     }
 }

@@ -13,7 +13,7 @@ use mosaic_core::{ExperimentSpec, RunId, SpecError};
 use mosaic_recorder::merge::{deciding_fields, experiment_identity};
 use mosaic_recorder::pool::{Pool, PoolError, PoolManifest};
 use mosaic_recorder::run_dir::PROCESSES_FILE;
-use mosaic_recorder::{Durability, RunDir, Unit};
+use mosaic_recorder::{Compression, Durability, RunDir, Unit};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +35,8 @@ pub struct RunOptions {
     pub progress: bool,
     /// How far an episode's records must have gone before it counts as done.
     pub durability: Durability,
+    /// How a new run's step log is stored (a resumed run keeps its own).
+    pub steps_log: Compression,
     /// How LLM answers are recorded into (or replayed from) a run store.
     #[cfg(feature = "llm")]
     pub llm_cache: LlmCache,
@@ -80,6 +82,7 @@ impl Default for RunOptions {
             run_id: None,
             progress: false,
             durability: Durability::Sync,
+            steps_log: Compression::None,
             #[cfg(feature = "llm")]
             llm_cache: LlmCache::default(),
             shard: None,
@@ -275,12 +278,13 @@ impl Experiment {
             }),
             ..RunManifest::new(run_id.clone(), self.spec().clone(), versions())
         };
-        let (_, store, sinks) = Sinks::create_run(&dir, &manifest, options.durability).map_err(
-            |error| match error {
-                SinkError::Recorder(error) => RunFailure::Recorder(error),
-                error => RunFailure::Sink(error),
-            },
-        )?;
+        let (_, store, sinks) =
+            Sinks::create_run(&dir, &manifest, options.durability, options.steps_log).map_err(
+                |error| match error {
+                    SinkError::Recorder(error) => RunFailure::Recorder(error),
+                    error => RunFailure::Sink(error),
+                },
+            )?;
         self.families().attach(options, &store, prepared)?;
         let _listed = ledger::record_into(&dir.join(PROCESSES_FILE));
         let plan = match (&pool, options.shard) {

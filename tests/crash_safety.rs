@@ -16,6 +16,7 @@ mod cli;
 
 use cli::{mosaic, text};
 use mosaic_core::record::strip_volatile;
+use mosaic_recorder::jsonl::open_lines;
 use mosaic_recorder::{RunDir, RunStore, Unit};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -48,6 +49,16 @@ fn run_command(file: &Path, out: &Path) -> Command {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     command
+}
+
+/// The complete lines of a run's step log, compressed or not, read the way every command
+/// reads it.
+fn step_log_lines(run: &Path) -> Vec<String> {
+    let path = RunDir::open(run).unwrap().steps_path();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut open_lines(&path).unwrap(), &mut text).unwrap();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete.lines().map(str::to_owned).collect()
 }
 
 /// When to kill the run.
@@ -114,10 +125,6 @@ fn run_and_kill(file: &Path, out: &Path, point: KillPoint) -> BTreeSet<Unit> {
         .collect()
 }
 
-fn line_count(path: &Path) -> usize {
-    std::fs::read_to_string(path).unwrap().lines().count()
-}
-
 /// Checks that the resumed run at `path` holds exactly the clean run's records: every planned
 /// unit equal, no step line lost or doubled, a consistent store. Answers the resumed store.
 fn assert_resumed_like_clean(
@@ -136,8 +143,8 @@ fn assert_resumed_like_clean(
         );
     }
     assert_eq!(
-        line_count(&path.join("steps.jsonl")),
-        line_count(&clean.path().join("steps.jsonl")),
+        step_log_lines(path).len(),
+        step_log_lines(clean.path()).len(),
         "{label}: step lines lost or doubled"
     );
     assert!(run.check_consistency(&store).unwrap().is_empty(), "{label}");
@@ -262,8 +269,8 @@ fn a_killed_run_keeps_every_logged_episode_intact_and_resumes_to_the_clean_recor
             );
         }
         assert_eq!(
-            line_count(&path.join("steps.jsonl")),
-            line_count(&clean.path().join("steps.jsonl")),
+            step_log_lines(&path).len(),
+            step_log_lines(clean.path()).len(),
             "{point:?}: step lines lost or doubled"
         );
         assert_eq!(episode_lines(&path).len(), 200, "{point:?}");
@@ -282,6 +289,138 @@ fn a_killed_run_keeps_every_logged_episode_intact_and_resumes_to_the_clean_recor
         kills_with_episodes >= 9,
         "only {kills_with_episodes} kills came after an episode was logged"
     );
+}
+
+/// The records of a step line without its volatile fields.
+fn stable_line(line: &str) -> serde_json::Value {
+    let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+    strip_volatile(&mut value);
+    value
+}
+
+#[test]
+fn a_killed_compressed_run_keeps_its_frames_and_resumes_to_the_plain_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("crash.toml");
+    std::fs::write(&file, EXPERIMENT).unwrap();
+    // The clean run writes a plain log: the compressed runs must hold the same records.
+    let clean_out = dir.path().join("clean");
+    assert!(run_command(&file, &clean_out).status().unwrap().success());
+    let clean = RunDir::open(&clean_out.join(RUN_ID)).unwrap();
+    let clean_store = clean.store().unwrap();
+    let clean_steps: Vec<_> = step_log_lines(clean.path())
+        .iter()
+        .map(|l| stable_line(l))
+        .collect();
+
+    let points = [
+        KillPoint::After(Duration::from_millis(40)),
+        KillPoint::Episodes(3),
+        KillPoint::Episodes(27),
+        KillPoint::Episodes(85),
+    ];
+    for (number, point) in points.into_iter().enumerate() {
+        let out = dir.path().join(format!("compressed-{number}"));
+        let started = Instant::now();
+        let mut child = run_command(&file, &out)
+            .arg("--compress")
+            .spawn()
+            .expect("mosaic run starts");
+        let path = out.join(RUN_ID);
+        loop {
+            let due = match point {
+                KillPoint::After(delay) => started.elapsed() >= delay,
+                KillPoint::Episodes(n) => episode_lines(&path).len() >= n,
+                KillPoint::Steps(_) => unreachable!("not used here"),
+            };
+            assert!(started.elapsed() < Duration::from_secs(30), "{point:?}");
+            if due {
+                break;
+            }
+            assert!(child.try_wait().unwrap().is_none(), "{point:?}: run ended");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+        if !path.join("run.json").exists() {
+            continue;
+        }
+        let log = path.join("steps.jsonl.zst");
+        assert!(log.exists(), "{point:?}: no compressed log");
+        assert!(!path.join("steps.jsonl").exists(), "{point:?}");
+        let logged = episode_lines(&path).len();
+        // The kill may or may not have cut a frame; make sure the last one is cut: half of
+        // a frame glued on, as a write interrupted mid-way leaves it.
+        let frame_path = dir.path().join("frame.jsonl.zst");
+        let mut writer =
+            mosaic_recorder::JsonlWriter::create(&frame_path, mosaic_recorder::Compression::Zstd)
+                .unwrap();
+        writer.append_lines(b"{\"not\":\"a record\"}\n").unwrap();
+        writer.flush().unwrap();
+        drop(writer);
+        let frame = std::fs::read(&frame_path).unwrap();
+        let mut bytes = std::fs::read(&log).unwrap();
+        bytes.extend_from_slice(&frame[..frame.len() / 2]);
+        std::fs::write(&log, &bytes).unwrap();
+
+        let runs = mosaic().arg("runs").arg(&out).output().unwrap();
+        assert!(runs.status.success(), "{point:?}: {}", text(&runs));
+        assert!(
+            String::from_utf8_lossy(&runs.stdout).contains("interrupted"),
+            "{point:?}: {}",
+            text(&runs)
+        );
+        let report = mosaic().arg("report").arg(&path).output().unwrap();
+        assert!(report.status.success(), "{point:?}: {}", text(&report));
+        let run = RunDir::open(&path).unwrap();
+        let store = run.store().unwrap();
+        assert!(store.completed_count() >= logged, "{point:?}");
+        for unit in store.completed_units().unwrap() {
+            assert_eq!(
+                stable_records(&store, &unit),
+                stable_records(&clean_store, &unit),
+                "{point:?}: {unit} differs from the clean run"
+            );
+        }
+        assert!(
+            run.check_consistency(&store).unwrap().is_empty(),
+            "{point:?}"
+        );
+        drop(store);
+
+        let resumed = mosaic().arg("resume").arg(&path).output().unwrap();
+        assert!(resumed.status.success(), "{point:?}: {}", text(&resumed));
+        assert!(path.join("steps.jsonl.zst").exists(), "{point:?}");
+        assert!(!path.join("steps.jsonl").exists(), "{point:?}");
+        let store = assert_resumed_like_clean(&path, &clean, &clean_store, &format!("{point:?}"));
+        assert_eq!(store.completed_count(), 200);
+        let mut resumed_steps: Vec<_> = step_log_lines(&path)
+            .iter()
+            .map(|l| stable_line(l))
+            .collect();
+        let mut expected = clean_steps.clone();
+        let key = |v: &serde_json::Value| {
+            (
+                v["episode_index"].as_u64(),
+                v["step_index"].as_u64(),
+                v["agent_id"].as_str().map(str::to_owned),
+            )
+        };
+        resumed_steps.sort_by_key(key);
+        expected.sort_by_key(key);
+        assert!(resumed_steps == expected, "{point:?}: step records differ");
+        let exported = mosaic()
+            .args(["export", "--format", "jsonl"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(exported.status.success(), "{point:?}: {}", text(&exported));
+        assert_eq!(
+            String::from_utf8_lossy(&exported.stdout).lines().count(),
+            expected.len(),
+            "{point:?}"
+        );
+    }
 }
 
 /// Long, paced episodes with frequent checkpoints: kills land in the middle of episodes.

@@ -55,7 +55,7 @@ use crate::{CheckpointEvent, EpisodeEvent, StepEvent};
 use actix::prelude::*;
 use futures::channel::oneshot;
 use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
-use mosaic_recorder::{Durability, RecorderError, RunDir, RunStore, RunWriter};
+use mosaic_recorder::{Compression, Durability, RecorderError, RunDir, RunStore, RunWriter};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -400,15 +400,17 @@ impl std::fmt::Debug for Sinks {
 }
 
 impl Sinks {
-    /// Creates the run directory of `manifest` at `dir` and starts its sink: the one
-    /// recording set-up of script runs and of manual runs. If the sink cannot start, the
-    /// fresh directory is removed again. Call inside an actix system.
+    /// Creates the run directory of `manifest` at `dir` (its step log stored with
+    /// `steps`) and starts its sink: the one recording set-up of script runs and of manual
+    /// runs. If the sink cannot start, the fresh directory is removed again. Call inside an
+    /// actix system.
     pub fn create_run(
         dir: &Path,
         manifest: &RunManifest,
         durability: Durability,
+        steps: Compression,
     ) -> Result<(RunDir, RunStore, Sinks), SinkError> {
-        let (run, store) = RunDir::create(dir, manifest)?;
+        let (run, store) = RunDir::create_with(dir, manifest, steps)?;
         match Sinks::start(&run, &store, durability) {
             Ok(sinks) => Ok((run, store, sinks)),
             Err(error) => {

@@ -5,6 +5,13 @@
 //! line (what a crash in the middle of a write leaves) from corruption: the torn tail is
 //! reported through [`JsonlReader::torn_tail`] and skipped, every other bad line is an error
 //! naming the file and the line.
+//!
+//! A log may be compressed ([`Compression::Zstd`], a `.zst` file): then its lines are in
+//! independent zstd frames, written whole at every flush, and a frame cut by a crash is the
+//! torn tail (see the `frames` module). [`open_lines`] opens either kind; the writer and the
+//! reader here handle both.
+
+mod frames;
 
 use crate::error::{RecorderError, Result};
 use crate::schema::{Record, readable};
@@ -26,17 +33,64 @@ pub enum Durability {
     Flush,
 }
 
+/// How a JSON-lines log is stored, told by its file name.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Compression {
+    /// Plain lines.
+    #[default]
+    None,
+    /// Lines in independent zstd frames, one or more per flush; the file name ends in
+    /// `.zst`. About 33 times smaller for soccer step records.
+    Zstd,
+}
+
+impl Compression {
+    /// The extension of compressed logs.
+    const ZSTD_EXTENSION: &str = "zst";
+
+    /// How the log at `path` is stored (by its extension).
+    pub fn of(path: &Path) -> Self {
+        match path.extension() {
+            Some(extension) if extension == Self::ZSTD_EXTENSION => Compression::Zstd,
+            _ => Compression::None,
+        }
+    }
+
+    /// The file name of a log named `plain` when stored this way (`steps.jsonl` →
+    /// `steps.jsonl.zst`).
+    pub fn file_name(self, plain: &str) -> String {
+        match self {
+            Compression::None => plain.to_owned(),
+            Compression::Zstd => format!("{plain}.{}", Self::ZSTD_EXTENSION),
+        }
+    }
+}
+
 /// Bytes buffered before a write to the file. Small enough that the writes of a run go out
 /// while it steps: what is left for the commit at the end of an episode (which the session
 /// waits for) is little.
 const WRITE_BUFFER: usize = 128 * 1024;
 
-/// An incomplete last line: what a crash in the middle of a write leaves behind.
+/// An incomplete last line (or, in a compressed log, frame): what a crash in the middle of a
+/// write leaves behind.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TornTail {
-    /// 1-based line number of the incomplete line.
+    /// 1-based line number of the incomplete line (of a cut frame: of the line after the
+    /// last complete one).
     pub line: u64,
-    /// Its length in bytes.
+    /// Its length in bytes (of a cut frame: its compressed bytes).
     pub bytes: u64,
 }
 
@@ -54,13 +108,21 @@ pub struct TornTail {
 #[derive(Debug)]
 pub struct JsonlWriter {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: Output,
     repaired: Option<TornTail>,
 }
 
+/// Where a writer's lines go.
+#[derive(Debug)]
+enum Output {
+    Plain(BufWriter<File>),
+    Zstd(frames::FrameWriter),
+}
+
 impl JsonlWriter {
-    /// Opens `path` for appending, creating it if needed. A torn last line left by a crash
-    /// is cut off first (so new lines do not glue onto it); [`JsonlWriter::repaired`] tells.
+    /// Opens `path` for appending, creating it if needed; a `.zst` file is a compressed
+    /// log ([`Compression::of`]). A torn last line (or frame) left by a crash is cut off
+    /// first (so new lines do not glue onto it); [`JsonlWriter::repaired`] tells.
     pub fn open(path: &Path) -> Result<Self> {
         let io = |e| RecorderError::io(path, e);
         let mut file = OpenOptions::new()
@@ -69,10 +131,36 @@ impl JsonlWriter {
             .append(true)
             .open(path)
             .map_err(io)?;
-        let repaired = repair_tail(&mut file).map_err(io)?;
+        let compression = Compression::of(path);
+        let repaired = match compression {
+            Compression::None => repair_tail(&mut file),
+            Compression::Zstd => repair_frames(&mut file),
+        }
+        .map_err(io)?;
+        Self::with_file(path, file, compression, repaired)
+    }
+
+    /// Creates (or empties) `path` and writes `compression`, whatever its name says.
+    pub fn create(path: &Path, compression: Compression) -> Result<Self> {
+        let file = File::create(path).map_err(|e| RecorderError::io(path, e))?;
+        Self::with_file(path, file, compression, None)
+    }
+
+    fn with_file(
+        path: &Path,
+        file: File,
+        compression: Compression,
+        repaired: Option<TornTail>,
+    ) -> Result<Self> {
+        let out = match compression {
+            Compression::None => Output::Plain(BufWriter::with_capacity(WRITE_BUFFER, file)),
+            Compression::Zstd => Output::Zstd(
+                frames::FrameWriter::new(file).map_err(|e| RecorderError::io(path, e))?,
+            ),
+        };
         Ok(Self {
             path: path.to_owned(),
-            out: BufWriter::with_capacity(WRITE_BUFFER, file),
+            out,
             repaired,
         })
     }
@@ -89,35 +177,62 @@ impl JsonlWriter {
 
     /// Appends one record as a line (buffered).
     pub fn append<T: Serialize + ?Sized>(&mut self, record: &T) -> Result<()> {
-        serde_json::to_writer(&mut self.out, record).map_err(|e| match e.io_error_kind() {
-            Some(kind) => RecorderError::io(&self.path, std::io::Error::from(kind)),
+        let path = &self.path;
+        let failed = |e: serde_json::Error| match e.io_error_kind() {
+            Some(kind) => RecorderError::io(path, std::io::Error::from(kind)),
             None => RecorderError::Serialise(e),
-        })?;
-        self.out
-            .write_all(b"\n")
-            .map_err(|e| RecorderError::io(&self.path, e))
+        };
+        match &mut self.out {
+            Output::Plain(out) => {
+                serde_json::to_writer(&mut *out, record).map_err(failed)?;
+                out.write_all(b"\n").map_err(|e| RecorderError::io(path, e))
+            }
+            Output::Zstd(out) => {
+                let buffer = out.buffer();
+                let start = buffer.len();
+                if let Err(e) = serde_json::to_writer(&mut *buffer, record) {
+                    // No part of a record may reach a frame.
+                    buffer.truncate(start);
+                    return Err(failed(e));
+                }
+                buffer.push(b'\n');
+                out.lines_added().map_err(|e| RecorderError::io(path, e))
+            }
+        }
     }
 
     /// Appends a line that is already serialised (without its newline).
     pub fn append_raw(&mut self, line: &[u8]) -> Result<()> {
-        self.out
-            .write_all(line)
-            .and_then(|()| self.out.write_all(b"\n"))
-            .map_err(|e| RecorderError::io(&self.path, e))
+        self.write(&[line, b"\n"])
     }
 
     /// Appends bytes that are already whole lines (each ending in a newline).
     pub fn append_lines(&mut self, lines: &[u8]) -> Result<()> {
-        self.out
-            .write_all(lines)
-            .map_err(|e| RecorderError::io(&self.path, e))
+        self.write(&[lines])
     }
 
-    /// Hands buffered lines to the operating system (they survive a crash of mosaic).
+    /// Appends `parts`, which together are whole lines.
+    fn write(&mut self, parts: &[&[u8]]) -> Result<()> {
+        let written = match &mut self.out {
+            Output::Plain(out) => parts.iter().try_for_each(|part| out.write_all(part)),
+            Output::Zstd(out) => {
+                for part in parts {
+                    out.buffer().extend_from_slice(part);
+                }
+                out.lines_added()
+            }
+        };
+        written.map_err(|e| RecorderError::io(&self.path, e))
+    }
+
+    /// Hands buffered lines to the operating system (they survive a crash of mosaic); a
+    /// compressed log gets them as a frame of their own.
     pub fn flush(&mut self) -> Result<()> {
-        self.out
-            .flush()
-            .map_err(|e| RecorderError::io(&self.path, e))
+        match &mut self.out {
+            Output::Plain(out) => out.flush(),
+            Output::Zstd(out) => out.flush(),
+        }
+        .map_err(|e| RecorderError::io(&self.path, e))
     }
 
     /// Hands buffered lines to the operating system and, for [`Durability::Sync`], waits
@@ -132,9 +247,11 @@ impl JsonlWriter {
 
     /// A handle that syncs what has been flushed so far, for syncing on another thread.
     pub fn sync_handle(&self) -> Result<PendingSync> {
-        let file = self
-            .out
-            .get_ref()
+        let file = match &self.out {
+            Output::Plain(out) => out.get_ref(),
+            Output::Zstd(out) => out.file(),
+        };
+        let file = file
             .try_clone()
             .map_err(|e| RecorderError::io(&self.path, e))?;
         Ok(PendingSync {
@@ -249,6 +366,84 @@ fn repair_tail(file: &mut File) -> std::io::Result<Option<TornTail>> {
     }))
 }
 
+/// Cuts a frame torn by a crash off the compressed log `file` (opened for reading and
+/// appending).
+fn repair_frames(file: &mut File) -> std::io::Result<Option<TornTail>> {
+    let len = file.seek(SeekFrom::End(0))?;
+    let complete = frames::complete_bytes(file)?;
+    file.seek(SeekFrom::End(0))?;
+    if complete == len {
+        return Ok(None);
+    }
+    file.set_len(complete)?;
+    file.sync_data()?;
+    Ok(Some(TornTail {
+        line: frames::count_lines(file)? + 1,
+        bytes: len - complete,
+    }))
+}
+
+/// The plain lines of a log, compressed or not: how every reader of a log opens it.
+#[derive(Debug)]
+pub struct LogLines {
+    input: Input,
+}
+
+#[derive(Debug)]
+enum Input {
+    Plain(BufReader<File>),
+    Zstd(frames::FrameReader),
+}
+
+/// Opens the log at `path` for reading its lines, decompressing a `.zst` log
+/// ([`Compression::of`]).
+pub fn open_lines(path: &Path) -> Result<LogLines> {
+    let file = File::open(path).map_err(|e| RecorderError::io(path, e))?;
+    let input = match Compression::of(path) {
+        Compression::None => Input::Plain(BufReader::with_capacity(256 * 1024, file)),
+        Compression::Zstd => {
+            Input::Zstd(frames::FrameReader::new(file).map_err(|e| RecorderError::io(path, e))?)
+        }
+    };
+    Ok(LogLines { input })
+}
+
+impl LogLines {
+    /// For a compressed log whose last frame a crash cut: the frame's bytes, once the
+    /// reader got to the end. (Frames end at lines, so no line of it is read.)
+    pub fn torn_frame(&self) -> Option<u64> {
+        match &self.input {
+            Input::Plain(_) => None,
+            Input::Zstd(frames) => frames.torn(),
+        }
+    }
+}
+
+impl Read for LogLines {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match &mut self.input {
+            Input::Plain(input) => input.read(buf),
+            Input::Zstd(input) => input.read(buf),
+        }
+    }
+}
+
+impl BufRead for LogLines {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        match &mut self.input {
+            Input::Plain(input) => input.fill_buf(),
+            Input::Zstd(input) => input.fill_buf(),
+        }
+    }
+
+    fn consume(&mut self, amount: usize) {
+        match &mut self.input {
+            Input::Plain(input) => input.consume(amount),
+            Input::Zstd(input) => input.consume(amount),
+        }
+    }
+}
+
 /// Streams the records of a JSON-lines file.
 ///
 /// Lines are checked against the schema of `T` ([`readable`]); blank lines are skipped;
@@ -273,7 +468,7 @@ fn repair_tail(file: &mut File) -> std::io::Result<Option<TornTail>> {
 #[derive(Debug)]
 pub struct JsonlReader<T> {
     path: PathBuf,
-    input: BufReader<File>,
+    input: LogLines,
     line: u64,
     buf: Vec<u8>,
     torn_tail: Option<TornTail>,
@@ -287,12 +482,11 @@ struct SchemaProbe {
 }
 
 impl<T: Record> JsonlReader<T> {
-    /// Opens `path` for reading.
+    /// Opens `path` for reading (a `.zst` log is decompressed, see [`open_lines`]).
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| RecorderError::io(path, e))?;
         Ok(Self {
             path: path.to_owned(),
-            input: BufReader::with_capacity(256 * 1024, file),
+            input: open_lines(path)?,
             line: 0,
             buf: Vec::with_capacity(1024),
             torn_tail: None,
@@ -326,6 +520,12 @@ impl<T: Record> JsonlReader<T> {
                 .read_until(b'\n', &mut self.buf)
                 .map_err(|e| RecorderError::io(&self.path, e))?;
             if n == 0 {
+                if let Some(bytes) = self.input.torn_frame() {
+                    self.torn_tail = Some(TornTail {
+                        line: self.line + 1,
+                        bytes,
+                    });
+                }
                 return Ok(None);
             }
             self.line += 1;
@@ -566,5 +766,150 @@ mod tests {
         let mut reader = JsonlReader::<mosaic_core::record::EpisodeRecord>::open(&path).unwrap();
         let err = reader.next().unwrap().unwrap_err();
         assert!(err.to_string().contains("mosaic.episode"), "{err}");
+    }
+
+    fn write_compressed(path: &Path, batches: &[&[StepRecord]]) {
+        let mut writer = JsonlWriter::open(path).unwrap();
+        for batch in batches {
+            for r in *batch {
+                writer.append(r).unwrap();
+            }
+            writer.commit(Durability::Flush).unwrap();
+        }
+    }
+
+    /// Offsets where the frames of a compressed file written by `write_compressed` end.
+    fn frame_ends(path: &Path) -> Vec<u64> {
+        let bytes = std::fs::read(path).unwrap();
+        let mut ends = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            at += zstd::zstd_safe::find_frame_compressed_size(&bytes[at..]).unwrap();
+            ends.push(at as u64);
+        }
+        ends
+    }
+
+    #[test]
+    fn compressed_round_trip_and_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("steps.jsonl.zst");
+        assert_eq!(Compression::of(&path), Compression::Zstd);
+        assert_eq!(
+            Compression::of(&dir.path().join("steps.jsonl")),
+            Compression::None
+        );
+        assert_eq!(
+            Compression::Zstd.file_name("steps.jsonl"),
+            "steps.jsonl.zst"
+        );
+        // Enough records for several full frames, and a partial one at each commit.
+        let records = synthetic::steps(&synthetic::unit("r", "op", 0, 9), 400, 4);
+        write_compressed(
+            &path,
+            &[&records[..1000], &records[1000..1003], &records[1003..]],
+        );
+        assert!(frame_ends(&path).len() >= 4);
+        let (read, torn) = read_all(&path);
+        assert_eq!(read.unwrap(), records);
+        assert_eq!(torn, None);
+        // The plain bytes are those of the plain log.
+        let plain = dir.path().join("steps.jsonl");
+        write_lines(&plain, &records);
+        let mut lines = Vec::new();
+        open_lines(&path).unwrap().read_to_end(&mut lines).unwrap();
+        assert_eq!(lines, std::fs::read(&plain).unwrap());
+        assert!(std::fs::metadata(&path).unwrap().len() * 5 < lines.len() as u64);
+    }
+
+    #[test]
+    fn a_cut_last_frame_is_a_torn_tail_and_reopening_cuts_it_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("steps.jsonl.zst");
+        let records = synthetic::steps(&synthetic::unit("r", "op", 0, 9), 5, 2);
+        write_compressed(&path, &[&records[..6], &records[6..]]);
+        let full = std::fs::read(&path).unwrap();
+        let ends = frame_ends(&path);
+        assert_eq!(ends.len(), 2);
+        let first = ends[0] as usize;
+        for cut in first + 1..full.len() {
+            std::fs::write(&path, &full[..cut]).unwrap();
+            let (read, torn) = read_all(&path);
+            assert_eq!(read.unwrap(), records[..6], "cut at {cut}");
+            assert_eq!(
+                torn,
+                Some(TornTail {
+                    line: 7,
+                    bytes: (cut - first) as u64
+                }),
+                "cut at {cut}"
+            );
+        }
+        // Reopening for appending cuts the torn frame off; new frames follow whole ones.
+        std::fs::write(&path, &full[..full.len() - 3]).unwrap();
+        let mut writer = JsonlWriter::open(&path).unwrap();
+        assert_eq!(
+            writer.repaired(),
+            Some(&TornTail {
+                line: 7,
+                bytes: (full.len() - 3 - first) as u64
+            })
+        );
+        for r in &records[6..] {
+            writer.append(r).unwrap();
+        }
+        writer.commit(Durability::Sync).unwrap();
+        let (read, torn) = read_all(&path);
+        assert_eq!((read.unwrap(), torn), (records.clone(), None));
+        // A whole file is left as it is.
+        drop(writer);
+        let before = std::fs::read(&path).unwrap();
+        assert!(JsonlWriter::open(&path).unwrap().repaired().is_none());
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn a_corrupt_compressed_log_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("steps.jsonl.zst");
+        let records = synthetic::steps(&synthetic::unit("r", "op", 0, 9), 5, 2);
+        write_compressed(&path, &[&records[..6], &records[6..]]);
+        let full = std::fs::read(&path).unwrap();
+        let first = frame_ends(&path)[0] as usize;
+        // A flipped byte inside the first frame's compressed data fails its checksum (or
+        // its decoding); garbage where the second frame starts is not a frame.
+        let mut flipped = full.clone();
+        flipped[first - 6] ^= 0x55;
+        let mut garbage = full.clone();
+        garbage[first] = b'{';
+        for (bytes, expected) in [(flipped, "byte 0"), (garbage, "not the start")] {
+            std::fs::write(&path, &bytes).unwrap();
+            let err = read_all(&path).0.unwrap_err();
+            let message = err.to_string();
+            assert!(message.contains("steps.jsonl.zst"), "{message}");
+            assert!(message.contains(expected), "{message}");
+            // The writer refuses to append after it too.
+            if expected == "not the start" {
+                assert!(JsonlWriter::open(&path).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn a_record_that_fails_to_serialise_leaves_no_bytes_in_a_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.jsonl.zst");
+        let mut writer = JsonlWriter::open(&path).unwrap();
+        let mut bad = std::collections::BTreeMap::new();
+        bad.insert(vec![1u8], 1);
+        assert!(writer.append(&bad).is_err());
+        writer.append(&serde_json::json!({"a": 1})).unwrap();
+        writer.commit(Durability::Flush).unwrap();
+        let mut text = String::new();
+        open_lines(&path)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "{\"a\":1}\n");
     }
 }

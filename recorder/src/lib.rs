@@ -3,7 +3,9 @@
 //! A run lives in a directory (see `docs/run-directory.md`):
 //!
 //! - `run.json`: the [`RunManifest`](mosaic_core::record::RunManifest);
-//! - `steps.jsonl`, `episodes.jsonl`: the records, the interchange format ([`jsonl`]);
+//! - `steps.jsonl` (or `steps.jsonl.zst`), `episodes.jsonl`: the records, the interchange
+//!   format ([`jsonl`]);
+//! - `progress.json`: the episode lines logged, for listing runs quickly ([`progress`]);
 //! - `store/`: the embedded run store ([`store`]) with the completion index that says
 //!   which units (operator × episode) are done and what is left.
 //!
@@ -41,6 +43,7 @@ pub mod parquet;
 mod plan;
 pub mod plot;
 pub mod pool;
+pub mod progress;
 pub mod replay;
 pub mod report;
 pub mod run_dir;
@@ -52,7 +55,7 @@ pub mod synthetic;
 pub mod writer;
 
 pub use error::{RecorderError, Result};
-pub use jsonl::{Durability, JsonlReader, JsonlWriter, PendingSync, TornTail};
+pub use jsonl::{Compression, Durability, JsonlReader, JsonlWriter, PendingSync, TornTail};
 pub use run_dir::{Records, RunDir, RunStatus, RunSummary, list_runs};
 pub use store::{RunStore, StoreWriter, Unit, UnitDone};
 pub use writer::RunWriter;

@@ -48,14 +48,15 @@
 //! ```
 
 use crate::error::RecorderError;
-use crate::run_dir::{EPISODES_FILE, RunDir, STEPS_FILE, parent_dir, sync_parent};
+use crate::jsonl::{Compression, Durability, JsonlWriter};
+use crate::run_dir::{RunDir, parent_dir, sync_parent};
 use crate::store::{RunStore, Unit};
 use mosaic_core::ExperimentSpec;
 use mosaic_core::record::{RunManifest, RunPart, Shard};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -549,48 +550,51 @@ fn rank(part: &RunPart) -> (u32, &str) {
 }
 
 /// Writes the merged run into `staging`: records in `order`, logs synced, store flushed.
-/// Returns the units and step records written.
+/// The step log is compressed when any part's is. Returns the units and step records
+/// written.
 fn write_merged(
     parts: &[Part],
     order: &[(Unit, usize)],
     staging: &Path,
     manifest: &RunManifest,
 ) -> Result<(u64, u64), MergeError> {
-    let (run, store) = RunDir::create(staging, manifest)?;
-    let open = |name: &str| -> Result<(PathBuf, BufWriter<File>), MergeError> {
-        let path = run.path().join(name);
-        let file = OpenOptions::new()
+    let compression = parts
+        .iter()
+        .map(|part| Compression::of(&part.run.steps_path()))
+        .max()
+        .unwrap_or_default();
+    let (run, store) = RunDir::create_with(staging, manifest, compression)?;
+    let mut steps = JsonlWriter::open(&run.steps_path())?;
+    let episodes_path = run.episodes_path();
+    let mut episodes = BufWriter::with_capacity(
+        1 << 20,
+        OpenOptions::new()
             .append(true)
-            .open(&path)
-            .map_err(|e| RecorderError::io(&path, e))?;
-        Ok((path, BufWriter::with_capacity(1 << 20, file)))
-    };
-    let (steps_path, mut steps) = open(STEPS_FILE)?;
-    let (episodes_path, mut episodes) = open(EPISODES_FILE)?;
-    let write_error = |path: &Path| {
-        let path = path.to_owned();
-        move |source| MergeError::Write { path, source }
-    };
+            .open(&episodes_path)
+            .map_err(|e| RecorderError::io(&episodes_path, e))?,
+    );
     let mut step_records = 0;
     for (unit, part) in order {
-        let (episode, records) = store.import_unit(&parts[*part].store, unit, |lines| {
-            steps
-                .write_all(lines)
-                .map_err(|e| RecorderError::io(&steps_path, e))
-        })?;
+        let (episode, records) =
+            store.import_unit(&parts[*part].store, unit, |lines| steps.append_lines(lines))?;
         step_records += records;
         episodes
             .write_all(&episode)
             .and_then(|()| episodes.write_all(b"\n"))
-            .map_err(write_error(&episodes_path))?;
+            .map_err(|source| MergeError::Write {
+                path: episodes_path.clone(),
+                source,
+            })?;
     }
-    for (path, writer) in [(&steps_path, steps), (&episodes_path, episodes)] {
-        writer
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .and_then(|file| file.sync_all())
-            .map_err(write_error(path))?;
-    }
+    steps.commit(Durability::Sync)?;
+    episodes
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|file| file.sync_all())
+        .map_err(|source| MergeError::Write {
+            path: episodes_path.clone(),
+            source,
+        })?;
     store.flush()?;
     Ok((order.len() as u64, step_records))
 }

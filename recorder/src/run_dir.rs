@@ -1,7 +1,7 @@
 //! A run directory: `run.json`, `steps.jsonl`, `episodes.jsonl` and the store in `store/`.
 
 use crate::error::{RecorderError, Result};
-use crate::jsonl::{Durability, JsonlReader, JsonlWriter, TornTail};
+use crate::jsonl::{Compression, Durability, JsonlReader, JsonlWriter, TornTail};
 use crate::schema::{Record, readable};
 use crate::store::{RunStore, Unit};
 use crate::writer::RunWriter;
@@ -9,12 +9,13 @@ use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, RunManifest, StepRec
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 /// The manifest file of a run directory.
 pub const MANIFEST_FILE: &str = "run.json";
-/// The step records, one JSON object per line.
+/// The step records, one JSON object per line (`steps.jsonl.zst` when compressed, see
+/// [`RunDir::create_with`]).
 pub const STEPS_FILE: &str = "steps.jsonl";
 /// The episode roll-ups, one JSON object per line.
 pub const EPISODES_FILE: &str = "episodes.jsonl";
@@ -86,6 +87,16 @@ impl RunDir {
     /// it cannot be renamed while open); a run cut short before its store exists has
     /// recorded nothing, and [`RunDir::store`] creates the missing store then.
     pub fn create(path: &Path, manifest: &RunManifest) -> Result<(RunDir, RunStore)> {
+        Self::create_with(path, manifest, Compression::None)
+    }
+
+    /// [`RunDir::create`] with the step log stored with `steps`: compressed, it is
+    /// `steps.jsonl.zst` (and stays so when the run is resumed).
+    pub fn create_with(
+        path: &Path,
+        manifest: &RunManifest,
+        steps: Compression,
+    ) -> Result<(RunDir, RunStore)> {
         let io = |p: &Path, e| RecorderError::io(p, e);
         if path.join(MANIFEST_FILE).exists() {
             return Err(RecorderError::AlreadyExists {
@@ -103,7 +114,7 @@ impl RunDir {
         if staging.exists() {
             fs::remove_dir_all(&staging).map_err(|e| io(&staging, e))?;
         }
-        let staged = Self::stage(&staging, manifest).and_then(|()| {
+        let staged = Self::stage(&staging, manifest, steps).and_then(|()| {
             fs::rename(&staging, path).map_err(|e| match e.kind() {
                 std::io::ErrorKind::DirectoryNotEmpty | std::io::ErrorKind::AlreadyExists => {
                     RecorderError::NotEmpty {
@@ -130,9 +141,9 @@ impl RunDir {
     }
 
     /// Writes the record files and `run.json` of a new run into `staging`.
-    fn stage(staging: &Path, manifest: &RunManifest) -> Result<()> {
+    fn stage(staging: &Path, manifest: &RunManifest, steps: Compression) -> Result<()> {
         fs::create_dir(staging).map_err(|e| RecorderError::io(staging, e))?;
-        for file in [STEPS_FILE, EPISODES_FILE] {
+        for file in [&steps.file_name(STEPS_FILE), EPISODES_FILE] {
             let p = staging.join(file);
             File::create(&p)
                 .and_then(|f| f.sync_all())
@@ -182,9 +193,14 @@ impl RunDir {
         &self.manifest
     }
 
-    /// `steps.jsonl`.
+    /// The step log: `steps.jsonl`, or `steps.jsonl.zst` for a run recorded compressed.
     pub fn steps_path(&self) -> PathBuf {
-        self.path.join(STEPS_FILE)
+        let compressed = self.path.join(Compression::Zstd.file_name(STEPS_FILE));
+        if compressed.exists() {
+            compressed
+        } else {
+            self.path.join(STEPS_FILE)
+        }
     }
 
     /// `episodes.jsonl`.
@@ -332,12 +348,12 @@ impl RunDir {
     /// The writer of this run's records (appending to the JSON-lines files after cutting
     /// off a torn tail left by a crash).
     pub fn writer(&self, store: &RunStore, durability: Durability) -> Result<RunWriter> {
-        Ok(RunWriter::new(
+        RunWriter::new(
             JsonlWriter::open(&self.steps_path())?,
             JsonlWriter::open(&self.episodes_path())?,
             store.writer(),
             durability,
-        ))
+        )
     }
 
     fn logs_are_empty(&self) -> Result<bool> {
@@ -364,8 +380,50 @@ impl RunDir {
 
     /// Status and progress. Works while another process writes the run: its store is then
     /// locked, and the episode records in `episodes.jsonl` are counted instead.
+    ///
+    /// A run whose `progress.json` is fresh (see [`crate::progress`]) is summarised from it
+    /// without opening its store.
     pub fn summary(&self) -> Result<RunSummary> {
-        self.summary_with(&self.records()?)
+        match self.quick_summary()? {
+            Some(summary) => Ok(summary),
+            None => self.summary_with(&self.records()?),
+        }
+    }
+
+    /// The summary from `progress.json`, if it is fresh: what [`RunDir::summary_with`]
+    /// answers, without the store.
+    fn quick_summary(&self) -> Result<Option<RunSummary>> {
+        let Some(done) = crate::progress::episode_lines(&self.path) else {
+            return Ok(None);
+        };
+        let done = usize::try_from(done).unwrap_or(usize::MAX);
+        let planned = self.planned();
+        let db = self.store_path().join("db");
+        let status = if db.exists() && crate::store::is_locked(&db)? {
+            RunStatus::Running
+        } else {
+            let complete = match self.manifest.shard.as_ref().map(|tag| &tag.part) {
+                Some(mosaic_core::record::RunPart::Pool { pool, .. }) => {
+                    crate::pool::Pool::done_count(pool).is_ok_and(|n| n >= planned)
+                }
+                _ => done >= planned,
+            };
+            if complete {
+                RunStatus::Complete
+            } else {
+                RunStatus::Interrupted
+            }
+        };
+        Ok(Some(RunSummary {
+            path: self.path.clone(),
+            run_id: self.manifest.run_id.clone(),
+            experiment: self.manifest.experiment.name.clone(),
+            status,
+            done,
+            planned,
+            started: self.manifest.started,
+            part: self.manifest.shard.as_ref().map(|tag| tag.part.clone()),
+        }))
     }
 
     /// Status and progress from records already opened with [`RunDir::records`].
@@ -706,14 +764,15 @@ fn rewrite_keeping(
     mut kept: impl FnMut(&StepProbe, &[u8]) -> Result<()>,
 ) -> Result<u64> {
     let io = |p: &Path, e| RecorderError::io(p, e);
-    let tmp = path.with_extension("jsonl.rewrite");
-    let mut output =
-        BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| io(&tmp, e))?);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".rewrite");
+    let tmp = PathBuf::from(tmp);
+    let mut output = JsonlWriter::create(&tmp, Compression::of(path))?;
     let mut dropped = 0;
     let torn = for_each_line(path, |number, line| {
         let probe = StepProbe::parse(path, number, line)?;
         if keep.keeps(&probe, steps) {
-            output.write_all(line).map_err(|e| io(&tmp, e))?;
+            output.append_lines(line)?;
             kept(&probe, line)?;
         } else {
             dropped += 1;
@@ -728,8 +787,8 @@ fn rewrite_keeping(
         fs::remove_file(&tmp).map_err(|e| io(&tmp, e))?;
         return Ok(0);
     }
-    let file = output.into_inner().map_err(|e| io(&tmp, e.into_error()))?;
-    file.sync_all().map_err(|e| io(&tmp, e))?;
+    output.commit(Durability::Sync)?;
+    drop(output);
     fs::rename(&tmp, path).map_err(|e| io(path, e))?;
     sync_parent(path)?;
     Ok(dropped)
@@ -737,11 +796,10 @@ fn rewrite_keeping(
 
 /// Calls `each` with the number and bytes (newline included) of every non-blank,
 /// newline-terminated line of `path`. Returns whether the file ends in an unterminated
-/// (torn) line, which is not passed on: no complete unit has records there, since units
-/// are complete only up to their episode line's newline.
+/// (torn) line or a cut frame, which is not passed on: no complete unit has records there,
+/// since units are complete only up to their episode line's newline.
 fn for_each_line(path: &Path, mut each: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<bool> {
-    let input = File::open(path).map_err(|e| RecorderError::io(path, e))?;
-    let mut input = BufReader::with_capacity(256 * 1024, input);
+    let mut input = crate::jsonl::open_lines(path)?;
     let mut line = Vec::new();
     let mut number = 0u64;
     loop {
@@ -750,7 +808,7 @@ fn for_each_line(path: &Path, mut each: impl FnMut(u64, &[u8]) -> Result<()>) ->
             .read_until(b'\n', &mut line)
             .map_err(|e| RecorderError::io(path, e))?;
         if n == 0 {
-            return Ok(false);
+            return Ok(input.torn_frame().is_some());
         }
         number += 1;
         if line.last() != Some(&b'\n') {

@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::jsonl::{Durability, JsonlWriter, PendingSync};
+use crate::progress::ProgressWriter;
 use crate::step_line::StepLineEncoder;
 use crate::store::StoreWriter;
 use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, StepRecord};
@@ -18,6 +19,9 @@ use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, StepRecord};
 /// The JSON-lines files are the durable log: an episode line reaches the operating system
 /// only after every step line before it, and the store is brought up to date from them
 /// after a crash.
+///
+/// Beside the episodes file it keeps `progress.json` (see [`crate::progress`]), saved at
+/// commits (at most every [`crate::progress::SAVE_EVERY`]) and when the run closes.
 #[derive(Debug)]
 pub struct RunWriter {
     steps: JsonlWriter,
@@ -26,6 +30,7 @@ pub struct RunWriter {
     durability: Durability,
     lines: Vec<u8>,
     encoder: StepLineEncoder,
+    progress: ProgressWriter,
 }
 
 impl RunWriter {
@@ -35,15 +40,17 @@ impl RunWriter {
         episodes: JsonlWriter,
         store: StoreWriter,
         durability: Durability,
-    ) -> Self {
-        Self {
+    ) -> Result<Self> {
+        let progress = ProgressWriter::open(episodes.path())?;
+        Ok(Self {
             steps,
             episodes,
             store,
             durability,
             lines: Vec::with_capacity(4096),
             encoder: StepLineEncoder::default(),
-        }
+            progress,
+        })
     }
 
     /// Adds the records of one step (one per agent alive at its start, in agent order).
@@ -73,7 +80,9 @@ impl RunWriter {
         serde_json::to_writer(&mut self.lines, record)?;
         self.store.write_episode(record, Some(&self.lines))?;
         self.lines.push(b'\n');
-        self.episodes.append_lines(&self.lines)
+        self.episodes.append_lines(&self.lines)?;
+        self.progress.episode_written();
+        Ok(())
     }
 
     /// Saves the checkpoint of an unfinished episode, durably and only after
@@ -94,6 +103,7 @@ impl RunWriter {
     pub fn prepare_commit(&mut self) -> Result<PendingSync> {
         self.steps.flush()?;
         self.episodes.flush()?;
+        self.progress.save(false)?;
         match self.durability {
             Durability::Flush => Ok(PendingSync::default()),
             Durability::Sync => Ok(self.steps.sync_handle()?.and(self.episodes.sync_handle()?)),
@@ -114,6 +124,7 @@ impl RunWriter {
     /// Commits and syncs the store (at the end of a run).
     pub fn close(&mut self) -> Result<()> {
         self.commit()?;
+        self.progress.save(true)?;
         self.store.sync()
     }
 }

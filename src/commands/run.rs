@@ -43,6 +43,15 @@ pub(crate) struct RunArgs {
     /// Seconds a pool claim holds without renewal (renewed every third of it).
     #[arg(long, requires = "pool", value_name = "SECONDS", default_value = "60", value_parser = parse_lease)]
     pub lease: Duration,
+    /// Write the step records compressed, as zstd frames in `steps.jsonl.zst` (about 30
+    /// times smaller; every command reads both kinds).
+    #[arg(long)]
+    pub compress: bool,
+    /// How far an episode's records must have gone before it counts as done: `sync`
+    /// (fsynced: survives a power loss) or `flush` (handed to the operating system:
+    /// survives a kill of mosaic; cheaper where fsync is slow).
+    #[arg(long, value_enum, default_value = "sync")]
+    pub durability: DurabilityArg,
     /// Exit with code 3 (after the summary) when every decision of some LLM or VLM agent
     /// failed or missed its deadline: the run then measured the fallback action, not the
     /// model.
@@ -50,6 +59,15 @@ pub(crate) struct RunArgs {
     pub fail_on_model_failure: bool,
     #[command(flatten)]
     pub families: FamilyArgs,
+}
+
+/// `--durability`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum DurabilityArg {
+    /// Synced to the disk (fsync).
+    Sync,
+    /// Handed to the operating system.
+    Flush,
 }
 
 /// Finishes a run whose process died.
@@ -141,6 +159,15 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
             lease: args.lease,
         }),
         progress: std::io::stderr().is_terminal(),
+        durability: match args.durability {
+            DurabilityArg::Sync => mosaic_recorder::Durability::Sync,
+            DurabilityArg::Flush => mosaic_recorder::Durability::Flush,
+        },
+        steps_log: if args.compress {
+            mosaic_recorder::Compression::Zstd
+        } else {
+            mosaic_recorder::Compression::None
+        },
         ..RunOptions::default()
     });
     match experiment.run(&options) {

@@ -13,7 +13,7 @@ use mosaic_actors::session::Subscribers;
 use mosaic_actors::sink::Sinks;
 use mosaic_core::record::RunManifest;
 use mosaic_core::{ExperimentSpec, SeedPlan};
-use mosaic_recorder::{Durability, RecorderError, RunDir, RunStore};
+use mosaic_recorder::{Compression, Durability, RecorderError, RunDir, RunStore};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -70,8 +70,9 @@ impl Recording {
         experiment.episodes = 0;
         experiment.seeds = SeedPlan::List { seeds: Vec::new() };
         let manifest = RunManifest::new(config.run_id.clone(), experiment, config.versions.clone());
-        let (run, store, sinks) = Sinks::create_run(&config.dir, &manifest, Durability::Sync)
-            .map_err(|e| WebError::Record(e.to_string()))?;
+        let (run, store, sinks) =
+            Sinks::create_run(&config.dir, &manifest, Durability::Sync, Compression::None)
+                .map_err(|e| WebError::Record(e.to_string()))?;
         Ok(Recording {
             run_id: config.run_id.clone(),
             dir: config.dir.clone(),
