@@ -14,9 +14,7 @@
 use crate::ServeConfig;
 use mosaic_core::EnvRegistry;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
-use mosaic_core::{
-    EnvSpec, Environment, OperatorSpec, Paradigm, Settings, render_marked_or_plain,
-};
+use mosaic_core::{EnvSpec, Environment, OperatorSpec, Paradigm, Settings, render_marked_or_plain};
 use mosaic_recorder::paired::{ConfigSamples, compare_configs, samples_by_operator};
 use mosaic_recorder::replay::{ReplayError, ReplayObserver, ReplayedStep};
 use mosaic_recorder::run_dir::MANIFEST_FILE;

@@ -244,7 +244,8 @@ impl Environment for CoordWorld {
     }
 
     fn render_marked(&self, marked: &[usize]) -> Option<Frame> {
-        self.running().map(|world| render::world_frame(world, marked))
+        self.running()
+            .map(|world| render::world_frame(world, marked))
     }
 
     fn metrics(&self) -> serde_json::Map<String, serde_json::Value> {

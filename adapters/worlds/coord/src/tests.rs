@@ -696,8 +696,16 @@ fn a_marked_agent_is_framed_and_drawn_above_a_teammate_on_its_tile() {
     // 64 × 64 tiles of 8 pixels under a 16-pixel status bar.
     let (x0, y0) = (20 * 8, 16 + 20 * 8);
     let centre = |frame| pixel(frame, x0 + 4, y0 + 4);
-    assert_eq!(centre(&plain), render::role_colour(Role::Miner), "unmarked: the later agent on top");
-    assert_eq!(centre(&marked), render::role_colour(Role::Forager), "marked: agent 0 on top");
+    assert_eq!(
+        centre(&plain),
+        render::role_colour(Role::Miner),
+        "unmarked: the later agent on top"
+    );
+    assert_eq!(
+        centre(&marked),
+        render::role_colour(Role::Forager),
+        "marked: agent 0 on top"
+    );
     let mark = mosaic_core::canvas::MARK;
     for (x, y) in [(x0, y0), (x0 + 7, y0 + 3), (x0 + 3, y0 + 7)] {
         assert_eq!(pixel(&marked, x, y), mark, "({x}, {y})");

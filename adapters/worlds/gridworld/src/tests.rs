@@ -669,12 +669,25 @@ fn a_marked_agent_is_framed_on_its_tile() {
     };
     let mark = mosaic_core::canvas::MARK;
     // The agent stands at (1, 2), 32-pixel tiles, four-pixel frame.
-    for (x, y) in [(32, 64), (32 + 31, 64 + 16), (32 + 3, 64 + 3), (32 + 16, 64 + 31)] {
+    for (x, y) in [
+        (32, 64),
+        (32 + 31, 64 + 16),
+        (32 + 3, 64 + 3),
+        (32 + 16, 64 + 31),
+    ] {
         assert_eq!(pixel(&marked, x, y), mark, "({x}, {y})");
         assert_ne!(pixel(&plain, x, y), mark, "({x}, {y})");
     }
-    assert_eq!(pixel(&marked, 32 + 12, 64 + 16), [255, 0, 0], "the agent inside");
-    assert_ne!(pixel(&marked, 32 + 4, 64 + 4), mark, "the frame is four pixels");
+    assert_eq!(
+        pixel(&marked, 32 + 12, 64 + 16),
+        [255, 0, 0],
+        "the agent inside"
+    );
+    assert_ne!(
+        pixel(&marked, 32 + 4, 64 + 4),
+        mark,
+        "the frame is four pixels"
+    );
     let frame_pixels = marked.rgb.chunks(3).filter(|px| *px == mark).count();
     // Rings of sides 32, 30, 28 and 26 pixels: 124 + 116 + 108 + 100.
     assert_eq!(frame_pixels, 448, "only the agent's tile");

@@ -238,7 +238,9 @@ impl Environment for Skirmish {
     }
 
     fn render(&self) -> Option<Frame> {
-        self.battle.as_ref().map(|b| draw::battlefield(b, None, &[]))
+        self.battle
+            .as_ref()
+            .map(|b| draw::battlefield(b, None, &[]))
     }
 
     fn render_marked(&self, marked: &[usize]) -> Option<Frame> {

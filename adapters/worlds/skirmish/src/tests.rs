@@ -1,10 +1,10 @@
 //! Rule and environment tests of `skirmish`.
 
 use super::*;
-use mosaic_core::canvas::MARK;
 use crate::battle::Unit;
 use crate::observe::layout as at;
 use mosaic_core::baseline::Random;
+use mosaic_core::canvas::MARK;
 use mosaic_core::{AgentContext, Paradigm};
 
 fn settings(pairs: &[(&str, serde_json::Value)]) -> Settings {
@@ -751,8 +751,16 @@ fn a_marked_unit_is_ringed_and_drawn_above_a_teammate_it_overlaps() {
     };
     // The units' cores: a stalker's and a zealot's colour.
     let core = (10.05, 10.05);
-    assert_eq!(px(&plain, core.0, core.1), [250, 140, 30], "unmarked: the zealot on top");
-    assert_eq!(px(&marked, core.0, core.1), [250, 200, 60], "marked: the stalker on top");
+    assert_eq!(
+        px(&plain, core.0, core.1),
+        [250, 140, 30],
+        "unmarked: the zealot on top"
+    );
+    assert_eq!(
+        px(&marked, core.0, core.1),
+        [250, 200, 60],
+        "marked: the stalker on top"
+    );
     // The ring: beyond the bodies (radius 0.625 units + 1.5 pixels), within 4.5 pixels.
     let ring = (10.05 + 0.625 + 3.0 / 12.0, 10.05);
     assert_eq!(px(&marked, ring.0, ring.1), MARK);

@@ -631,9 +631,16 @@ fn a_marked_player_is_framed_and_drawn_above_the_players_on_its_cell() {
         Ball::Loose(Pos::new(8, 2)),
     );
     let plain = crowded.render().unwrap();
-    assert_eq!(crowded.render_marked(&[]).unwrap(), plain, "no marks: the plain view");
+    assert_eq!(
+        crowded.render_marked(&[]).unwrap(),
+        plain,
+        "no marks: the plain view"
+    );
     let marked = crowded.render_marked(&[0]).unwrap();
-    assert!(!plain.rgb.chunks(3).any(|px| px == mark), "nothing marked in the plain view");
+    assert!(
+        !plain.rgb.chunks(3).any(|px| px == mark),
+        "nothing marked in the plain view"
+    );
     let tile = PITCH_TILE;
     let (x0, y0) = (5 * tile, 6 * tile);
     for k in [0, tile / 2, tile - 1] {
@@ -642,7 +649,11 @@ fn a_marked_player_is_framed_and_drawn_above_the_players_on_its_cell() {
         assert_eq!(pixel(&marked, x0 + tile - 1, y0 + k), mark, "right edge");
     }
     let centre = |frame: &Frame| pixel(frame, x0 + tile / 2, y0 + tile / 2);
-    assert_eq!(centre(&plain), [60, 80, 220], "unmarked, blue_0 covers green_0");
+    assert_eq!(
+        centre(&plain),
+        [60, 80, 220],
+        "unmarked, blue_0 covers green_0"
+    );
     assert_eq!(centre(&marked), [30, 200, 60], "marked, green_0 is on top");
     // Every pixel green_0 draws (its footprint on its own) shows green_0, not a teammate.
     let empty = arranged(
@@ -673,10 +684,15 @@ fn the_text_view_gives_the_facing_on_screen() {
         text: true,
         ..ObsRequest::MASK_ONLY
     };
-    let facing = |agent: usize| env.observe(agent, text).info.unwrap()[mosaic_core::FACING_INFO].clone();
+    let facing =
+        |agent: usize| env.observe(agent, text).info.unwrap()[mosaic_core::FACING_INFO].clone();
     assert_eq!(facing(0), "right");
     assert_eq!(facing(2), "left");
-    let mut turned = arranged(settings(), [(3, 3, 3), (3, 8, 1), (12, 3, 2), (12, 8, 2)], Ball::Loose(Pos::new(8, 2)));
+    let mut turned = arranged(
+        settings(),
+        [(3, 3, 3), (3, 8, 1), (12, 3, 2), (12, 8, 2)],
+        Ball::Loose(Pos::new(8, 2)),
+    );
     assert_eq!(turned.observe(0, text).info.unwrap()["facing"], "up");
     assert_eq!(turned.observe(1, text).info.unwrap()["facing"], "down");
     act(&mut turned, [RIGHT, NOOP, NOOP, NOOP]);
