@@ -13,7 +13,7 @@
 //! ```
 
 use crate::families::Families;
-use mosaic_actors::operator::{OperatorKind, OperatorRegistry};
+use mosaic_actors::decider::{DeciderKind, DeciderRegistry};
 use mosaic_core::experiment::DEFAULT_SLOT;
 use mosaic_core::{EnvKind, EnvRegistry};
 use mosaic_core::{ExperimentSpec, OperatorSpec, SeedPlan, Settings, SlotSpec, SpecError};
@@ -23,11 +23,11 @@ pub fn default_envs() -> EnvRegistry {
     mosaic_adapters::native_envs()
 }
 
-/// The operator kinds every experiment can name: the baselines, external policy workers
+/// The decider kinds every experiment can name: the baselines, external policy workers
 /// and the families built in (the LLM family with feature `llm`, sharing `families`;
 /// trained policies, `rl`, with feature `rl`).
-pub fn default_operators(families: &Families) -> OperatorRegistry {
-    let mut registry = OperatorRegistry::baselines();
+pub fn default_deciders(families: &Families) -> DeciderRegistry {
+    let mut registry = DeciderRegistry::baselines();
     mosaic_actors::worker::register(&mut registry);
     families.register(&mut registry);
     #[cfg(feature = "rl")]
@@ -40,7 +40,7 @@ pub fn default_operators(families: &Families) -> OperatorRegistry {
 pub struct Experiment {
     spec: ExperimentSpec,
     envs: EnvRegistry,
-    kinds: OperatorRegistry,
+    kinds: DeciderRegistry,
     families: Families,
 }
 
@@ -64,7 +64,7 @@ impl Experiment {
         Self {
             spec,
             envs: default_envs(),
-            kinds: default_operators(&families),
+            kinds: default_deciders(&families),
             families,
         }
     }
@@ -84,8 +84,8 @@ impl Experiment {
         &self.envs
     }
 
-    /// The operator kinds it can name.
-    pub fn kinds(&self) -> &OperatorRegistry {
+    /// The decider kinds it can name.
+    pub fn kinds(&self) -> &DeciderRegistry {
         &self.kinds
     }
 
@@ -100,8 +100,8 @@ impl Experiment {
         self.envs.register(kind);
     }
 
-    /// Adds an operator kind (e.g. a new paradigm defined by the caller).
-    pub fn register_operator(&mut self, kind: OperatorKind) {
+    /// Adds a decider kind (e.g. a new paradigm defined by the caller).
+    pub fn register_decider(&mut self, kind: DeciderKind) {
         self.kinds.register(kind);
     }
 }
@@ -135,7 +135,7 @@ impl Operator {
         self
     }
 
-    /// Puts operator kind `kind` (no settings) on `slot` (an agent id, or `*` for all others).
+    /// Puts decider kind `kind` (no settings) on `slot` (an agent id, or `*` for all others).
     pub fn agent(self, slot: impl Into<String>, kind: impl Into<String>) -> Self {
         self.slot(slot, SlotSpec::kind(kind))
     }
@@ -156,7 +156,7 @@ impl Operator {
 pub struct ExperimentBuilder {
     spec: ExperimentSpec,
     envs: EnvRegistry,
-    kinds: OperatorRegistry,
+    kinds: DeciderRegistry,
     families: Families,
 }
 
@@ -185,7 +185,7 @@ impl ExperimentBuilder {
                 operators: Vec::new(),
             },
             envs: default_envs(),
-            kinds: default_operators(&families),
+            kinds: default_deciders(&families),
             families,
         }
     }
@@ -245,8 +245,8 @@ impl ExperimentBuilder {
         self
     }
 
-    /// Registers an operator kind.
-    pub fn operator_kind(mut self, kind: OperatorKind) -> Self {
+    /// Registers a decider kind.
+    pub fn decider_kind(mut self, kind: DeciderKind) -> Self {
         self.kinds.register(kind);
         self
     }

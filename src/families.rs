@@ -1,14 +1,14 @@
 //! The operator families the facade assembles beside the baselines and external policy
 //! workers, each behind a cargo feature: today the LLM family (feature `llm`, on by
-//! default: operator kinds `llm` and `vlm` from `mosaic-llm`, and the LLM response cache
+//! default: decider kinds `llm` and `vlm` from `mosaic-llm`, and the LLM response cache
 //! of runs, in `llm_cache`).
 //!
 //! The rest of the facade reaches a family only through [`Families`], so a build without
 //! the feature has no trace of it: an experiment naming `llm` or `vlm` is then refused as
-//! naming an unknown operator kind.
+//! naming an unknown decider kind.
 
 use crate::run::{RunFailure, RunOptions};
-use mosaic_actors::operator::OperatorRegistry;
+use mosaic_actors::decider::DeciderRegistry;
 use mosaic_recorder::RunStore;
 #[cfg(feature = "llm")]
 use {mosaic_llm::LlmResources, mosaic_llm::layers::SledCache, std::sync::Arc};
@@ -35,14 +35,14 @@ pub(crate) struct Prepared {
 }
 
 impl Families {
-    /// Registers the families' operator kinds.
+    /// Registers the families' decider kinds.
     #[cfg_attr(not(feature = "llm"), allow(unused_variables))]
-    pub fn register(&self, registry: &mut OperatorRegistry) {
+    pub fn register(&self, registry: &mut DeciderRegistry) {
         #[cfg(feature = "llm")]
         mosaic_llm::register(registry, self.llm.clone());
     }
 
-    /// What the LLM operators share (local server, backends, run-wide usage).
+    /// What the LLM deciders share (local server, backends, run-wide usage).
     #[cfg(feature = "llm")]
     pub fn llm(&self) -> &Arc<LlmResources> {
         &self.llm
@@ -139,7 +139,7 @@ mod tests {
             assert!(
                 error
                     .message
-                    .contains(&format!("unknown operator kind `{kind}` (known: ")),
+                    .contains(&format!("unknown decider kind `{kind}` (known: ")),
                 "{error}"
             );
             assert!(error.message.contains("random"), "{error}");

@@ -30,7 +30,7 @@ pub use mosaic_supervisor as supervisor;
 /// The names most experiments need.
 pub mod prelude {
     pub use crate::experiment::{Experiment, Operator};
-    pub use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
+    pub use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
     pub use mosaic_core::{
         Action, AgentContext, Decision, Environment, ExperimentSpec, ObsRequest, Observation,
         Paradigm, Policy, SeedPlan, SlotSpec,

@@ -1,6 +1,6 @@
 //! The text of `mosaic envs` and `mosaic operators`.
 
-use mosaic_actors::operator::OperatorRegistry;
+use mosaic_actors::decider::DeciderRegistry;
 use mosaic_core::EnvRegistry;
 use std::fmt::Write;
 
@@ -28,8 +28,8 @@ pub fn envs(registry: &EnvRegistry) -> String {
     out
 }
 
-/// Every registered operator kind with its settings.
-pub fn operators(registry: &OperatorRegistry) -> String {
+/// Every registered decider kind with its settings.
+pub fn operators(registry: &DeciderRegistry) -> String {
     let mut out = String::new();
     for kind in registry.kinds() {
         let _ = writeln!(out, "{}\n    {}", kind.name, kind.summary);

@@ -34,7 +34,7 @@ enum Command {
     Serve(ServeArgs),
     /// List the registered environments and their settings.
     Envs,
-    /// List the registered operator kinds and their settings.
+    /// List the registered decider kinds and their settings.
     Operators,
     /// List runs: id, experiment, status, episodes done/planned, shard, start time.
     Runs(commands::runs::RunsArgs),
@@ -211,7 +211,7 @@ fn main() -> ExitCode {
         Command::Operators => {
             print!(
                 "{}",
-                mosaic::listing::operators(&mosaic::experiment::default_operators(
+                mosaic::listing::operators(&mosaic::experiment::default_deciders(
                     &mosaic::families::Families::default(),
                 ))
             );
@@ -315,7 +315,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     let families = mosaic::families::Families::default();
     let mut config = mosaic_web::ServeConfig::new(
         mosaic::experiment::default_envs(),
-        mosaic::experiment::default_operators(&families),
+        mosaic::experiment::default_deciders(&families),
     );
     let file = match args
         .experiment

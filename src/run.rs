@@ -446,7 +446,7 @@ impl Experiment {
 }
 
 /// The experiment a run was started with (from its `run.json`), with the default
-/// environments and operator kinds: what `mosaic resume` runs.
+/// environments and decider kinds: what `mosaic resume` runs.
 pub fn experiment_of_run(dir: &Path) -> Result<Experiment, RunFailure> {
     let run_dir = RunDir::open(dir)?;
     Ok(Experiment::from_spec(run_dir.manifest().experiment.clone()))

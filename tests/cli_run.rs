@@ -238,7 +238,7 @@ fn bad_files_name_file_line_and_field_and_write_nothing() {
             good.replace("kind = \"random\"", "kind = \"genius\""),
             16,
             "operators[0].agents.*.kind",
-            "unknown operator kind",
+            "unknown decider kind",
         ),
         (
             "unknown-slot.toml",

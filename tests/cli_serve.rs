@@ -40,7 +40,7 @@ fn a_bad_experiment_is_named_with_its_line() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("bad.toml:7"), "{stderr}");
     assert!(
-        stderr.contains("unknown operator kind `genius`"),
+        stderr.contains("unknown decider kind `genius`"),
         "{stderr}"
     );
 }

@@ -1,4 +1,4 @@
-//! Decisions per second from a Python policy worker through the `worker` operator actor,
+//! Decisions per second from a Python policy worker through the `worker` decider actor,
 //! against a raw pipe ping-pong with a Python echo process measured in the same run (the
 //! floor any protocol over pipes pays). Goals: >= 20,000 round trips/s and >= 50% of the
 //! ping-pong rate.

@@ -1,7 +1,7 @@
 //! The message channel between the agents of one session.
 //!
 //! A session starts one [`Channel`] and hands its address to its operators through
-//! [`crate::operator::SessionResources`]. An agent [`Post`]s a broadcast (`to: None`) or
+//! [`crate::decider::SessionResources`]. An agent [`Post`]s a broadcast (`to: None`) or
 //! addressed message at step `t`, to its team or to everyone; the recipients read it with
 //! [`Inbox`] from step `t + 1` on, each message once, in a deterministic order (step, then
 //! sender's agent index, then posting order). Messages are capped in length.
@@ -36,7 +36,7 @@
 //! # });
 //! ```
 
-use crate::operator::SessionResources;
+use crate::decider::SessionResources;
 use actix::{Actor, Addr, Context, Handler, Message, MessageResult};
 use mosaic_core::EnvSpec;
 use mosaic_core::experiment::SpecError;
@@ -375,7 +375,7 @@ impl Handler<NewEpisode> for Channel {
     }
 }
 
-/// Who an agent's messages reach: the `channel` setting of every operator kind that talks
+/// Who an agent's messages reach: the `channel` setting of every decider kind that talks
 /// (`llm`, `vlm`, `worker`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -398,7 +398,7 @@ pub const CHANNEL_HELP: [&str; 2] = [
     "message_cap = 400: longest message (characters)",
 ];
 
-/// An agent's part in its session's channel, the same for every operator kind that talks:
+/// An agent's part in its session's channel, the same for every decider kind that talks:
 /// which messages it reads, how its messages are addressed and capped, and how both are
 /// recorded with its decisions.
 ///

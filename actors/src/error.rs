@@ -9,17 +9,17 @@ use mosaic_recorder::RecorderError;
 /// `decision.error`).
 pub const DEADLINE_MISSED: &str = "no decision before the deadline";
 
-/// An operator could not decide (its decision becomes the default action).
+/// A decider could not decide (its decision becomes the default action).
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum OperatorError {
-    /// The operator's actor is gone (stopped or crashed).
+pub enum DeciderError {
+    /// The decider's actor is gone (stopped or crashed).
     #[error("operator mailbox closed: {0}")]
     Gone(String),
-    /// The operator answered with something unusable (bad model output, illegal action,
+    /// The decider answered with something unusable (bad model output, illegal action,
     /// protocol error).
     #[error("operator failed: {0}")]
     Failed(String),
-    /// The operator's process or connection is lost (exit, silence, broken stream): it must
+    /// The decider's process or connection is lost (exit, silence, broken stream): it must
     /// be restarted, not asked again.
     #[error("operator crashed: {0}")]
     Crashed(String),
@@ -28,10 +28,10 @@ pub enum OperatorError {
     State(String),
 }
 
-impl OperatorError {
-    /// Whether the operator must be restarted (its actor or process is gone).
+impl DeciderError {
+    /// Whether the decider must be restarted (its actor or process is gone).
     pub fn needs_restart(&self) -> bool {
-        matches!(self, OperatorError::Gone(_) | OperatorError::Crashed(_))
+        matches!(self, DeciderError::Gone(_) | DeciderError::Crashed(_))
     }
 }
 
@@ -51,16 +51,16 @@ pub enum SessionError {
     /// The session's message channel stopped.
     #[error("message channel gone: {0}")]
     ChannelGone(#[source] MailboxError),
-    /// An operator could not begin an episode (for a reason a restart does not cure).
+    /// A decider could not begin an episode (for a reason a restart does not cure).
     #[error("operator of {agent} could not start episode {episode}: {source}")]
     EpisodeStart {
-        /// The agent whose operator failed.
+        /// The agent whose decider failed.
         agent: String,
         /// The episode index.
         episode: u32,
-        /// The operator's answer.
+        /// The decider's answer.
         #[source]
-        source: OperatorError,
+        source: DeciderError,
     },
     /// Step All (or End) came before any Reset All.
     #[error("no episode started: reset first")]
@@ -112,7 +112,7 @@ pub enum SessionError {
     },
 }
 
-/// Why a session child (the environment or an agent's operator) needs a restart, or why
+/// Why a session child (the environment or an agent's decider) needs a restart, or why
 /// bringing a restarted one back failed. Its text is what restart records show.
 #[derive(Debug, thiserror::Error)]
 pub enum ChildFailure {
@@ -125,23 +125,23 @@ pub enum ChildFailure {
     /// The environment refused a message while its state was rebuilt.
     #[error("{0}")]
     Env(#[from] EnvError),
-    /// The operator failed (crashed, gone, or refused its state).
+    /// The decider failed (crashed, gone, or refused its state).
     #[error("{0}")]
-    Operator(#[from] OperatorError),
+    Operator(#[from] DeciderError),
     /// A new child could not be started.
     #[error("{0}")]
     Start(#[from] SpecError),
-    /// The restarted operator cannot load the state its predecessor saved.
-    #[error("the restarted operator cannot restore its checkpoint")]
+    /// The restarted decider cannot load the state its predecessor saved.
+    #[error("the restarted decider cannot restore its checkpoint")]
     NoStateLoader,
 }
 
 /// Why a checkpoint (and the step records before it) does not fit the session resuming it.
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
-    /// The checkpoint holds a different number of operator states than there are agents.
-    #[error("it holds {held} operator states for {agents} agents")]
-    OperatorStates {
+    /// The checkpoint holds a different number of decider states than there are agents.
+    #[error("it holds {held} decider states for {agents} agents")]
+    DeciderStates {
         /// States in the checkpoint.
         held: usize,
         /// Agents of the environment.

@@ -1,28 +1,28 @@
-//! Human players: the `human` operator kind.
+//! Human players: the `human` decider kind.
 //!
-//! A human operator parks every [`Decide`] it gets in a [`HumanHub`] until a user interface
+//! A human decider parks every [`Decide`] it gets in a [`HumanHub`] until a user interface
 //! (the web page of `mosaic serve`, a test) answers it with [`HumanHub::choose`]. Only
 //! legal actions are accepted. The session waits for the answer like for any slow
-//! operator: a decision deadline, if the experiment sets one, turns a person who does not
+//! decider: a decision deadline, if the experiment sets one, turns a person who does not
 //! answer in time into the environment's default action.
 //!
-//! The operator lives here rather than in the web crate because nothing in it is about
+//! The decider lives here rather than in the web crate because nothing in it is about
 //! HTTP: any interface that can list [`HumanHub::pending`] choices and call
 //! [`HumanHub::choose`] can seat a person.
 //!
 //! ```
 //! use mosaic_actors::human::{self, HumanHub};
-//! use mosaic_actors::OperatorRegistry;
+//! use mosaic_actors::DeciderRegistry;
 //!
 //! let hub = HumanHub::new();
-//! let mut kinds = OperatorRegistry::baselines();
+//! let mut kinds = DeciderRegistry::baselines();
 //! human::register(&mut kinds, hub.scoped("duel"));
 //! assert!(kinds.get("human").is_some());
 //! assert!(hub.pending().is_empty());
 //! ```
 
-use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
-use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
+use crate::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
+use crate::{BeginEpisode, Decide, LoadState, DeciderError, SaveState};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_core::experiment::parse_settings;
 use mosaic_core::{Action, Decision, ObsRequest, Paradigm};
@@ -128,7 +128,7 @@ impl HumanHub {
         }
     }
 
-    /// The same waiting room, with the seats of human operators registered through the
+    /// The same waiting room, with the seats of human deciders registered through the
     /// result labelled `operator_id`.
     pub fn scoped(&self, operator_id: &str) -> Self {
         Self {
@@ -236,18 +236,18 @@ impl HumanHub {
 }
 
 /// The actor of one human agent.
-struct HumanOperator {
+struct HumanDecider {
     hub: HumanHub,
     agent: usize,
     agent_id: String,
 }
 
-impl Actor for HumanOperator {
+impl Actor for HumanDecider {
     type Context = Context<Self>;
 }
 
-impl Handler<BeginEpisode> for HumanOperator {
-    type Result = Result<(), OperatorError>;
+impl Handler<BeginEpisode> for HumanDecider {
+    type Result = Result<(), DeciderError>;
 
     fn handle(&mut self, _: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
         Ok(())
@@ -256,24 +256,24 @@ impl Handler<BeginEpisode> for HumanOperator {
 
 /// A person carries their own state: nothing to save, and recovery never asks them again
 /// for decisions already made.
-impl Handler<SaveState> for HumanOperator {
-    type Result = Result<Option<serde_json::Value>, OperatorError>;
+impl Handler<SaveState> for HumanDecider {
+    type Result = Result<Option<serde_json::Value>, DeciderError>;
 
     fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
         Ok(Some(serde_json::Value::Null))
     }
 }
 
-impl Handler<LoadState> for HumanOperator {
-    type Result = Result<(), OperatorError>;
+impl Handler<LoadState> for HumanDecider {
+    type Result = Result<(), DeciderError>;
 
     fn handle(&mut self, _: LoadState, _: &mut Context<Self>) -> Self::Result {
         Ok(())
     }
 }
 
-impl Handler<Decide> for HumanOperator {
-    type Result = ResponseFuture<Result<Decision, OperatorError>>;
+impl Handler<Decide> for HumanDecider {
+    type Result = ResponseFuture<Result<Decision, DeciderError>>;
 
     fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
         let choice = PendingChoice {
@@ -305,10 +305,10 @@ impl Handler<Decide> for HumanOperator {
             hub.unpark(&key, ticket);
             match outcome {
                 Some(Ok(action)) => Ok(Decision::act(action)),
-                Some(Err(_)) => Err(OperatorError::Failed(
+                Some(Err(_)) => Err(DeciderError::Failed(
                     "the human's choice was withdrawn".into(),
                 )),
-                None => Err(OperatorError::Failed(
+                None => Err(DeciderError::Failed(
                     "no choice before the deadline".into(),
                 )),
             }
@@ -320,22 +320,22 @@ impl Handler<Decide> for HumanOperator {
 #[serde(deny_unknown_fields)]
 struct HumanSettings {}
 
-/// Registers the `human` operator kind: its agents wait in `hub` (labelled with the hub's
+/// Registers the `human` decider kind: its agents wait in `hub` (labelled with the hub's
 /// operator configuration, see [`HumanHub::scoped`]) for a person's choice.
-pub fn register(registry: &mut OperatorRegistry, hub: HumanHub) {
-    registry.register(OperatorKind {
+pub fn register(registry: &mut DeciderRegistry, hub: HumanHub) {
+    registry.register(DeciderKind {
         name: "human",
         summary: "a person choosing every action (keyboard or buttons in `mosaic serve`; legal actions only)",
         settings: &[],
         spawn: Arc::new(move |cx| {
             parse_settings::<HumanSettings>(&cx.slot.settings)?;
-            let addr = HumanOperator {
+            let addr = HumanDecider {
                 hub: hub.clone(),
                 agent: cx.agent,
                 agent_id: cx.spec.agents[cx.agent].id.clone(),
             }
             .start();
-            Ok(OperatorHandle::new("human", Paradigm::Human, ObsRequest {
+            Ok(DeciderHandle::new("human", Paradigm::Human, ObsRequest {
                     text: true,
                     ..ObsRequest::MASK_ONLY
                 }, &addr).with_state(&addr))
@@ -346,12 +346,12 @@ pub fn register(registry: &mut OperatorRegistry, hub: HumanHub) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::{SessionResources, SpawnContext};
+    use crate::decider::{SessionResources, SpawnContext};
     use mosaic_core::{AgentSpec, EnvSpec, Observation, SlotSpec, Stepping};
     use std::time::{Duration, Instant};
 
-    fn spawn(hub: &HumanHub) -> OperatorHandle {
-        let mut kinds = OperatorRegistry::default();
+    fn spawn(hub: &HumanHub) -> DeciderHandle {
+        let mut kinds = DeciderRegistry::default();
         register(&mut kinds, hub.scoped("duel"));
         let spec = Arc::new(EnvSpec {
             name: "t".into(),

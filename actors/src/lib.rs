@@ -3,11 +3,11 @@
 //! - [`session::Session`] runs the episodes of one operator (an environment and its agents)
 //!   in lock-step and emits step and episode records to subscribers.
 //! - [`env_actor::EnvActor`] owns an environment.
-//! - [`operator`]: the `Decide` protocol every decider answers, the actor wrapping a
-//!   synchronous [`mosaic_core::Policy`], and the registry of operator kinds.
+//! - [`decider`]: the `Decide` protocol every decider answers, the actor wrapping a
+//!   synchronous [`mosaic_core::Policy`], and the registry of decider kinds.
 //! - [`worker`]: external policy workers (any language) behind the worker protocol.
 //! - [`group::SessionGroup`] drives N sessions side by side (Step All / Reset All).
-//! - [`human`]: the `human` operator kind, whose decisions wait for a person.
+//! - [`human`]: the `human` decider kind, whose decisions wait for a person.
 //! - [`publish`]: how sessions send step records (in batches) and roll-ups to subscribers.
 //! - [`sink::Sinks`]: the telemetry sink writing a run's records into its run directory.
 //! - [`channel::Channel`] carries messages between the agents of a session.
@@ -21,15 +21,15 @@ pub mod error;
 pub mod group;
 pub mod human;
 pub mod messages;
-pub mod operator;
+pub mod decider;
 pub mod publish;
 pub mod runner;
 pub mod session;
 pub mod sink;
 pub mod worker;
 
-pub use error::{ChildFailure, OperatorError, ResumeError, SessionError, SinkError};
+pub use error::{ChildFailure, DeciderError, ResumeError, SessionError, SinkError};
 pub use messages::{
     BeginEpisode, CheckpointEvent, Decide, EpisodeEvent, LoadState, SaveState, StepEvent,
 };
-pub use operator::{OperatorHandle, OperatorKind, OperatorRegistry, SessionResources};
+pub use operator::{DeciderHandle, DeciderKind, DeciderRegistry, SessionResources};

@@ -1,6 +1,6 @@
 //! Messages between sessions, operators and subscribers.
 
-use crate::OperatorError;
+use crate::DeciderError;
 use actix::Message;
 use mosaic_core::record::{EpisodeCheckpoint, EpisodeRecord, StepRecord};
 use mosaic_core::{AgentContext, Decision, EnvSpec, Observation};
@@ -9,7 +9,7 @@ use std::time::Instant;
 
 /// Starts an episode for one agent: re-seed, clear history.
 #[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<(), OperatorError>")]
+#[rtype(result = "Result<(), DeciderError>")]
 pub struct BeginEpisode {
     /// The agent's seed, index and id.
     pub ctx: AgentContext,
@@ -19,7 +19,7 @@ pub struct BeginEpisode {
 
 /// Asks an operator for one agent's decision at one step.
 #[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<Decision, OperatorError>")]
+#[rtype(result = "Result<Decision, DeciderError>")]
 pub struct Decide {
     /// What the agent sees (modalities as the operator asked for).
     pub obs: Arc<Observation>,
@@ -85,11 +85,11 @@ pub struct CheckpointEvent {
 /// Asks an operator for a checkpoint of its state within the episode. `Ok(None)`: it cannot
 /// save its state; fault recovery then replays the episode's decisions instead.
 #[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "Result<Option<serde_json::Value>, OperatorError>")]
+#[rtype(result = "Result<Option<serde_json::Value>, DeciderError>")]
 pub struct SaveState;
 
 /// Restores a state answered by [`SaveState`] (sent after [`BeginEpisode`] of the same
 /// episode).
 #[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<(), OperatorError>")]
+#[rtype(result = "Result<(), DeciderError>")]
 pub struct LoadState(pub serde_json::Value);

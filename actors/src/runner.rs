@@ -9,7 +9,7 @@
 //! every operator from the episode seed at the start of each episode.
 
 use crate::SessionError;
-use crate::operator::OperatorRegistry;
+use crate::decider::DeciderRegistry;
 use crate::publish::Recorded;
 use crate::session::{ResumeEpisode, ResumePoint, RunEpisode, Session, SessionConfig, Subscribers};
 use actix::prelude::*;
@@ -150,7 +150,7 @@ impl Queue {
 /// A run failed as a whole.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The experiment does not fit the registered environments and operator kinds.
+    /// The experiment does not fit the registered environments and decider kinds.
     #[error("{0}")]
     Spec(#[from] SpecError),
     /// A session failed outside an episode (an operator could not start).
@@ -187,7 +187,7 @@ pub struct Runner {
     spec: Arc<ExperimentSpec>,
     run_id: RunId,
     envs: Arc<EnvRegistry>,
-    kinds: Arc<OperatorRegistry>,
+    kinds: Arc<DeciderRegistry>,
     /// Units that continue from a checkpoint instead of starting from their seeds.
     resume_points: Arc<HashMap<Slot, Arc<ResumePoint>>>,
 }
@@ -198,7 +198,7 @@ impl Runner {
         spec: ExperimentSpec,
         run_id: RunId,
         envs: Arc<EnvRegistry>,
-        kinds: Arc<OperatorRegistry>,
+        kinds: Arc<DeciderRegistry>,
     ) -> Self {
         Self {
             spec: Arc::new(spec),

@@ -1,14 +1,14 @@
 //! External policy workers: a decider in another process (any language) behind the worker
-//! protocol, answering [`BeginEpisode`] and [`Decide`] like every operator.
+//! protocol, answering [`BeginEpisode`] and [`Decide`] like every decider.
 //!
 //! The worker itself ([`PolicyWorker`]: process, handshake, requests with deadlines, the
 //! MOSAIC dialect) is `mosaic-external`'s; this actor serialises the session's requests to
-//! it. The handshake happens when the operator is spawned (it tells what the worker reads
+//! it. The handshake happens when the decider is spawned (it tells what the worker reads
 //! and its paradigm); afterwards every request is answered within its deadline or fails
 //! with a typed error, which the session turns into the default action and records. Errors
 //! after which the worker cannot be asked again (its process exited, it fell silent for
 //! `heartbeat_timeout_ms` while heartbeating, its stream broke) are
-//! [`OperatorError::Crashed`]; a process exit fails the pending request at once. Workers
+//! [`DeciderError::Crashed`]; a process exit fails the pending request at once. Workers
 //! announcing the `checkpoint` capability answer [`SaveState`] and [`LoadState`] through the
 //! protocol's `checkpoint` and `restore`. Unmodified MOSAIC action-selector workers
 //! (`init_agent` / `select_action`) are driven too, detected from their `init` line.
@@ -23,8 +23,8 @@
 //! "policy", "random"] }`.
 
 use crate::channel::{CHANNEL_HELP, ChannelSetting, DEFAULT_MESSAGE_CAP, Voice};
-use crate::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
-use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
+use crate::decider::{DeciderHandle, DeciderKind, DeciderRegistry, SpawnContext};
+use crate::{BeginEpisode, Decide, LoadState, DeciderError, SaveState};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_core::Decision;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -63,9 +63,9 @@ fn default_message_cap() -> usize {
     DEFAULT_MESSAGE_CAP
 }
 
-/// Adds the `worker` operator kind.
-pub fn register(registry: &mut OperatorRegistry) {
-    registry.register(OperatorKind {
+/// Adds the `worker` decider kind.
+pub fn register(registry: &mut DeciderRegistry) {
+    registry.register(DeciderKind {
         name: "worker",
         summary: "a policy in another process speaking the worker protocol (any language)",
         settings: SETTINGS_HELP,
@@ -117,14 +117,14 @@ pub struct WorkerPolicy {
 impl WorkerPolicy {
     /// Starts the worker, completes the handshake (blocking, within `start_timeout_ms`),
     /// and starts the actor on the current arbiter, without a channel.
-    pub fn spawn(settings: &WorkerSettings, name: &str) -> Result<OperatorHandle, WorkerError> {
+    pub fn spawn(settings: &WorkerSettings, name: &str) -> Result<DeciderHandle, WorkerError> {
         let worker = PolicyWorker::spawn(settings, name)?;
         Ok(Self::start(worker, None, settings.grace()))
     }
 
     /// Starts the actor around a greeted `worker` on the current arbiter; with a `voice`
     /// the worker reads and posts channel messages.
-    pub fn start(worker: PolicyWorker, voice: Option<Voice>, grace: Duration) -> OperatorHandle {
+    pub fn start(worker: PolicyWorker, voice: Option<Voice>, grace: Duration) -> DeciderHandle {
         let (paradigm, wants) = (worker.paradigm(), worker.wants());
         let actor = WorkerPolicy {
             worker: Rc::new(tokio::sync::Mutex::new(Some(worker))),
@@ -132,24 +132,24 @@ impl WorkerPolicy {
             grace,
         };
         let addr = actor.start();
-        OperatorHandle::new("worker", paradigm, wants, &addr).with_state(&addr)
+        DeciderHandle::new("worker", paradigm, wants, &addr).with_state(&addr)
     }
 
     /// Runs `work` on the worker, once the requests before it are done.
     fn with_worker<T: 'static>(
         &self,
-        work: impl AsyncFnOnce(&mut PolicyWorker) -> Result<T, OperatorError> + 'static,
-    ) -> ResponseFuture<Result<T, OperatorError>> {
+        work: impl AsyncFnOnce(&mut PolicyWorker) -> Result<T, DeciderError> + 'static,
+    ) -> ResponseFuture<Result<T, DeciderError>> {
         let worker = self.worker.clone();
         Box::pin(async move {
             let mut guard = worker.lock().await;
             let worker = guard
                 .as_mut()
-                .ok_or_else(|| OperatorError::Gone("policy worker stopped".into()))?;
+                .ok_or_else(|| DeciderError::Gone("policy worker stopped".into()))?;
             let result = work(worker).await;
             // A worker that died or hung is killed and dropped at once (no grace: it is
             // replaced); later requests answer `Gone`.
-            if matches!(result, Err(OperatorError::Crashed(_)))
+            if matches!(result, Err(DeciderError::Crashed(_)))
                 && let Some(mut dead) = guard.take()
             {
                 dead.kill();
@@ -174,7 +174,7 @@ impl Actor for WorkerPolicy {
 }
 
 impl Handler<BeginEpisode> for WorkerPolicy {
-    type Result = ResponseFuture<Result<(), OperatorError>>;
+    type Result = ResponseFuture<Result<(), DeciderError>>;
 
     fn handle(&mut self, msg: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
         self.with_worker(async move |worker| {
@@ -185,7 +185,7 @@ impl Handler<BeginEpisode> for WorkerPolicy {
 }
 
 impl Handler<Decide> for WorkerPolicy {
-    type Result = ResponseFuture<Result<Decision, OperatorError>>;
+    type Result = ResponseFuture<Result<Decision, DeciderError>>;
 
     fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
         let voice = self.voice.clone();
@@ -224,7 +224,7 @@ impl Handler<Decide> for WorkerPolicy {
 /// The worker's `checkpoint` answer, as a JSON string (the base64 state); `None` when the
 /// worker did not announce the capability or says it cannot save its state now.
 impl Handler<SaveState> for WorkerPolicy {
-    type Result = ResponseFuture<Result<Option<serde_json::Value>, OperatorError>>;
+    type Result = ResponseFuture<Result<Option<serde_json::Value>, DeciderError>>;
 
     fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
         self.with_worker(async |worker| {
@@ -237,18 +237,18 @@ impl Handler<SaveState> for WorkerPolicy {
 
 /// Sends a state answered by [`SaveState`] back with `restore`.
 impl Handler<LoadState> for WorkerPolicy {
-    type Result = ResponseFuture<Result<(), OperatorError>>;
+    type Result = ResponseFuture<Result<(), DeciderError>>;
 
     fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
         self.with_worker(async |worker| {
             let serde_json::Value::String(data) = msg.0 else {
-                return Err(OperatorError::State(format!(
+                return Err(DeciderError::State(format!(
                     "{}: not a policy worker state (a base64 string)",
                     worker.name()
                 )));
             };
             if !worker.checkpoints() {
-                return Err(OperatorError::State(format!(
+                return Err(DeciderError::State(format!(
                     "{}: the worker does not announce the `checkpoint` capability",
                     worker.name()
                 )));
@@ -259,21 +259,21 @@ impl Handler<LoadState> for WorkerPolicy {
     }
 }
 
-fn failed(name: &str, error: WorkerError) -> OperatorError {
+fn failed(name: &str, error: WorkerError) -> DeciderError {
     tracing::warn!(target: "mosaic::worker", worker = name, %error, "decision failed");
     if error.is_fatal() {
-        OperatorError::Crashed(format!("{name}: {error}"))
+        DeciderError::Crashed(format!("{name}: {error}"))
     } else {
-        OperatorError::Failed(format!("{name}: {error}"))
+        DeciderError::Failed(format!("{name}: {error}"))
     }
 }
 
-fn state_failed(name: &str, error: WorkerError) -> OperatorError {
+fn state_failed(name: &str, error: WorkerError) -> DeciderError {
     tracing::warn!(target: "mosaic::worker", worker = name, %error, "checkpoint failed");
     if error.is_fatal() {
-        OperatorError::Crashed(format!("{name}: {error}"))
+        DeciderError::Crashed(format!("{name}: {error}"))
     } else {
-        OperatorError::State(format!("{name}: {error}"))
+        DeciderError::State(format!("{name}: {error}"))
     }
 }
 

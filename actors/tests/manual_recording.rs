@@ -37,7 +37,7 @@ fn sessions(spec: &ExperimentSpec, subscribers: &Subscribers) -> Vec<Addr<Sessio
                 config,
                 operator,
                 &common::registry(),
-                &mosaic_actors::OperatorRegistry::baselines(),
+                &mosaic_actors::DeciderRegistry::baselines(),
                 subscribers.clone(),
             )
             .unwrap()

@@ -1,11 +1,11 @@
-//! Fault recovery inside sessions: panicking operators and environments are restarted,
+//! Fault recovery inside sessions: panicking deciders and environments are restarted,
 //! brought back to their state before the failed step, and the episode's records equal a
 //! clean run's.
 
 mod common;
 
 use common::collect::{collector, stripped};
-use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
+use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
 use mosaic_actors::runner::{RunError, Runner, UnitPlan};
 use mosaic_actors::session::ResumePoint;
 use mosaic_core::baseline::Random;
@@ -159,7 +159,7 @@ struct FlakyPolicySettings {
     panicking_constructors: Vec<u32>,
 }
 
-fn registries() -> (Arc<EnvRegistry>, Arc<OperatorRegistry>) {
+fn registries() -> (Arc<EnvRegistry>, Arc<DeciderRegistry>) {
     let mut envs = mosaic_adapters::native_envs();
     envs.register(EnvKind {
         name: "flaky-soccer",
@@ -168,8 +168,8 @@ fn registries() -> (Arc<EnvRegistry>, Arc<OperatorRegistry>) {
         make: make_flaky,
         scripted: None,
     });
-    let mut kinds = OperatorRegistry::baselines();
-    kinds.register(OperatorKind {
+    let mut kinds = DeciderRegistry::baselines();
+    kinds.register(DeciderKind {
         name: "flaky",
         summary: "random, panicking on purpose",
         settings: &[],
@@ -182,7 +182,7 @@ fn registries() -> (Arc<EnvRegistry>, Arc<OperatorRegistry>) {
             if settings.panicking_constructors.contains(&instance) {
                 panic!("injected panic constructing operator instance {instance}");
             }
-            Ok(OperatorHandle::start_policy(
+            Ok(DeciderHandle::start_policy(
                 "flaky",
                 Box::new(FlakyPolicy {
                     random: Random::default(),

@@ -6,10 +6,10 @@ use common::collect::{collector, stripped};
 
 use actix::prelude::*;
 use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
-use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
+use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
 use mosaic_actors::runner::{Runner, UnitPlan};
 use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
-use mosaic_actors::{BeginEpisode, Decide, OperatorError};
+use mosaic_actors::{BeginEpisode, Decide, DeciderError};
 use mosaic_core::{Action, Decision, DecisionSource, ExperimentSpec, ObsRequest, Paradigm, RunId};
 use mosaic_recorder::Unit;
 use std::sync::Arc;
@@ -27,14 +27,14 @@ impl Actor for Misbehaving {
 }
 
 impl Handler<BeginEpisode> for Misbehaving {
-    type Result = Result<(), OperatorError>;
+    type Result = Result<(), DeciderError>;
     fn handle(&mut self, _: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
         Ok(())
     }
 }
 
 impl Handler<Decide> for Misbehaving {
-    type Result = ResponseFuture<Result<Decision, OperatorError>>;
+    type Result = ResponseFuture<Result<Decision, DeciderError>>;
     fn handle(&mut self, _: Decide, _: &mut Context<Self>) -> Self::Result {
         let (sleep, illegal) = (self.sleep, self.illegal);
         Box::pin(async move {
@@ -44,10 +44,10 @@ impl Handler<Decide> for Misbehaving {
     }
 }
 
-fn kinds() -> OperatorRegistry {
-    let mut kinds = OperatorRegistry::baselines();
+fn kinds() -> DeciderRegistry {
+    let mut kinds = DeciderRegistry::baselines();
     for (name, sleep, illegal) in [("slow", 200, false), ("illegal", 0, true)] {
-        kinds.register(OperatorKind {
+        kinds.register(DeciderKind {
             name,
             summary: "test",
             settings: &[],
@@ -57,7 +57,7 @@ fn kinds() -> OperatorRegistry {
                     illegal,
                 }
                 .start();
-                Ok(OperatorHandle::new(
+                Ok(DeciderHandle::new(
                     name,
                     Paradigm::External,
                     ObsRequest::MASK_ONLY,
@@ -69,7 +69,7 @@ fn kinds() -> OperatorRegistry {
     kinds
 }
 
-/// A runner of `spec` with the test environments and operator kinds.
+/// A runner of `spec` with the test environments and decider kinds.
 fn runner_of(spec: ExperimentSpec) -> Runner {
     Runner::new(
         spec,
@@ -482,5 +482,5 @@ async fn bad_slots_and_kinds_are_named() {
     let runner = runner_of(spec);
     let err = runner.validate().unwrap_err();
     assert_eq!(err.path, "operators[0].agents.*.kind");
-    assert!(err.message.contains("unknown operator kind `genius`"));
+    assert!(err.message.contains("unknown decider kind `genius`"));
 }

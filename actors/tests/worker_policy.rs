@@ -1,16 +1,16 @@
-//! Policy workers in real child processes, driven through the `worker` operator kind in an
+//! Policy workers in real child processes, driven through the `worker` decider kind in an
 //! actix system: PettingZoo chess between a Rust random policy and a Python policy worker
 //! (reproducible, only legal moves), MOSAIC action-selector workers, and every kind of
-//! misbehaviour as a typed `OperatorError`.
+//! misbehaviour as a typed `DeciderError`.
 
 // Shared with the external workers' tests; each uses part of it.
 #[allow(dead_code)]
 #[path = "../../adapters/external/tests/support/python.rs"]
 mod python;
 
-use mosaic_actors::operator::SessionResources;
-use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SpawnContext};
-use mosaic_actors::{BeginEpisode, Decide, LoadState, OperatorError, SaveState, worker};
+use mosaic_actors::decider::SessionResources;
+use mosaic_actors::decider::{DeciderHandle, DeciderRegistry, SpawnContext};
+use mosaic_actors::{BeginEpisode, Decide, LoadState, DeciderError, SaveState, worker};
 use mosaic_core::baseline::Random;
 use mosaic_core::{
     Action, AgentContext, AgentSpec, EnvSpec, Environment, ObsRequest, Observation, Paradigm,
@@ -23,8 +23,8 @@ fn spawn_worker(
     spec: &Arc<EnvSpec>,
     agent: usize,
     settings: serde_json::Value,
-) -> Result<OperatorHandle, String> {
-    let mut registry = OperatorRegistry::baselines();
+) -> Result<DeciderHandle, String> {
+    let mut registry = DeciderRegistry::baselines();
     worker::register(&mut registry);
     let serde_json::Value::Object(settings) = settings else {
         unreachable!("settings are an object")
@@ -46,7 +46,7 @@ fn spawn_worker(
         .map_err(|e| e.to_string())
 }
 
-fn python_policy(spec: &Arc<EnvSpec>, agent: usize) -> OperatorHandle {
+fn python_policy(spec: &Arc<EnvSpec>, agent: usize) -> DeciderHandle {
     let py = python::python_env();
     spawn_worker(
         spec,
@@ -60,7 +60,7 @@ fn python_policy(spec: &Arc<EnvSpec>, agent: usize) -> OperatorHandle {
 /// Python worker. Returns every (agent, action, rewards) in order.
 async fn chess_game(
     env: &mut dyn Environment,
-    worker: &OperatorHandle,
+    worker: &DeciderHandle,
     seed: u64,
     plies: u32,
 ) -> Vec<(usize, u32, Vec<f32>)> {
@@ -163,7 +163,7 @@ fn toy_spec() -> Arc<EnvSpec> {
 /// Spawns `faulty.py policy MODE`, begins an episode and asks for one decision: its action,
 /// or the error of a live worker that failed the decision (`Failed`), or of a worker that
 /// must be replaced (`Crashed`).
-async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, OperatorError> {
+async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, DeciderError> {
     let py = python::python_env();
     let spec = toy_spec();
     let worker = spawn_worker(
@@ -177,13 +177,13 @@ async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, Opera
             "grace_ms": 300,
         }),
     )
-    .map_err(OperatorError::Failed)?;
+    .map_err(DeciderError::Failed)?;
     let ctx = AgentContext::new(1, 0, "solo".into(), 3);
     worker
         .begin
         .send(BeginEpisode { ctx, spec })
         .await
-        .map_err(|e| OperatorError::Gone(e.to_string()))??;
+        .map_err(|e| DeciderError::Gone(e.to_string()))??;
     let obs = Observation::with_mask(0, vec![true, true, false]);
     let started = Instant::now();
     let decision = worker
@@ -194,7 +194,7 @@ async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, Opera
             deadline: Some(Instant::now() + deadline),
         })
         .await
-        .map_err(|e| OperatorError::Gone(e.to_string()))?;
+        .map_err(|e| DeciderError::Gone(e.to_string()))?;
     assert!(
         started.elapsed() < deadline + Duration::from_secs(2),
         "{mode}: {:?}",
@@ -204,9 +204,9 @@ async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, Opera
 }
 
 /// The message of a `Failed` error (a live worker's failed decision).
-fn failed(result: Result<Action, OperatorError>) -> String {
+fn failed(result: Result<Action, DeciderError>) -> String {
     match result {
-        Err(OperatorError::Failed(why)) => why,
+        Err(DeciderError::Failed(why)) => why,
         other => panic!("not a Failed error: {other:?}"),
     }
 }
@@ -239,11 +239,11 @@ fn misbehaving_policy_workers_give_typed_errors() {
     ];
     for (mode, expected, crashed) in cases {
         let err = run(faulty_decision(mode, long)).expect_err(mode);
-        let (OperatorError::Failed(why) | OperatorError::Crashed(why)) = &err else {
+        let (DeciderError::Failed(why) | DeciderError::Crashed(why)) = &err else {
             panic!("{mode}: {err:?}")
         };
         assert_eq!(
-            matches!(err, OperatorError::Crashed(_)),
+            matches!(err, DeciderError::Crashed(_)),
             *crashed,
             "{mode}: {err:?}"
         );
@@ -293,7 +293,7 @@ fn a_killed_policy_worker_is_a_crash_naming_the_signal() {
             .unwrap()
     })
     .unwrap_err();
-    let OperatorError::Crashed(why) = &err else {
+    let DeciderError::Crashed(why) = &err else {
         panic!("not a crash: {err:?}")
     };
     assert!(why.contains("SIGKILL"), "{why}");
@@ -358,7 +358,7 @@ fn unknown_message_types_are_skipped() {
     assert!(matches!(decision, Ok(Action(0))), "{decision:?}");
 }
 
-async fn begin(worker: &OperatorHandle, spec: &Arc<EnvSpec>, seed: u64) {
+async fn begin(worker: &DeciderHandle, spec: &Arc<EnvSpec>, seed: u64) {
     let ctx = AgentContext::new(seed, 0, spec.agents[0].id.clone(), spec.action_labels.len());
     worker
         .begin
@@ -373,10 +373,10 @@ async fn begin(worker: &OperatorHandle, spec: &Arc<EnvSpec>, seed: u64) {
 
 /// `n` decisions with every action legal, each with `deadline` (none when `None`).
 async fn decisions(
-    worker: &OperatorHandle,
+    worker: &DeciderHandle,
     n: u32,
     deadline: Option<Duration>,
-) -> Vec<Result<Action, OperatorError>> {
+) -> Vec<Result<Action, DeciderError>> {
     let mut out = Vec::new();
     for step in 0..n {
         let decide = Decide {
@@ -389,7 +389,7 @@ async fn decisions(
     out
 }
 
-fn actions(results: Vec<Result<Action, OperatorError>>) -> Vec<Action> {
+fn actions(results: Vec<Result<Action, DeciderError>>) -> Vec<Action> {
     results.into_iter().map(|r| r.unwrap()).collect()
 }
 
@@ -443,7 +443,7 @@ fn a_restarted_python_policy_continues_from_its_checkpoint() {
             .unwrap()
             .unwrap_err();
         assert!(
-            matches!(&err, OperatorError::State(why) if why.contains("seed 11")),
+            matches!(&err, DeciderError::State(why) if why.contains("seed 11")),
             "{err}"
         );
         let err = fresh_state
@@ -453,7 +453,7 @@ fn a_restarted_python_policy_continues_from_its_checkpoint() {
             .unwrap()
             .unwrap_err();
         assert!(
-            matches!(&err, OperatorError::State(why) if why.starts_with("toy:solo: ")),
+            matches!(&err, DeciderError::State(why) if why.starts_with("toy:solo: ")),
             "{err}"
         );
         let err = fresh_state
@@ -463,7 +463,7 @@ fn a_restarted_python_policy_continues_from_its_checkpoint() {
             .unwrap()
             .unwrap_err();
         assert!(
-            matches!(&err, OperatorError::State(why) if why.contains("not a saved policy state")),
+            matches!(&err, DeciderError::State(why) if why.contains("not a saved policy state")),
             "{err}"
         );
         // The worker is still usable after refusing them.
@@ -500,7 +500,7 @@ fn workers_without_checkpoints_save_nothing() {
                 .unwrap()
                 .unwrap_err();
             assert!(
-                matches!(err, OperatorError::State(ref why) if why.contains("checkpoint")),
+                matches!(err, DeciderError::State(ref why) if why.contains("checkpoint")),
                 "{err}"
             );
         }
@@ -529,7 +529,7 @@ fn a_late_decision_does_not_kill_a_heartbeating_worker() {
         let late = decisions(&worker, 1, Some(Duration::from_millis(300))).await;
         let err = late.into_iter().next().unwrap().unwrap_err();
         assert!(
-            matches!(&err, OperatorError::Failed(why) if why.contains("no `decide` reply within")),
+            matches!(&err, DeciderError::Failed(why) if why.contains("no `decide` reply within")),
             "{err:?}"
         );
         // The worker needs about 1.2 s more, three times its silence limit: only its
@@ -582,7 +582,7 @@ fn a_killed_worker_fails_its_pending_decision_at_once() {
             (result.unwrap().unwrap_err(), killed_at.elapsed())
         });
         assert!(
-            matches!(&err, OperatorError::Crashed(why) if why.contains("signal: 9")),
+            matches!(&err, DeciderError::Crashed(why) if why.contains("signal: 9")),
             "{mode}: {err:?}"
         );
         eprintln!("{mode}: the pending decision failed {since_kill:?} after kill -9");

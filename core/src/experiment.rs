@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Free-form settings of an environment or an operator kind (validated by whoever reads
+/// Free-form settings of an environment or a decider kind (validated by whoever reads
 /// them).
 pub type Settings = serde_json::Map<String, serde_json::Value>;
 
@@ -71,7 +71,7 @@ impl SeedPlan {
 /// One agent slot's operator: a registered kind plus its settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SlotSpec {
-    /// Registered operator kind, e.g. `random`, `scripted`, `llm`.
+    /// Registered decider kind, e.g. `random`, `scripted`, `llm`.
     pub kind: String,
     /// Settings of the kind, written beside `kind`.
     #[serde(flatten)]

@@ -53,9 +53,9 @@ pub struct StepRecord {
     pub step_index: u32,
     /// Agent slot.
     pub agent_id: String,
-    /// Paradigm of the agent's operator.
+    /// Paradigm of the agent's decider.
     pub paradigm: Paradigm,
-    /// Operator kind, e.g. `scripted`.
+    /// Decider kind, e.g. `scripted`.
     pub kind: String,
     /// The action taken, `None` when the agent did not act this step.
     pub action: Option<u32>,
@@ -99,7 +99,7 @@ pub struct AgentResult {
     pub team: Option<String>,
     /// Paradigm of its operator.
     pub paradigm: Paradigm,
-    /// Operator kind.
+    /// Decider kind.
     pub kind: String,
     /// Sum of rewards.
     pub total_reward: f64,
@@ -274,7 +274,7 @@ pub struct EpisodeCheckpoint {
     /// The environment's snapshot; `None` when it cannot save its state (it is then rebuilt
     /// by replaying the recorded actions from the seed).
     pub env: Option<crate::Snapshot>,
-    /// Each agent's operator state, in agent order.
+    /// Each agent's decider state, in agent order.
     pub operators: Vec<serde_json::Value>,
     /// The message channel's state (messages not yet delivered).
     pub channel: serde_json::Value,

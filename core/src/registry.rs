@@ -10,7 +10,7 @@ use crate::{Environment, Policy, Settings};
 /// Builds an environment from its settings.
 pub type EnvConstructor = fn(&Settings) -> Result<Box<dyn Environment>, SpecError>;
 
-/// Builds the environment's scripted heuristic (the `scripted` operator kind) from the
+/// Builds the environment's scripted heuristic (the `scripted` decider kind) from the
 /// environment settings and the slot's settings.
 pub type ScriptedConstructor =
     fn(env_settings: &Settings, slot_settings: &Settings) -> Result<Box<dyn Policy>, SpecError>;

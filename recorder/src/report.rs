@@ -5,7 +5,7 @@
 //! - returns, outcomes, lengths, steps/s and environment metrics from the episode records
 //!   (episodes that failed are counted, not averaged);
 //! - LLM figures from the step records' `decision` JSON, when present. The contract with
-//!   LLM operators: `usage.prompt_tokens` and `usage.completion_tokens` (integers),
+//!   LLM deciders: `usage.prompt_tokens` and `usage.completion_tokens` (integers),
 //!   `parse_ok` (bool: the reply parsed into a legal action), `retries` (integer: re-prompts
 //!   after a format error), `cache_hits` and `latency_ms` (integers), `message` (string:
 //!   text sent to teammates; counted when non-empty), `message_to`, `received` (integer),

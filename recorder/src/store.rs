@@ -12,7 +12,7 @@
 //! | `steps`       | `o` · episode u32 · first step u32          | a chunk: the [`StepRecord`]s of up to 64 steps, one JSON line each, in step then agent order, LZ4-compressed (see below) |
 //! | `checkpoints` | `o` · episode u32                          | the unit's latest [`EpisodeCheckpoint`] (JSON), while the episode is unfinished |
 //! | `units`       | `o` · episode u32                          | [`UnitDone`] (JSON): the completion index |
-//! | `llm-cache`   | SHA-256 of a model request (hex)           | the LLM response-cache entry (JSON); opened by the LLM operators through [`RunStore::extension_tree`] |
+//! | `llm-cache`   | SHA-256 of a model request (hex)           | the LLM response-cache entry (JSON); opened by the LLM deciders through [`RunStore::extension_tree`] |
 //!
 //! The lines of a chunk are the very bytes of `steps.jsonl`. Store format 2 compresses them
 //! (the lines repeat ids and field names: about 25 times smaller, so the database writes a

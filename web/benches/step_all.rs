@@ -20,7 +20,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use mosaic_actors::env_actor::Render;
 use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
 use mosaic_actors::session::{Session, SessionConfig, Subscribers};
-use mosaic_actors::{OperatorRegistry, env_actor::EnvActor};
+use mosaic_actors::{DeciderRegistry, env_actor::EnvActor};
 use mosaic_core::{ExperimentSpec, RunId};
 use serde_json::{Value, json};
 use std::cell::Cell;
@@ -139,7 +139,7 @@ struct Direct {
 fn direct() -> Direct {
     let spec = experiment();
     let envs = mosaic_adapters::native_envs();
-    let kinds = OperatorRegistry::baselines();
+    let kinds = DeciderRegistry::baselines();
     let mut sessions = Vec::new();
     let mut env_actors = Vec::new();
     for operator in &spec.operators {
@@ -211,7 +211,7 @@ fn step_all(c: &mut Criterion) {
 
     let mut config = mosaic_web::ServeConfig::new(
         mosaic_adapters::native_envs(),
-        OperatorRegistry::baselines(),
+        DeciderRegistry::baselines(),
     );
     config.experiment = Some(experiment());
     config.bind = "127.0.0.1:0".parse().expect("address");
@@ -232,7 +232,7 @@ fn step_all(c: &mut Criterion) {
     let runs = tempfile::tempdir().expect("runs directory");
     let mut config = mosaic_web::ServeConfig::new(
         mosaic_adapters::native_envs(),
-        OperatorRegistry::baselines(),
+        DeciderRegistry::baselines(),
     );
     config.experiment = Some(experiment());
     config.bind = "127.0.0.1:0".parse().expect("address");

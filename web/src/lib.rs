@@ -26,7 +26,7 @@
 //! ```no_run
 //! use mosaic_web::{ServeConfig, serve};
 //! # fn envs() -> mosaic_core::EnvRegistry { mosaic_adapters::native_envs() }
-//! let mut config = ServeConfig::new(envs(), mosaic_actors::OperatorRegistry::baselines());
+//! let mut config = ServeConfig::new(envs(), mosaic_actors::DeciderRegistry::baselines());
 //! config.runs_dir = Some("runs".into());
 //! actix_rt::System::new().block_on(serve(config)).unwrap();
 //! ```
@@ -38,7 +38,7 @@ mod routes;
 mod runs;
 mod security;
 
-use mosaic_actors::OperatorRegistry;
+use mosaic_actors::DeciderRegistry;
 use mosaic_core::EnvRegistry;
 use mosaic_core::{ExperimentSpec, SpecError};
 use std::net::SocketAddr;
@@ -77,8 +77,8 @@ pub struct ServeConfig {
     pub experiment: Option<ExperimentSpec>,
     /// The environments the experiment can name.
     pub envs: EnvRegistry,
-    /// The operator kinds the experiment can name; `human` is added by the server.
-    pub kinds: OperatorRegistry,
+    /// The decider kinds the experiment can name; `human` is added by the server.
+    pub kinds: DeciderRegistry,
     /// Environments the runs browser may rebuild for replays of any recorded run; keep
     /// environments that start programs out of it (a run directory's settings are not
     /// vetted). An environment configured in the loaded experiment is always replayable.
@@ -98,7 +98,7 @@ impl ServeConfig {
     /// No experiment, no runs directory, no recording, listening on [`DEFAULT_BIND`]
     /// without a token; replays may rebuild the in-process environments
     /// ([`mosaic_adapters::in_process_envs`]).
-    pub fn new(envs: EnvRegistry, kinds: OperatorRegistry) -> Self {
+    pub fn new(envs: EnvRegistry, kinds: DeciderRegistry) -> Self {
         Self {
             experiment: None,
             replay_envs: mosaic_adapters::in_process_envs(),
@@ -126,7 +126,7 @@ pub enum WebError {
     /// The token is too short or has characters that cannot travel in a cookie or URL.
     #[error("bad token: {0}")]
     BadToken(String),
-    /// The experiment does not fit the registered environments and operator kinds.
+    /// The experiment does not fit the registered environments and decider kinds.
     #[error("experiment: {0}")]
     Experiment(#[from] SpecError),
     /// The first Reset All of the experiment failed.

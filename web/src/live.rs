@@ -19,7 +19,7 @@ use mosaic_actors::env_actor::{EnvActor, Render};
 use mosaic_actors::group::{EndAll, Pause, ResetAll, Resume, SessionGroup, StepAll};
 use mosaic_actors::human::{self, ChoiceError, HumanHub};
 use mosaic_actors::session::{GetStatus, Session, SessionConfig, SessionStatus};
-use mosaic_actors::{EpisodeEvent, OperatorRegistry, StepEvent};
+use mosaic_actors::{EpisodeEvent, DeciderRegistry, StepEvent};
 use mosaic_core::EnvRegistry;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{
@@ -183,7 +183,7 @@ impl Live {
     pub(crate) async fn start(
         spec: ExperimentSpec,
         envs: &EnvRegistry,
-        kinds: &OperatorRegistry,
+        kinds: &DeciderRegistry,
         record: Option<&RecordConfig>,
     ) -> Result<Arc<Live>, WebError> {
         spec.validate()?;
@@ -206,7 +206,7 @@ impl Live {
     async fn build(
         spec: ExperimentSpec,
         envs: &EnvRegistry,
-        kinds: &OperatorRegistry,
+        kinds: &DeciderRegistry,
         recording: Option<Recording>,
     ) -> Result<Arc<Live>, (WebError, Option<Recording>)> {
         let hub = HumanHub::new();
@@ -215,8 +215,8 @@ impl Live {
         let run_id = RunId::from(recording.as_ref().map_or(UNRECORDED_RUN, |r| r.run_id()));
         let mut operators = Vec::with_capacity(spec.operators.len());
         for (index, operator) in spec.operators.iter().enumerate() {
-            let mut operator_kinds = kinds.clone();
-            human::register(&mut operator_kinds, hub.scoped(&operator.id));
+            let mut decider_kinds = kinds.clone();
+            human::register(&mut decider_kinds, hub.scoped(&operator.id));
             // The pace only paces script episodes; the board paces Run itself.
             let config = SessionConfig::from_spec(&spec, operator, run_id.clone());
             let mut subscribers = recording
@@ -225,7 +225,7 @@ impl Live {
                 .unwrap_or_default();
             subscribers.steps.push(relay.clone().recipient());
             subscribers.episodes.push(relay.clone().recipient());
-            let built = Session::build(config, operator, envs, &operator_kinds, subscribers);
+            let built = Session::build(config, operator, envs, &decider_kinds, subscribers);
             let session = match built {
                 Ok(session) => session,
                 Err(e) => {

@@ -185,7 +185,7 @@ fn manual_mode_and_replays_in_a_real_browser() {
     .unwrap();
     let mut config = ServeConfig::new(
         common::registry(),
-        mosaic_actors::OperatorRegistry::baselines(),
+        mosaic_actors::DeciderRegistry::baselines(),
     );
     config.experiment = Some(spec.clone());
     config.bind = "127.0.0.1:0".parse().unwrap();
@@ -276,7 +276,7 @@ fn relative_moves_are_explained_to_a_human_player() {
     .unwrap();
     let mut config = ServeConfig::new(
         mosaic_adapters::native_envs(),
-        mosaic_actors::OperatorRegistry::baselines(),
+        mosaic_actors::DeciderRegistry::baselines(),
     );
     config.experiment = Some(spec);
     config.bind = "127.0.0.1:0".parse().unwrap();
@@ -422,7 +422,7 @@ fn the_runs_list_sorts_filters_and_compares_in_a_real_browser() {
     let serve = |runs: Option<&Path>| {
         let mut config = ServeConfig::new(
             common::registry(),
-            mosaic_actors::OperatorRegistry::baselines(),
+            mosaic_actors::DeciderRegistry::baselines(),
         );
         config.bind = "127.0.0.1:0".parse().unwrap();
         config.runs_dir = runs.map(Path::to_owned);

@@ -14,7 +14,7 @@ const TOKEN: &str = "http-test-token-42";
 fn config(experiment: Option<ExperimentSpec>) -> ServeConfig {
     let mut config = ServeConfig::new(
         common::registry(),
-        mosaic_actors::OperatorRegistry::baselines(),
+        mosaic_actors::DeciderRegistry::baselines(),
     );
     config.experiment = experiment;
     config.bind = "127.0.0.1:0".parse().unwrap();
@@ -517,7 +517,7 @@ fn a_replay_that_does_not_reproduce_the_record_says_where() {
     );
 }
 
-/// Decides the first legal action and reports it the way language-model operators do.
+/// Decides the first legal action and reports it the way language-model deciders do.
 struct Annotated;
 
 impl actix::Actor for Annotated {
@@ -525,14 +525,14 @@ impl actix::Actor for Annotated {
 }
 
 impl actix::Handler<mosaic_actors::BeginEpisode> for Annotated {
-    type Result = Result<(), mosaic_actors::OperatorError>;
+    type Result = Result<(), mosaic_actors::DeciderError>;
     fn handle(&mut self, _: mosaic_actors::BeginEpisode, _: &mut Self::Context) -> Self::Result {
         Ok(())
     }
 }
 
 impl actix::Handler<mosaic_actors::Decide> for Annotated {
-    type Result = Result<mosaic_core::Decision, mosaic_actors::OperatorError>;
+    type Result = Result<mosaic_core::Decision, mosaic_actors::DeciderError>;
     fn handle(&mut self, msg: mosaic_actors::Decide, _: &mut Self::Context) -> Self::Result {
         let action = msg.obs.legal_actions().next().unwrap();
         Ok(mosaic_core::Decision {
@@ -552,14 +552,14 @@ impl actix::Handler<mosaic_actors::Decide> for Annotated {
 #[test]
 fn language_model_agents_show_their_reasoning() {
     use actix::Actor;
-    let mut kinds = mosaic_actors::OperatorRegistry::baselines();
-    kinds.register(mosaic_actors::OperatorKind {
+    let mut kinds = mosaic_actors::DeciderRegistry::baselines();
+    kinds.register(mosaic_actors::DeciderKind {
         name: "annotated",
         summary: "first legal action, with model-style details",
         settings: &[],
         spawn: std::sync::Arc::new(|_| {
             let addr = Annotated.start();
-            Ok(mosaic_actors::OperatorHandle::new(
+            Ok(mosaic_actors::DeciderHandle::new(
                 "annotated",
                 mosaic_core::Paradigm::Llm,
                 mosaic_core::ObsRequest::MASK_ONLY,
@@ -603,7 +603,7 @@ fn the_manual_mode_example_serves_real_games() {
     let spec: ExperimentSpec = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut config = ServeConfig::new(
         mosaic_adapters::native_envs(),
-        mosaic_actors::OperatorRegistry::baselines(),
+        mosaic_actors::DeciderRegistry::baselines(),
     );
     config.experiment = Some(spec);
     config.bind = "127.0.0.1:0".parse().unwrap();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use mosaic_actors::{OperatorKind, OperatorRegistry};
+use mosaic_actors::{DeciderKind, DeciderRegistry};
 use mosaic_core::{ExperimentSpec, SpecError};
 use mosaic_web::ServeConfig;
 use std::sync::Arc;
@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// Starts of the operator that never starts.
 static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
 
-fn never_starting() -> OperatorRegistry {
-    let mut kinds = OperatorRegistry::baselines();
-    kinds.register(OperatorKind {
+fn never_starting() -> DeciderRegistry {
+    let mut kinds = DeciderRegistry::baselines();
+    kinds.register(DeciderKind {
         name: "never-starts",
         summary: "fails to start, every time",
         settings: &[],

@@ -18,7 +18,7 @@ mod support;
 
 use actix::{Actor, SystemRunner};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
+use mosaic_actors::decider::{DeciderHandle, DeciderRegistry, SessionResources, SpawnContext};
 use mosaic_actors::{BeginEpisode, Decide};
 use mosaic_core::{
     Action, AgentContext, AgentSpec, DecisionSource, EnvSpec, ObsRequest, Observation, Settings,
@@ -127,9 +127,9 @@ impl Bench {
         &self,
         base_urls: &[String],
         order: &str,
-    ) -> (Arc<LlmResources>, Vec<OperatorHandle>) {
+    ) -> (Arc<LlmResources>, Vec<DeciderHandle>) {
         let resources = Arc::new(LlmResources::new());
-        let mut registry = OperatorRegistry::default();
+        let mut registry = DeciderRegistry::default();
         register(&mut registry, resources.clone());
         let session = SessionResources::default();
         let handles = self.runner.block_on(async {
@@ -166,7 +166,7 @@ impl Bench {
     }
 
     /// One episode of `STEPS` decisions per agent, agents concurrently.
-    fn episode(&self, handles: &[OperatorHandle], variant: u32) -> Duration {
+    fn episode(&self, handles: &[DeciderHandle], variant: u32) -> Duration {
         self.runner.block_on(async {
             let started = Instant::now();
             futures::future::join_all(handles.iter().enumerate().map(

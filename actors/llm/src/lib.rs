@@ -1,5 +1,5 @@
 //! The LLM actor family of mosaic: language-model (and vision-language-model) agents as
-//! operator kinds `llm` and `vlm`, built on the operators, sessions and message channel of
+//! decider kinds `llm` and `vlm`, built on the operators, sessions and message channel of
 //! `mosaic-actors`.
 //!
 //! - [`backend`]: chat requests and responses, the [`backend::ChatBackend`] trait, the
@@ -9,7 +9,7 @@
 //! - [`prompt`]: templates as data (`actors/llm/templates/default.toml`) and the prompt
 //!   builder.
 //! - [`parser`]: tagged, JSON-schema and grammar-constrained output.
-//! - [`operator`]: the operator actor (operator kinds `llm` and `vlm`).
+//! - [`decider`]: the operator actor (decider kinds `llm` and `vlm`).
 //! - [`server`]: the supervised local `llama-server` (`backend = "local"`).
 //!
 //! The session-level message channel is [`mosaic_actors::channel`].
@@ -17,10 +17,10 @@
 //! Register the kinds with [`register`]:
 //!
 //! ```
-//! use mosaic_actors::OperatorRegistry;
+//! use mosaic_actors::DeciderRegistry;
 //! use mosaic_llm::{LlmResources, register};
 //! use std::sync::Arc;
-//! let mut registry = OperatorRegistry::baselines();
+//! let mut registry = DeciderRegistry::baselines();
 //! let resources = Arc::new(LlmResources::new());
 //! register(&mut registry, resources.clone());
 //! assert!(registry.get("llm").is_some() && registry.get("vlm").is_some());
@@ -28,7 +28,7 @@
 
 pub mod backend;
 pub mod layers;
-pub mod operator;
+pub mod decider;
 pub mod parser;
 pub mod prompt;
 pub mod server;
@@ -43,10 +43,10 @@ use layers::{
     Timeout, UsageMeter, UsageTotals,
 };
 use mosaic_actors::channel::{CHANNEL_HELP, DEFAULT_MESSAGE_CAP, Voice};
-use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry, SpawnContext};
+use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry, SpawnContext};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{ObsRequest, Paradigm};
-use operator::{LlmOperator, OperatorConfig, ReplayMiss, ReplayMisses};
+use decider::{LlmDecider, DeciderConfig, ReplayMiss, ReplayMisses};
 use parser::{OutputFormat, ResponseParser};
 use prompt::{
     CoordinationLevel, Disclosure, Identity, ObservationMode, PromptBuilder, PromptOptions,
@@ -106,7 +106,7 @@ impl<'de> Deserialize<'de> for BackendSetting {
 
 pub use mosaic_actors::channel::ChannelSetting;
 
-/// Settings of the `llm` and `vlm` operator kinds (one agent slot).
+/// Settings of the `llm` and `vlm` decider kinds (one agent slot).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmSettings {
@@ -243,7 +243,7 @@ pub const SETTINGS_HELP: &[&str] = &[
     "extra_body = {}: fields merged into every request body (part of the response-cache key)",
 ];
 
-/// What the LLM operators of a run share: the local server, backend stacks (one per
+/// What the LLM deciders of a run share: the local server, backend stacks (one per
 /// backend configuration), one concurrency limit per backend (endpoint and model, so the
 /// limit holds across agents whatever their other settings), the response cache and
 /// run-wide accounting.
@@ -581,7 +581,7 @@ fn spawn(
     cx: &SpawnContext<'_>,
     resources: &LlmResources,
     paradigm: Paradigm,
-) -> Result<OperatorHandle, SpecError> {
+) -> Result<DeciderHandle, SpecError> {
     let settings: LlmSettings = parse_settings(&cx.slot.settings)?;
     let spec = cx.spec;
     let kind = paradigm.name();
@@ -632,7 +632,7 @@ fn spawn(
         disclosure: settings.disclosure,
         max_tokens: settings.max_tokens,
     };
-    let config = OperatorConfig {
+    let config = DeciderConfig {
         agent: me.id.clone(),
         voice,
         prompt: PromptBuilder::new(template, options, spec, &identity),
@@ -658,8 +658,8 @@ fn spawn(
         replay_misses: resources.replay_misses.clone(),
     };
     let backend = resources.backend(&settings)?;
-    let addr = LlmOperator::new(config, backend).start();
-    Ok(OperatorHandle::new(
+    let addr = LlmDecider::new(config, backend).start();
+    Ok(DeciderHandle::new(
         kind.to_owned(),
         paradigm,
         ObsRequest {
@@ -672,17 +672,17 @@ fn spawn(
     .with_state(&addr))
 }
 
-/// Registers the operator kinds `llm` and `vlm` (a VLM is the same operator sending the
+/// Registers the decider kinds `llm` and `vlm` (a VLM is the same operator sending the
 /// last `max_image_history` frames as images).
-pub fn register(registry: &mut OperatorRegistry, resources: Arc<LlmResources>) {
+pub fn register(registry: &mut DeciderRegistry, resources: Arc<LlmResources>) {
     let llm = resources.clone();
-    registry.register(OperatorKind {
+    registry.register(DeciderKind {
         name: "llm",
         summary: "a language model reading text observations (any OpenAI-compatible backend or the local llama-server)",
         settings: SETTINGS_HELP,
         spawn: Arc::new(move |cx| spawn(cx, &llm, Paradigm::Llm)),
     });
-    registry.register(OperatorKind {
+    registry.register(DeciderKind {
         name: "vlm",
         summary: "a vision-language model: the llm operator plus the last frames as PNG images",
         settings: SETTINGS_HELP,

@@ -1,7 +1,7 @@
 use super::*;
 use crate::backend::{ChatMessage, Constraint, Role};
 use mosaic_actors::channel::{Channel, ChannelConfig};
-use mosaic_actors::operator::SessionResources;
+use mosaic_actors::decider::SessionResources;
 use mosaic_core::{Action, AgentSpec, EnvSpec, Settings, SlotSpec, Stepping};
 use serde_json::{Value, json};
 
@@ -67,11 +67,11 @@ fn spec(offers: ObsRequest, team: Option<&str>) -> Arc<EnvSpec> {
 }
 
 fn spawn_slot(
-    registry: &OperatorRegistry,
+    registry: &DeciderRegistry,
     spec: &Arc<EnvSpec>,
     slot: Value,
     session: &SessionResources,
-) -> Result<OperatorHandle, SpecError> {
+) -> Result<DeciderHandle, SpecError> {
     let slot: SlotSpec = serde_json::from_value(slot).unwrap();
     registry.spawn(&SpawnContext {
         env_name: &spec.name,
@@ -146,7 +146,7 @@ async fn agents_of_one_backend_share_its_concurrency_limit() {
 
 #[actix::test]
 async fn spawn_checks_environment_channel_and_key() {
-    let mut registry = OperatorRegistry::default();
+    let mut registry = DeciderRegistry::default();
     register(&mut registry, Arc::new(LlmResources::new()));
     let backend = json!({"base_url": "http://127.0.0.1:9/v1", "model": "m"});
     let none = SessionResources::default();

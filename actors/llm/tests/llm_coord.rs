@@ -1,4 +1,4 @@
-//! The LLM operators on the coordination world against the real local model
+//! The LLM deciders on the coordination world against the real local model
 //! (SmolLM2-135M on llama.cpp's server, set up by `scripts/setup/llm-server.sh`): a short
 //! episode run by a session, two language-model teammates talking through the session's
 //! message channel and keeping scratchpads, checked in the step records.
@@ -6,7 +6,7 @@
 mod support;
 
 use actix::prelude::*;
-use mosaic_actors::operator::OperatorRegistry;
+use mosaic_actors::decider::DeciderRegistry;
 use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
 use mosaic_actors::{EpisodeEvent, StepEvent};
 use mosaic_core::record::StepRecord;
@@ -55,7 +55,7 @@ fn messages_and_scratchpads_work_on_the_coordination_world() {
     let _guard = support::exclusive();
     actix::System::new().block_on(async {
         let resources = Arc::new(LlmResources::new().with_local_server(support::server_config()));
-        let mut kinds = OperatorRegistry::baselines();
+        let mut kinds = DeciderRegistry::baselines();
         register(&mut kinds, resources.clone());
         // Two teammates at the map centre (they start side by side, so each sees the
         // other). The local model serves 2048 tokens per request and one coordination-world

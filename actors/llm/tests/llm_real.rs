@@ -1,10 +1,10 @@
-//! The LLM operators against a real local model (SmolLM2-135M on llama.cpp's server, set
+//! The LLM deciders against a real local model (SmolLM2-135M on llama.cpp's server, set
 //! up by `scripts/setup/llm-server.sh`), directly and through a fault-injecting proxy.
 
 mod support;
 
 use mosaic_actors::channel::{Channel, ChannelConfig};
-use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
+use mosaic_actors::decider::{DeciderHandle, DeciderRegistry, SessionResources, SpawnContext};
 use mosaic_actors::{BeginEpisode, Decide};
 use mosaic_core::record::strip_volatile;
 use mosaic_core::{
@@ -53,19 +53,19 @@ fn run<F: Future<Output = ()>>(test: impl FnOnce() -> F) {
     actix::System::new().block_on(test());
 }
 
-fn registry(resources: &Arc<LlmResources>) -> OperatorRegistry {
-    let mut registry = OperatorRegistry::default();
+fn registry(resources: &Arc<LlmResources>) -> DeciderRegistry {
+    let mut registry = DeciderRegistry::default();
     register(&mut registry, resources.clone());
     registry
 }
 
 fn spawn(
-    registry: &OperatorRegistry,
+    registry: &DeciderRegistry,
     spec: &Arc<EnvSpec>,
     agent: usize,
     slot: Value,
     session: &SessionResources,
-) -> OperatorHandle {
+) -> DeciderHandle {
     let slot: SlotSpec = serde_json::from_value(slot).expect("slot spec");
     registry
         .spawn(&SpawnContext {
@@ -80,7 +80,7 @@ fn spawn(
         .expect("operator spawns")
 }
 
-async fn begin(handle: &OperatorHandle, spec: &Arc<EnvSpec>, agent: usize, seed: u64) {
+async fn begin(handle: &DeciderHandle, spec: &Arc<EnvSpec>, agent: usize, seed: u64) {
     let ctx = AgentContext::new(seed, agent, spec.agents[agent].id.clone(), LABELS.len());
     handle
         .begin
@@ -107,7 +107,7 @@ fn observation(agent: usize, step: u32, legal: Vec<bool>) -> Arc<Observation> {
     })
 }
 
-async fn decide(handle: &OperatorHandle, obs: Arc<Observation>) -> Decision {
+async fn decide(handle: &DeciderHandle, obs: Arc<Observation>) -> Decision {
     let step = obs.step;
     handle
         .decide
@@ -239,7 +239,7 @@ fn concurrency_limit_holds_across_agents() {
 }
 
 /// A decision with a deadline `after` from now.
-async fn decide_by(handle: &OperatorHandle, obs: Arc<Observation>, after: Duration) -> Decision {
+async fn decide_by(handle: &DeciderHandle, obs: Arc<Observation>, after: Duration) -> Decision {
     let step = obs.step;
     handle
         .decide

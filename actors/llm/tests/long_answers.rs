@@ -5,7 +5,7 @@
 
 mod support;
 
-use mosaic_actors::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
+use mosaic_actors::decider::{DeciderHandle, DeciderRegistry, SessionResources, SpawnContext};
 use mosaic_actors::{BeginEpisode, Decide};
 use mosaic_core::{
     Action, AgentContext, AgentSpec, DecisionSource, EnvSpec, ObsRequest, Observation, Settings,
@@ -37,8 +37,8 @@ fn spec() -> Arc<EnvSpec> {
     })
 }
 
-fn spawn(spec: &Arc<EnvSpec>, slot: Value) -> OperatorHandle {
-    let mut registry = OperatorRegistry::default();
+fn spawn(spec: &Arc<EnvSpec>, slot: Value) -> DeciderHandle {
+    let mut registry = DeciderRegistry::default();
     register(&mut registry, Arc::new(LlmResources::new()));
     let slot: SlotSpec = serde_json::from_value(slot).unwrap();
     registry

@@ -1,12 +1,12 @@
 //! Reinforcement learning for mosaic: neural policies that act as agents (the `rl`
-//! operator kind) and PPO training on the native worlds (`mosaic train`).
+//! decider kind) and PPO training on the native worlds (`mosaic train`).
 //!
 //! - [`net`]: the actor-critic networks (MLP, small CNN over symbolic planes), seeded
 //!   initialisation, masked action choice;
 //! - [`checkpoint`]: safetensors weights plus a JSON [`Manifest`] checked against the
 //!   environment;
 //! - [`policy`]: batched inference and [`RlPolicy`], one agent's seeded policy;
-//! - [`operator`]: the `rl` operator kind;
+//! - [`decider`]: the `rl` decider kind;
 //! - [`train`]: PPO (IPPO or MAPPO, parameter sharing per team) over vectorised native
 //!   environments on worker threads, writing a run directory with checkpoints.
 //!
@@ -50,12 +50,12 @@ pub mod checkpoint;
 pub mod dense;
 pub mod error;
 pub mod net;
-pub mod operator;
+pub mod decider;
 pub mod policy;
 pub mod train;
 
 pub use checkpoint::{Checkpoint, Manifest};
 pub use error::{Result, RlError};
 pub use net::{ActorCritic, Architecture};
-pub use operator::register;
+pub use decider::register;
 pub use policy::RlPolicy;

@@ -331,7 +331,7 @@ fn mappo_trains_a_centralised_critic_and_its_policy_acts_alone() {
         "checkpoint".into(),
         mappo.policies[0].1.to_string_lossy().into_owned().into(),
     );
-    mosaic_rl::operator::policy(&settings, &spec).unwrap();
+    mosaic_rl::decider::policy(&settings, &spec).unwrap();
     let ippo = train(Algorithm::Ippo, "ippo");
     let checkpoint = Checkpoint::load(&ippo.policies[0].1).unwrap();
     assert_eq!(checkpoint.manifest.critic_agents, 1);

@@ -4,7 +4,7 @@
 use super::SessionConfig;
 use crate::channel::{Channel, ChannelConfig};
 use crate::env_actor::EnvActor;
-use crate::operator::{OperatorHandle, OperatorRegistry, SessionResources, SpawnContext};
+use crate::decider::{DeciderHandle, DeciderRegistry, SessionResources, SpawnContext};
 use actix::prelude::*;
 use mosaic_core::EnvRegistry;
 use mosaic_core::count::Count;
@@ -36,7 +36,7 @@ impl Child {
 /// Starts the session's children: the first time and on every restart.
 struct Factory {
     envs: EnvRegistry,
-    kinds: OperatorRegistry,
+    kinds: DeciderRegistry,
     operator: OperatorSpec,
     spec: Arc<EnvSpec>,
     scripted: Option<ScriptedConstructor>,
@@ -50,7 +50,7 @@ impl Factory {
     }
 
     /// Errors name the field relative to the operator spec (e.g. `agents.green_0.kind`).
-    fn operator(&self, agent: usize) -> Result<OperatorHandle, SpecError> {
+    fn operator(&self, agent: usize) -> Result<DeciderHandle, SpecError> {
         let agent_id = &self.spec.agents[agent].id;
         let key = if self.operator.agents.contains_key(agent_id) {
             agent_id.as_str()
@@ -89,7 +89,7 @@ pub(super) struct Children {
     factory: Factory,
     pub(super) env: Addr<EnvActor>,
     /// Shared with in-flight decisions and viewers; a restart swaps in a new list.
-    pub(super) operators: Rc<Vec<OperatorHandle>>,
+    pub(super) operators: Rc<Vec<DeciderHandle>>,
     strategy: RestartStrategy,
     /// Restarts per child, in [`Child::index`] order.
     windows: Vec<RestartWindow>,
@@ -99,7 +99,7 @@ pub(super) struct Children {
     /// Whether the environment answered its last snapshot request with a snapshot.
     pub(super) env_snapshots: bool,
     /// Per agent: whether its operator answered its last checkpoint request with a state.
-    pub(super) operator_states: Vec<bool>,
+    pub(super) decider_states: Vec<bool>,
 }
 
 /// The restart limit was reached for a child.
@@ -114,7 +114,7 @@ impl Children {
         config: &SessionConfig,
         operator: &OperatorSpec,
         envs: &EnvRegistry,
-        kinds: &OperatorRegistry,
+        kinds: &DeciderRegistry,
     ) -> Result<(Self, Arc<EnvSpec>, Addr<Channel>), SpecError> {
         let intensity = Intensity::new(
             config.supervision.max_restarts,
@@ -149,19 +149,19 @@ impl Children {
                 channel: Some(channel.clone()),
             },
         };
-        let (operators, operator_windows) = start_operators(&factory, intensity)?;
-        let operator_states = operators.iter().map(|o| o.state.is_some()).collect();
+        let (operators, decider_windows) = start_deciders(&factory, intensity)?;
+        let decider_states = operators.iter().map(|o| o.state.is_some()).collect();
         let children = Self {
             factory,
             env: EnvActor::new(env).start(),
             operators: Rc::new(operators),
             strategy: config.supervision.strategy,
             windows: std::iter::once(env_window)
-                .chain(operator_windows)
+                .chain(decider_windows)
                 .collect(),
             gave_up: false,
             env_snapshots: true,
-            operator_states,
+            decider_states,
         };
         Ok((children, spec, channel))
     }
@@ -200,12 +200,12 @@ impl Children {
         let intensity = self.windows[Child::Env.index()].intensity();
         let mut env_window = RestartWindow::new(intensity);
         let env = retry_start(&mut env_window, || self.factory.env())?;
-        let (operators, operator_windows) = start_operators(&self.factory, intensity)?;
+        let (operators, decider_windows) = start_deciders(&self.factory, intensity)?;
         self.env = EnvActor::new(env).start();
-        self.operator_states = operators.iter().map(|o| o.state.is_some()).collect();
+        self.decider_states = operators.iter().map(|o| o.state.is_some()).collect();
         self.operators = Rc::new(operators);
         self.windows = std::iter::once(env_window)
-            .chain(operator_windows)
+            .chain(decider_windows)
             .collect();
         self.env_snapshots = true;
         self.gave_up = false;
@@ -218,12 +218,12 @@ impl Children {
     }
 
     /// A new operator for `agent` (not yet in place).
-    pub(super) fn new_operator(&self, agent: usize) -> Result<OperatorHandle, SpecError> {
+    pub(super) fn new_decider(&self, agent: usize) -> Result<DeciderHandle, SpecError> {
         self.factory.operator(agent)
     }
 
     /// Puts `handle` in place of `agent`'s operator.
-    pub(super) fn replace_operator(&mut self, agent: usize, handle: OperatorHandle) {
+    pub(super) fn replace_decider(&mut self, agent: usize, handle: DeciderHandle) {
         let mut operators = self.operators.as_ref().clone();
         operators[agent] = handle;
         self.operators = Rc::new(operators);
@@ -231,10 +231,10 @@ impl Children {
 }
 
 /// Starts the operator of every agent, each with its own restart window.
-fn start_operators(
+fn start_deciders(
     factory: &Factory,
     intensity: Intensity,
-) -> Result<(Vec<OperatorHandle>, Vec<RestartWindow>), SpecError> {
+) -> Result<(Vec<DeciderHandle>, Vec<RestartWindow>), SpecError> {
     let agents = factory.spec.agents.len();
     let mut operators = Vec::with_capacity(agents);
     let mut windows = Vec::with_capacity(agents);

@@ -7,7 +7,7 @@ use super::{ResumePoint, SessionError};
 use crate::channel::{Channel, NewEpisode, SaveChannel};
 use crate::env_actor::{EnvActor, EnvView, Reset, Step, Summarise, TakeSnapshot};
 use crate::publish::{Publisher, Recorded};
-use crate::{BeginEpisode, ChildFailure, Decide, OperatorError, SaveState};
+use crate::{BeginEpisode, ChildFailure, Decide, DeciderError, SaveState};
 use actix::prelude::*;
 use futures::future::join_all;
 use mosaic_core::record::{CHECKPOINT_SCHEMA, EpisodeCheckpoint};
@@ -31,7 +31,7 @@ pub(super) struct Driver {
 
 /// An operator's answer to one decision: the decision and how long it took (µs), or the
 /// failure that needs its restart.
-type Answer = Result<(Decision, u64), OperatorError>;
+type Answer = Result<(Decision, u64), DeciderError>;
 
 impl Driver {
     pub(super) fn child_name(&self, child: Child) -> &str {
@@ -84,7 +84,7 @@ impl Driver {
         for (agent, answer) in answers.into_iter().enumerate() {
             let failure = match answer {
                 Ok(Ok(())) => continue,
-                Err(mailbox) => OperatorError::Gone(mailbox.to_string()),
+                Err(mailbox) => DeciderError::Gone(mailbox.to_string()),
                 Ok(Err(e)) => e,
             };
             if !failure.needs_restart() {
@@ -174,7 +174,7 @@ impl Driver {
                         crate::error::DEADLINE_MISSED,
                     ),
                     Some(Err(mailbox)) => {
-                        return (slot, Err(OperatorError::Gone(mailbox.to_string())));
+                        return (slot, Err(DeciderError::Gone(mailbox.to_string())));
                     }
                     Some(Ok(Err(failure))) if failure.needs_restart() => {
                         return (slot, Err(failure));
@@ -233,7 +233,7 @@ impl Driver {
                 let restarted = self
                     .restart(episode, Child::Agent(agent), failure.into())
                     .await?;
-                // A restarted operator is back to its state before this step: ask it again
+                // A restarted decider is back to its state before this step: ask it again
                 // (a deterministic operator answers the same).
                 for (slot, acting_agent) in episode.view.acting.iter().enumerate() {
                     if decided[slot].is_none() || restarted.contains(&Child::Agent(*acting_agent)) {
@@ -271,7 +271,7 @@ impl Driver {
         }
         let operators = self.children.operators.clone();
         let wanted: Vec<usize> = (0..operators.len())
-            .filter(|&agent| self.children.operator_states[agent])
+            .filter(|&agent| self.children.decider_states[agent])
             .collect();
         let saves = wanted.iter().map(|&agent| {
             let state = operators[agent].state.clone();
@@ -285,8 +285,8 @@ impl Driver {
         });
         for (agent, answer) in join_all(saves).await {
             match answer {
-                Some(Ok(Some(state))) => episode.journal.operator_saved(agent, state),
-                Some(Ok(None)) => self.children.operator_states[agent] = false,
+                Some(Ok(Some(state))) => episode.journal.decider_saved(agent, state),
+                Some(Ok(None)) => self.children.decider_states[agent] = false,
                 // A failing checkpoint leaves the last one in place; the failure itself
                 // surfaces at the next decision.
                 Some(Err(e)) => {

@@ -17,7 +17,7 @@ use std::time::Instant;
 pub(super) struct Cast {
     pub(super) config: SessionConfig,
     pub(super) spec: Arc<EnvSpec>,
-    /// Kind and paradigm of each agent's operator as first started (records keep them
+    /// Kind and paradigm of each agent's decider as first started (records keep them
     /// across restarts).
     pub(super) operators: Vec<(String, Paradigm)>,
 }

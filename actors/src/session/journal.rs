@@ -19,7 +19,7 @@ pub(super) struct Journal {
     pub(super) asked: Vec<Vec<Asked>>,
 }
 
-/// One decision as first made, replayed into a restarted operator.
+/// One decision as first made, replayed into a restarted decider.
 pub(super) struct Asked {
     pub(super) step: u32,
     pub(super) obs: Arc<Observation>,
@@ -57,7 +57,7 @@ impl Journal {
     }
 
     /// An operator saved its state: the decisions before it are not needed.
-    pub(super) fn operator_saved(&mut self, agent: usize, state: serde_json::Value) {
+    pub(super) fn decider_saved(&mut self, agent: usize, state: serde_json::Value) {
         self.states[agent] = Some(state);
         self.asked[agent].clear();
     }

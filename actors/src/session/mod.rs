@@ -1,7 +1,7 @@
 //! The lock-step session: one operator configuration (an environment and the operators of
 //! its agent slots) running episodes.
 //!
-//! One step: the environment's observations go to every acting agent's operator at once
+//! One step: the environment's observations go to every acting agent's decider at once
 //! (`Decide`), the session joins the decisions (a late or failed one becomes the
 //! environment's default action, recorded as such), steps the environment, and hands the
 //! step's records to its publisher (`crate::publish`), which sends them to the subscribers
@@ -31,7 +31,7 @@ mod recovery;
 
 use crate::SessionError;
 use crate::env_actor::EnvActor;
-use crate::operator::{OperatorHandle, OperatorRegistry};
+use crate::decider::{DeciderHandle, DeciderRegistry};
 use crate::publish::{Publisher, Recorded};
 use actix::prelude::*;
 use children::Children;
@@ -153,7 +153,7 @@ pub struct Session {
     spec: Arc<EnvSpec>,
     /// The children as of the last request, for viewers.
     env: Addr<EnvActor>,
-    operators: Rc<Vec<OperatorHandle>>,
+    operators: Rc<Vec<DeciderHandle>>,
 }
 
 impl Session {
@@ -166,7 +166,7 @@ impl Session {
         config: SessionConfig,
         operator: &OperatorSpec,
         envs: &EnvRegistry,
-        kinds: &OperatorRegistry,
+        kinds: &DeciderRegistry,
         subscribers: Subscribers,
     ) -> Result<Self, SpecError> {
         let (children, spec, channel) = Children::start(&config, operator, envs, kinds)?;
@@ -211,8 +211,8 @@ impl Session {
         &self.spec
     }
 
-    /// The paradigm and kind of each agent's operator, in agent order.
-    pub fn operators(&self) -> Rc<Vec<OperatorHandle>> {
+    /// The paradigm and kind of each agent's decider, in agent order.
+    pub fn operators(&self) -> Rc<Vec<DeciderHandle>> {
         self.operators.clone()
     }
 

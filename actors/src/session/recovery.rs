@@ -7,9 +7,9 @@ use super::driver::Driver;
 use super::episode::Episode;
 use crate::channel::{LoadChannel, NewEpisode};
 use crate::env_actor::{EnvActor, Observe, Reset, RestoreSnapshot, Step};
-use crate::operator::OperatorHandle;
+use crate::decider::DeciderHandle;
 use crate::{
-    BeginEpisode, ChildFailure, Decide, LoadState, OperatorError, ResumeError, SessionError,
+    BeginEpisode, ChildFailure, Decide, LoadState, DeciderError, ResumeError, SessionError,
 };
 use actix::prelude::*;
 use mosaic_core::record::RestartRecord;
@@ -61,7 +61,7 @@ impl Driver {
                 }
                 let rebuilt = match child {
                     Child::Env => self.rebuild_env(episode).await,
-                    Child::Agent(agent) => self.rebuild_operator(episode, agent).await,
+                    Child::Agent(agent) => self.rebuild_decider(episode, agent).await,
                 };
                 match rebuilt {
                     Ok((how, divergence)) => {
@@ -156,27 +156,27 @@ impl Driver {
     }
 
     /// A new operator for `agent` brought to its state before the current step
-    /// ([`Driver::restore_operator`]).
-    async fn rebuild_operator(
+    /// ([`Driver::restore_decider`]).
+    async fn rebuild_decider(
         &mut self,
         episode: &Episode,
         agent: usize,
     ) -> Result<Rebuilt, ChildFailure> {
-        let handle = self.children.new_operator(agent)?;
-        let rebuilt = self.restore_operator(&handle, episode, agent).await?;
-        self.children.replace_operator(agent, handle);
+        let handle = self.children.new_decider(agent)?;
+        let rebuilt = self.restore_decider(&handle, episode, agent).await?;
+        self.children.replace_decider(agent, handle);
         Ok(rebuilt)
     }
 
     /// Brings the operator `handle` of `agent` to its state before the current step: the
     /// episode begun, the last checkpointed state loaded, the decisions since replayed.
-    async fn restore_operator(
+    async fn restore_decider(
         &self,
-        handle: &OperatorHandle,
+        handle: &DeciderHandle,
         episode: &Episode,
         agent: usize,
     ) -> Result<Rebuilt, ChildFailure> {
-        let gone = |e: MailboxError| OperatorError::Gone(e.to_string());
+        let gone = |e: MailboxError| DeciderError::Gone(e.to_string());
         let spec = &self.cast.spec;
         handle
             .begin
@@ -261,7 +261,7 @@ impl Driver {
         };
         let agents = self.cast.spec.agents.len();
         if checkpoint.operators.len() != agents {
-            return Err(unfit(ResumeError::OperatorStates {
+            return Err(unfit(ResumeError::DeciderStates {
                 held: checkpoint.operators.len(),
                 agents,
             }));
@@ -299,7 +299,7 @@ impl Driver {
         };
         for agent in 0..agents {
             let operator = self.children.operators[agent].clone();
-            if let Err(failure) = self.restore_operator(&operator, episode, agent).await {
+            if let Err(failure) = self.restore_decider(&operator, episode, agent).await {
                 self.restart(episode, Child::Agent(agent), failure).await?;
             }
         }

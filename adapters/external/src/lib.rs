@@ -11,7 +11,7 @@
 //!   kinds of worker, with their [`defaults`].
 //! - [`env`](mod@env): [`ExternalEnv`], an [`mosaic_core::Environment`] served by a worker.
 //! - `policy` (feature `tokio`): `PolicyWorker`, a policy served by a worker, over
-//!   `AsyncLink`; `mosaic-actors` wraps it in the `worker` operator.
+//!   `AsyncLink`; `mosaic-actors` wraps it in the `worker` decider.
 //! - [`embedded`]: the `mosaic_worker` Python package built into the binary.
 //!
 //! Experiment files name external environments as `gymnasium:<id>`, `pettingzoo:<module

@@ -1,6 +1,6 @@
 //! [`PolicyWorker`]: a policy in another process (any language), asked over the tokio
 //! driver ([`AsyncLink`]) to begin episodes, decide, and save and restore its state. The
-//! `worker` operator kind of `mosaic-actors` is the actor around it.
+//! `worker` decider kind of `mosaic-actors` is the actor around it.
 //!
 //! A `mosaic/1` worker says in its `hello` what it reads and its paradigm, and whether it
 //! takes part in the team channel (capability `messages`: its `decide` requests carry the

@@ -1,5 +1,5 @@
 //! The configuration matrix of two-team games (MOSAIC-style tables): rows are what team A
-//! plays (its agents' operator kinds), columns what team B plays, and each cell holds the
+//! plays (its agents' decider kinds), columns what team B plays, and each cell holds the
 //! operator that pits them: team A's win, draw and loss rates and both teams' mean
 //! returns, each with its 95% bootstrap interval (stratified over seeds).
 //!
@@ -140,7 +140,7 @@ pub(super) fn build_matrix(operators: &[(&str, &str, Vec<&EpisodeRecord>)]) -> O
     matrix
 }
 
-/// What `team` plays: the operator kinds of its agents, e.g. `scripted` or `llm+random`.
+/// What `team` plays: the decider kinds of its agents, e.g. `scripted` or `llm+random`.
 fn plays(episodes: &[&EpisodeRecord], team: &str) -> String {
     let kinds: BTreeSet<&str> = episodes
         .iter()

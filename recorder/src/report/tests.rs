@@ -32,7 +32,7 @@ fn steps_per_second_comes_from_full_resolution_episode_times() {
     let rate = steps_per_second(fast.iter().copied()).unwrap();
     assert!((rate - 400_000.0).abs() < 1e-6, "{rate}");
     assert_eq!(fmt_rate(Some(rate)), "400000");
-    // An LLM operator: well under one step per second, not shown as 0.
+    // An LLM decider: well under one step per second, not shown as 0.
     let slow = [episode(25, 0.62)];
     let slow: Vec<&EpisodeRecord> = slow.iter().collect();
     assert_eq!(fmt_rate(steps_per_second(slow.iter().copied())), "0.620");

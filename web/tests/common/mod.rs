@@ -517,7 +517,7 @@ fn run_with(
                 spec.clone(),
                 mosaic_core::RunId::from(run_id),
                 std::sync::Arc::new(registry()),
-                std::sync::Arc::new(mosaic_actors::OperatorRegistry::baselines()),
+                std::sync::Arc::new(mosaic_actors::DeciderRegistry::baselines()),
             );
             let mut episodes = Vec::new();
             runner

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The operator kind that marks the slots being trained.
+/// The decider kind that marks the slots being trained.
 pub const LEARN: &str = "learn";
 
 /// How the critics of a team see the game.

@@ -431,7 +431,7 @@ impl Trainer {
                 })?;
                 make(&self.spec.env_settings, &slot.settings).map_err(at)?
             }
-            "rl" => Box::new(crate::operator::policy(&slot.settings, spec).map_err(at)?),
+            "rl" => Box::new(crate::decider::policy(&slot.settings, spec).map_err(at)?),
             SELF_PLAY => {
                 let settings: SelfPlaySettings = parse_settings(&slot.settings).map_err(at)?;
                 let group = groups

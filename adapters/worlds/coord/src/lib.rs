@@ -171,7 +171,7 @@ impl Environment for CoordWorld {
     }
 
     /// With the text view comes `info.visible_teammates`: one line per teammate inside
-    /// the agent's view (what the LLM operators show in observation mode
+    /// the agent's view (what the LLM deciders show in observation mode
     /// `visible_teammates`).
     fn observe(&self, agent: usize, want: ObsRequest) -> Observation {
         let Some(world) = self.running().filter(|w| agent < w.agents.len()) else {

@@ -288,7 +288,7 @@ pub fn legal(world: &World, set: &ActionSet, agent: usize) -> Vec<bool> {
     mask
 }
 
-/// Read access to a symbolic observation (what the scripted operator sees).
+/// Read access to a symbolic observation (what the scripted decider sees).
 #[derive(Clone, Copy, Debug)]
 pub struct View<'a> {
     data: &'a [f32],

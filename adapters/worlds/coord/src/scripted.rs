@@ -1,4 +1,4 @@
-//! The scripted operator: a heuristic that reads the symbolic observation, keeps itself
+//! The scripted decider: a heuristic that reads the symbolic observation, keeps itself
 //! alive, gathers and crafts up the tool chain, answers requests, revives teammates, and
 //! joins a coordination task when a teammate is near (waiting at synchronous targets and
 //! calling teammates with `signal_0`, finishing handovers started by others).

@@ -1,5 +1,5 @@
 //! The coordination-world example experiments parse, validate, and name settings the
-//! environment and its scripted operator accept.
+//! environment and its scripted decider accept.
 
 use mosaic_core::ExperimentSpec;
 use std::path::Path;

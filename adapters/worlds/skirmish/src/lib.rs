@@ -12,7 +12,7 @@
 //!   apart. Shields, armour, the colossus lance, the baneling blast and medivac healing
 //!   follow StarCraft II ([`units`]).
 //! - Both teams are agent slots (`blue_0..`, then `red_0..`): any operator plays either
-//!   side; the `scripted` operator plays SMAX's built-in heuristic by default, or focus
+//!   side; the `scripted` decider plays SMAX's built-in heuristic by default, or focus
 //!   fire, or kiting ([`Strategy`]).
 //! - Actions are SMAC's: `no_op` (dead units only), `stop`, `move_north`, `move_south`,
 //!   `move_east`, `move_west`, then `target_k`: attack enemy `k`, or for a medivac heal

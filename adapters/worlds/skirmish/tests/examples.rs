@@ -1,5 +1,5 @@
 //! The skirmish example experiments parse, validate, and name settings the environment and
-//! its scripted operator accept.
+//! its scripted decider accept.
 
 use mosaic_core::ExperimentSpec;
 use std::path::Path;
@@ -8,7 +8,7 @@ use std::path::Path;
 fn skirmish_examples_are_valid() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../examples/experiments");
     let kind = mosaic_skirmish::KIND;
-    let scripted = kind.scripted.expect("skirmish has a scripted operator");
+    let scripted = kind.scripted.expect("skirmish has a scripted decider");
     let mut operators = 0;
     for name in [
         "skirmish-symmetric",

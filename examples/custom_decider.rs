@@ -1,15 +1,15 @@
 //! A new kind of agent, defined in this file and mixed into a team with the built-in ones.
 //!
-//! Any actor that answers `BeginEpisode` and `Decide` is an operator; this one stands for a
+//! Any actor that answers `BeginEpisode` and `Decide` is a decider; this one stands for a
 //! deliberating agent (think of a planner or a remote model): it answers asynchronously,
 //! prefers moving forward, and draws its other moves from a seed derived from the episode
 //! seed and its agent id, so its games replay exactly. Registering it under a kind name
 //! makes it usable in experiment files too.
 //!
-//! Run with `cargo run --release --example custom_operator [OUT_DIR]`.
+//! Run with `cargo run --release --example custom_decider [OUT_DIR]`.
 
 use actix::prelude::*;
-use mosaic::actors::{BeginEpisode, Decide, OperatorError};
+use mosaic::actors::{BeginEpisode, Decide, DeciderError};
 use mosaic::core::rng::{Rng as AgentRng, seeded};
 use mosaic::prelude::*;
 use mosaic::run::RunOptions;
@@ -27,7 +27,7 @@ impl Actor for ForwardLooking {
 }
 
 impl Handler<BeginEpisode> for ForwardLooking {
-    type Result = Result<(), OperatorError>;
+    type Result = Result<(), DeciderError>;
 
     fn handle(&mut self, msg: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
         self.rng = seeded(msg.ctx.seed);
@@ -42,14 +42,14 @@ impl Handler<BeginEpisode> for ForwardLooking {
 }
 
 impl Handler<Decide> for ForwardLooking {
-    type Result = Result<Decision, OperatorError>;
+    type Result = Result<Decision, DeciderError>;
 
     fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
         let legal: Vec<Action> = msg.obs.legal_actions().collect();
         let choice = match self.forward {
             Some(forward) if msg.obs.is_legal(forward) && self.rng.random_bool(0.75) => forward,
             _ if legal.is_empty() => {
-                return Err(OperatorError::Failed("no legal action".into()));
+                return Err(DeciderError::Failed("no legal action".into()));
             }
             _ => legal[self.rng.random_range(0..legal.len())],
         };
@@ -59,10 +59,10 @@ impl Handler<Decide> for ForwardLooking {
     }
 }
 
-fn forward_looking_kind() -> OperatorKind {
-    OperatorKind {
+fn forward_looking_kind() -> DeciderKind {
+    DeciderKind {
         name: "forward_looking",
-        summary: "moves forward three times out of four (example operator)",
+        summary: "moves forward three times out of four (example decider)",
         settings: &[],
         spawn: Arc::new(|_cx| {
             let addr = ForwardLooking {
@@ -70,7 +70,7 @@ fn forward_looking_kind() -> OperatorKind {
                 forward: None,
             }
             .start();
-            Ok(OperatorHandle::new(
+            Ok(DeciderHandle::new(
                 "forward_looking",
                 Paradigm::Rl,
                 ObsRequest::MASK_ONLY,
@@ -82,11 +82,11 @@ fn forward_looking_kind() -> OperatorKind {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = std::env::args().nth(1).unwrap_or_else(|| "runs".into());
-    let experiment = Experiment::builder("custom-operator")
+    let experiment = Experiment::builder("custom-decider")
         .episodes(6)
         .seeds(SeedPlan::Procedural { base: 1 })
         .max_steps(200)
-        .operator_kind(forward_looking_kind())
+        .decider_kind(forward_looking_kind())
         .operator(
             Operator::new("mixed", "soccer-2v2")
                 .agent("green_0", "forward_looking")

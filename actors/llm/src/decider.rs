@@ -1,4 +1,4 @@
-//! The LLM (and VLM) operator: one actor per agent slot answering [`BeginEpisode`] and
+//! The LLM (and VLM) decider: one actor per agent slot answering [`BeginEpisode`] and
 //! [`Decide`] with PromptBuilder -> backend -> ResponseParser, plus the agent's rolling
 //! history, scratchpad and inbox.
 //!
@@ -22,16 +22,16 @@ use actix::prelude::*;
 use base64::Engine as _;
 use mosaic_actors::channel::{Envelope, Post, Voice};
 use mosaic_actors::error::DEADLINE_MISSED;
-use mosaic_actors::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
+use mosaic_actors::{BeginEpisode, Decide, LoadState, DeciderError, SaveState};
 use mosaic_core::{Action, Decision, DecisionSource, Observation};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-/// What an operator needs that does not change between episodes.
+/// What a decider needs that does not change between episodes.
 #[derive(Clone)]
-pub struct OperatorConfig {
+pub struct DeciderConfig {
     /// The agent's id.
     pub agent: String,
     /// The agent's part in the session's channel; `None` when it does not talk.
@@ -118,7 +118,7 @@ impl ReplayMisses {
     }
 }
 
-/// The serialisable state of an operator (checkpointed with the step records).
+/// The serialisable state of a decider (checkpointed with the step records).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LlmState {
     /// The agent's seed for this episode (sent as the sampling seed).
@@ -159,7 +159,7 @@ impl UsageTally {
     }
 }
 
-/// An agent's usage in the current episode and since the operator started.
+/// An agent's usage in the current episode and since the decider started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentUsage {
     /// This episode.
@@ -168,33 +168,33 @@ pub struct AgentUsage {
     pub total: UsageTally,
 }
 
-/// Asks an operator for its usage.
+/// Asks a decider for its usage.
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "AgentUsage")]
 pub struct GetUsage;
 
-/// Asks an operator for its state (checkpoint).
+/// Asks a decider for its state (checkpoint).
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "LlmState")]
 pub struct GetState;
 
-/// Restores an operator's state (resume from a checkpoint).
+/// Restores a decider's state (resume from a checkpoint).
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
 pub struct RestoreState(pub LlmState);
 
-/// The LLM/VLM operator actor.
-pub struct LlmOperator {
-    config: Arc<OperatorConfig>,
+/// The LLM/VLM decider actor.
+pub struct LlmDecider {
+    config: Arc<DeciderConfig>,
     backend: Arc<dyn ChatBackend>,
     state: LlmState,
     usage: AgentUsage,
     episode_seed: u64,
 }
 
-impl LlmOperator {
-    /// An operator for one agent slot.
-    pub fn new(config: OperatorConfig, backend: Arc<dyn ChatBackend>) -> Self {
+impl LlmDecider {
+    /// A decider for one agent slot.
+    pub fn new(config: DeciderConfig, backend: Arc<dyn ChatBackend>) -> Self {
         Self {
             config: Arc::new(config),
             backend,
@@ -205,7 +205,7 @@ impl LlmOperator {
     }
 }
 
-impl Actor for LlmOperator {
+impl Actor for LlmDecider {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
@@ -213,8 +213,8 @@ impl Actor for LlmOperator {
     }
 }
 
-impl Handler<BeginEpisode> for LlmOperator {
-    type Result = Result<(), OperatorError>;
+impl Handler<BeginEpisode> for LlmDecider {
+    type Result = Result<(), DeciderError>;
 
     fn handle(&mut self, msg: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
         self.state = LlmState {
@@ -227,7 +227,7 @@ impl Handler<BeginEpisode> for LlmOperator {
     }
 }
 
-impl Handler<GetUsage> for LlmOperator {
+impl Handler<GetUsage> for LlmDecider {
     type Result = MessageResult<GetUsage>;
 
     fn handle(&mut self, _: GetUsage, _: &mut Context<Self>) -> Self::Result {
@@ -235,7 +235,7 @@ impl Handler<GetUsage> for LlmOperator {
     }
 }
 
-impl Handler<GetState> for LlmOperator {
+impl Handler<GetState> for LlmDecider {
     type Result = MessageResult<GetState>;
 
     fn handle(&mut self, _: GetState, _: &mut Context<Self>) -> Self::Result {
@@ -243,7 +243,7 @@ impl Handler<GetState> for LlmOperator {
     }
 }
 
-impl Handler<RestoreState> for LlmOperator {
+impl Handler<RestoreState> for LlmDecider {
     type Result = ();
 
     fn handle(&mut self, msg: RestoreState, _: &mut Context<Self>) {
@@ -251,22 +251,22 @@ impl Handler<RestoreState> for LlmOperator {
     }
 }
 
-impl Handler<SaveState> for LlmOperator {
-    type Result = Result<Option<serde_json::Value>, OperatorError>;
+impl Handler<SaveState> for LlmDecider {
+    type Result = Result<Option<serde_json::Value>, DeciderError>;
 
     fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
         serde_json::to_value(&self.state)
             .map(Some)
-            .map_err(|e| OperatorError::State(e.to_string()))
+            .map_err(|e| DeciderError::State(e.to_string()))
     }
 }
 
-impl Handler<LoadState> for LlmOperator {
-    type Result = Result<(), OperatorError>;
+impl Handler<LoadState> for LlmDecider {
+    type Result = Result<(), DeciderError>;
 
     fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
         self.state = LlmState::deserialize(msg.0)
-            .map_err(|e| OperatorError::State(format!("not an LLM operator state: {e}")))?;
+            .map_err(|e| DeciderError::State(format!("not an LLM decider state: {e}")))?;
         Ok(())
     }
 }
@@ -320,7 +320,7 @@ struct Outcome {
 /// Everything a decision needs, detached from the actor so it can run while the actor
 /// waits.
 struct Job {
-    config: Arc<OperatorConfig>,
+    config: Arc<DeciderConfig>,
     backend: Arc<dyn ChatBackend>,
     state: LlmState,
     obs: Arc<Observation>,
@@ -544,7 +544,7 @@ fn render_info(value: &Value) -> String {
     }
 }
 
-impl LlmOperator {
+impl LlmDecider {
     fn apply(&mut self, outcome: Outcome) -> Decision {
         let config = &self.config;
         self.state.history.push_back(outcome.turn);
@@ -568,8 +568,8 @@ impl LlmOperator {
     }
 }
 
-impl Handler<Decide> for LlmOperator {
-    type Result = AtomicResponse<Self, Result<Decision, OperatorError>>;
+impl Handler<Decide> for LlmDecider {
+    type Result = AtomicResponse<Self, Result<Decision, DeciderError>>;
 
     fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
         // The session's own fallback for a missed deadline, so that the decision recorded

@@ -1,4 +1,4 @@
-//! The `rl` operator kind: an agent acting with a trained checkpoint.
+//! The `rl` decider kind: an agent acting with a trained checkpoint.
 //!
 //! ```toml
 //! [operators.agents.green_0]
@@ -10,7 +10,7 @@
 use crate::checkpoint::Checkpoint;
 use crate::error::{Result, RlError};
 use crate::policy::{Inference, RlPolicy};
-use mosaic_actors::operator::{OperatorHandle, OperatorKind, OperatorRegistry};
+use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{EnvSpec, Settings};
 use std::path::{Path, PathBuf};
@@ -58,8 +58,8 @@ fn spec_error(error: RlError) -> SpecError {
 }
 
 /// The `rl` kind.
-pub fn kind() -> OperatorKind {
-    OperatorKind {
+pub fn kind() -> DeciderKind {
+    DeciderKind {
         name: "rl",
         summary: "a trained policy from a checkpoint (safetensors + JSON manifest), seeded per agent",
         settings: &[
@@ -68,12 +68,12 @@ pub fn kind() -> OperatorKind {
         ],
         spawn: Arc::new(|cx| {
             let policy = policy(&cx.slot.settings, cx.spec)?;
-            Ok(OperatorHandle::start_policy("rl", Box::new(policy)))
+            Ok(DeciderHandle::start_policy("rl", Box::new(policy)))
         }),
     }
 }
 
 /// Adds the `rl` kind to `registry`.
-pub fn register(registry: &mut OperatorRegistry) {
+pub fn register(registry: &mut DeciderRegistry) {
     registry.register(kind());
 }

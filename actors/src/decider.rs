@@ -2,10 +2,10 @@
 //!
 //! Synchronous policies (random, scripted, RL inference) run inside a [`PolicyActor`];
 //! asynchronous deciders (LLM, human, external worker) are actors of their own that answer
-//! the same two messages. The [`OperatorRegistry`] turns an experiment's slot spec into an
-//! [`OperatorHandle`].
+//! the same two messages. The [`DeciderRegistry`] turns an experiment's slot spec into an
+//! [`DeciderHandle`].
 
-use crate::{BeginEpisode, Decide, LoadState, OperatorError, SaveState};
+use crate::{BeginEpisode, Decide, LoadState, DeciderError, SaveState};
 use actix::{Actor, Addr, Context, Handler, Recipient};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::registry::ScriptedConstructor;
@@ -36,7 +36,7 @@ impl Actor for PolicyActor {
 }
 
 impl Handler<BeginEpisode> for PolicyActor {
-    type Result = Result<(), OperatorError>;
+    type Result = Result<(), DeciderError>;
 
     fn handle(&mut self, msg: BeginEpisode, _: &mut Context<Self>) -> Self::Result {
         self.policy.reset(&msg.ctx);
@@ -45,7 +45,7 @@ impl Handler<BeginEpisode> for PolicyActor {
 }
 
 impl Handler<Decide> for PolicyActor {
-    type Result = Result<Decision, OperatorError>;
+    type Result = Result<Decision, DeciderError>;
 
     fn handle(&mut self, msg: Decide, _: &mut Context<Self>) -> Self::Result {
         Ok(self.policy.decide(&msg.obs))
@@ -53,7 +53,7 @@ impl Handler<Decide> for PolicyActor {
 }
 
 impl Handler<SaveState> for PolicyActor {
-    type Result = Result<Option<serde_json::Value>, OperatorError>;
+    type Result = Result<Option<serde_json::Value>, DeciderError>;
 
     fn handle(&mut self, _: SaveState, _: &mut Context<Self>) -> Self::Result {
         Ok(self.policy.save_state())
@@ -61,31 +61,31 @@ impl Handler<SaveState> for PolicyActor {
 }
 
 impl Handler<LoadState> for PolicyActor {
-    type Result = Result<(), OperatorError>;
+    type Result = Result<(), DeciderError>;
 
     fn handle(&mut self, msg: LoadState, _: &mut Context<Self>) -> Self::Result {
-        self.policy.load_state(&msg.0).map_err(OperatorError::State)
+        self.policy.load_state(&msg.0).map_err(DeciderError::State)
     }
 }
 
-/// A running operator for one agent slot.
+/// A running decider for one agent slot.
 #[derive(Clone)]
-pub struct OperatorHandle {
+pub struct DeciderHandle {
     /// The registered kind, e.g. `scripted`.
     pub kind: String,
     /// Shown as the agent's badge and recorded.
     pub paradigm: Paradigm,
-    /// Observation modalities the operator reads.
+    /// Observation modalities the decider reads.
     pub wants: ObsRequest,
     /// Episode start.
     pub begin: Recipient<BeginEpisode>,
     /// Decisions.
     pub decide: Recipient<Decide>,
-    /// Checkpoints, when the operator can save and restore its state.
+    /// Checkpoints, when the decider can save and restore its state.
     pub state: Option<StateHandle>,
 }
 
-/// Where an operator's state is saved and restored (see [`SaveState`], [`LoadState`]).
+/// Where a decider's state is saved and restored (see [`SaveState`], [`LoadState`]).
 #[derive(Clone)]
 pub struct StateHandle {
     /// Answers checkpoints.
@@ -94,18 +94,18 @@ pub struct StateHandle {
     pub load: Recipient<LoadState>,
 }
 
-impl fmt::Debug for OperatorHandle {
+impl fmt::Debug for DeciderHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OperatorHandle")
+        f.debug_struct("DeciderHandle")
             .field("kind", &self.kind)
             .field("paradigm", &self.paradigm)
             .finish_non_exhaustive()
     }
 }
 
-impl OperatorHandle {
-    /// The handle of a running operator actor (without checkpoints; see
-    /// [`OperatorHandle::with_state`]).
+impl DeciderHandle {
+    /// The handle of a running decider actor (without checkpoints; see
+    /// [`DeciderHandle::with_state`]).
     pub fn new<A>(
         kind: impl Into<String>,
         paradigm: Paradigm,
@@ -148,14 +148,14 @@ impl OperatorHandle {
     }
 }
 
-/// What the operators of one session share (the session builds it once).
+/// What the deciders of one session share (the session builds it once).
 #[derive(Debug, Default, Clone)]
 pub struct SessionResources {
     /// The session's message channel, when its agents may talk.
     pub channel: Option<actix::Addr<crate::channel::Channel>>,
 }
 
-/// What an operator kind gets to build the operator of one agent slot.
+/// What a decider kind gets to build the decider of one agent slot.
 #[derive(Debug)]
 pub struct SpawnContext<'a> {
     /// Environment name.
@@ -170,17 +170,17 @@ pub struct SpawnContext<'a> {
     pub slot: &'a SlotSpec,
     /// The environment's scripted heuristic, if it has one.
     pub scripted: Option<ScriptedConstructor>,
-    /// What the operators of this session share.
+    /// What the deciders of this session share.
     pub session: &'a SessionResources,
 }
 
-/// Builds the operator of one agent slot; runs inside an actix system.
+/// Builds the decider of one agent slot; runs inside an actix system.
 pub type SpawnFn =
-    Arc<dyn Fn(&SpawnContext<'_>) -> Result<OperatorHandle, SpecError> + Send + Sync>;
+    Arc<dyn Fn(&SpawnContext<'_>) -> Result<DeciderHandle, SpecError> + Send + Sync>;
 
-/// A registered operator kind.
+/// A registered decider kind.
 #[derive(Clone)]
-pub struct OperatorKind {
+pub struct DeciderKind {
     /// Name used in experiment files, e.g. `random`.
     pub name: &'static str,
     /// One line for `mosaic operators`.
@@ -191,18 +191,18 @@ pub struct OperatorKind {
     pub spawn: SpawnFn,
 }
 
-impl fmt::Debug for OperatorKind {
+impl fmt::Debug for DeciderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OperatorKind")
+        f.debug_struct("DeciderKind")
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
 }
 
-/// The operator kinds an experiment can name.
+/// The decider kinds an experiment can name.
 #[derive(Clone, Debug, Default)]
-pub struct OperatorRegistry {
-    kinds: Vec<OperatorKind>,
+pub struct DeciderRegistry {
+    kinds: Vec<DeciderKind>,
 }
 
 #[derive(serde::Deserialize)]
@@ -216,23 +216,23 @@ struct NoopSettings {
     action: Option<String>,
 }
 
-impl OperatorRegistry {
+impl DeciderRegistry {
     /// The baselines: `random`, `noop`, `cycling`, `scripted`.
     pub fn baselines() -> Self {
         let mut registry = Self::default();
-        registry.register(OperatorKind {
+        registry.register(DeciderKind {
             name: "random",
             summary: "uniform over the legal actions; seeded from (episode seed, agent id)",
             settings: &[],
             spawn: Arc::new(|cx| {
                 parse_settings::<NoSettings>(&cx.slot.settings)?;
-                Ok(OperatorHandle::start_policy(
+                Ok(DeciderHandle::start_policy(
                     "random",
                     Box::new(mosaic_core::baseline::Random::default()),
                 ))
             }),
         });
-        registry.register(OperatorKind {
+        registry.register(DeciderKind {
             name: "noop",
             summary: "always the same action (the environment's default unless set)",
             settings: &["action = <env default>: label of the action to repeat"],
@@ -259,7 +259,7 @@ impl OperatorRegistry {
                         mosaic_core::Action(index as u32)
                     }
                 };
-                Ok(OperatorHandle::start_policy(
+                Ok(DeciderHandle::start_policy(
                     "noop",
                     Box::new(mosaic_core::baseline::Noop {
                         action: Some(action),
@@ -267,19 +267,19 @@ impl OperatorRegistry {
                 ))
             }),
         });
-        registry.register(OperatorKind {
+        registry.register(DeciderKind {
             name: "cycling",
             summary: "cycles through the legal actions in order",
             settings: &[],
             spawn: Arc::new(|cx| {
                 parse_settings::<NoSettings>(&cx.slot.settings)?;
-                Ok(OperatorHandle::start_policy(
+                Ok(DeciderHandle::start_policy(
                     "cycling",
                     Box::new(mosaic_core::baseline::Cycling::default()),
                 ))
             }),
         });
-        registry.register(OperatorKind {
+        registry.register(DeciderKind {
             name: "scripted",
             summary: "the environment's own heuristic (settings depend on the environment)",
             settings: &[],
@@ -291,36 +291,36 @@ impl OperatorRegistry {
                     )
                 })?;
                 let policy = make(cx.env_settings, &cx.slot.settings)?;
-                Ok(OperatorHandle::start_policy("scripted", policy))
+                Ok(DeciderHandle::start_policy("scripted", policy))
             }),
         });
         registry
     }
 
     /// Adds (or replaces) a kind.
-    pub fn register(&mut self, kind: OperatorKind) {
+    pub fn register(&mut self, kind: DeciderKind) {
         self.kinds.retain(|k| k.name != kind.name);
         self.kinds.push(kind);
     }
 
     /// Looks a kind up.
-    pub fn get(&self, name: &str) -> Option<&OperatorKind> {
+    pub fn get(&self, name: &str) -> Option<&DeciderKind> {
         self.kinds.iter().find(|k| k.name == name)
     }
 
     /// All kinds in registration order.
-    pub fn kinds(&self) -> &[OperatorKind] {
+    pub fn kinds(&self) -> &[DeciderKind] {
         &self.kinds
     }
 
-    /// Builds the operator for one slot.
-    pub fn spawn(&self, cx: &SpawnContext<'_>) -> Result<OperatorHandle, SpecError> {
+    /// Builds the decider for one slot.
+    pub fn spawn(&self, cx: &SpawnContext<'_>) -> Result<DeciderHandle, SpecError> {
         let kind = self.get(&cx.slot.kind).ok_or_else(|| {
             let known: Vec<_> = self.kinds.iter().map(|k| k.name).collect();
             SpecError::new(
                 "kind",
                 format!(
-                    "unknown operator kind `{}` (known: {})",
+                    "unknown decider kind `{}` (known: {})",
                     cx.slot.kind,
                     known.join(", ")
                 ),
@@ -328,7 +328,7 @@ impl OperatorRegistry {
         })?;
         SpecError::guard(
             "",
-            || format!("operator kind `{}`", kind.name),
+            || format!("decider kind `{}`", kind.name),
             || (kind.spawn)(cx),
         )
     }
