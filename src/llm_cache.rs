@@ -34,8 +34,8 @@
 
 use mosaic_llm::LlmResources;
 use mosaic_llm::backend::BackendError;
-use mosaic_llm::layers::{CacheMode, SledCache};
 use mosaic_llm::decider::ReplayMiss;
+use mosaic_llm::layers::{CacheMode, SledCache};
 use mosaic_recorder::{RecorderError, RunDir, RunStore};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -39,10 +39,7 @@ fn a_bad_experiment_is_named_with_its_line() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("bad.toml:7"), "{stderr}");
-    assert!(
-        stderr.contains("unknown decider kind `genius`"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("unknown decider kind `genius`"), "{stderr}");
 }
 
 /// A person in a gridworld beside the scripted heuristic on the same seed.

@@ -5,7 +5,7 @@
 //! the same two messages. The [`DeciderRegistry`] turns an experiment's slot spec into an
 //! [`DeciderHandle`].
 
-use crate::{BeginEpisode, Decide, LoadState, DeciderError, SaveState};
+use crate::{BeginEpisode, Decide, DeciderError, LoadState, SaveState};
 use actix::{Actor, Addr, Context, Handler, Recipient};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::registry::ScriptedConstructor;
@@ -175,8 +175,7 @@ pub struct SpawnContext<'a> {
 }
 
 /// Builds the decider of one agent slot; runs inside an actix system.
-pub type SpawnFn =
-    Arc<dyn Fn(&SpawnContext<'_>) -> Result<DeciderHandle, SpecError> + Send + Sync>;
+pub type SpawnFn = Arc<dyn Fn(&SpawnContext<'_>) -> Result<DeciderHandle, SpecError> + Send + Sync>;
 
 /// A registered decider kind.
 #[derive(Clone)]

@@ -22,7 +22,7 @@
 //! ```
 
 use crate::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
-use crate::{BeginEpisode, Decide, LoadState, DeciderError, SaveState};
+use crate::{BeginEpisode, Decide, DeciderError, LoadState, SaveState};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_core::experiment::parse_settings;
 use mosaic_core::{Action, Decision, ObsRequest, Paradigm};
@@ -308,9 +308,7 @@ impl Handler<Decide> for HumanDecider {
                 Some(Err(_)) => Err(DeciderError::Failed(
                     "the human's choice was withdrawn".into(),
                 )),
-                None => Err(DeciderError::Failed(
-                    "no choice before the deadline".into(),
-                )),
+                None => Err(DeciderError::Failed("no choice before the deadline".into())),
             }
         })
     }

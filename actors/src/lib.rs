@@ -16,12 +16,12 @@
 //! `RestartWindow`; that crate also holds general supervision trees.
 
 pub mod channel;
+pub mod decider;
 pub mod env_actor;
 pub mod error;
 pub mod group;
 pub mod human;
 pub mod messages;
-pub mod decider;
 pub mod publish;
 pub mod runner;
 pub mod session;

@@ -24,7 +24,7 @@
 
 use crate::channel::{CHANNEL_HELP, ChannelSetting, DEFAULT_MESSAGE_CAP, Voice};
 use crate::decider::{DeciderHandle, DeciderKind, DeciderRegistry, SpawnContext};
-use crate::{BeginEpisode, Decide, LoadState, DeciderError, SaveState};
+use crate::{BeginEpisode, Decide, DeciderError, LoadState, SaveState};
 use actix::{Actor, Context, Handler, ResponseFuture};
 use mosaic_core::Decision;
 use mosaic_core::experiment::{SpecError, parse_settings};

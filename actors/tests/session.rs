@@ -5,8 +5,8 @@ mod common;
 use common::collect::{collector, stripped};
 
 use actix::prelude::*;
-use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
 use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
+use mosaic_actors::group::{ResetAll, SessionGroup, StepAll};
 use mosaic_actors::runner::{Runner, UnitPlan};
 use mosaic_actors::session::{RunEpisode, Session, SessionConfig, Subscribers};
 use mosaic_actors::{BeginEpisode, Decide, DeciderError};

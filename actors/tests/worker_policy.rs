@@ -10,7 +10,7 @@ mod python;
 
 use mosaic_actors::decider::SessionResources;
 use mosaic_actors::decider::{DeciderHandle, DeciderRegistry, SpawnContext};
-use mosaic_actors::{BeginEpisode, Decide, LoadState, DeciderError, SaveState, worker};
+use mosaic_actors::{BeginEpisode, Decide, DeciderError, LoadState, SaveState, worker};
 use mosaic_core::baseline::Random;
 use mosaic_core::{
     Action, AgentContext, AgentSpec, EnvSpec, Environment, ObsRequest, Observation, Paradigm,

@@ -209,10 +209,8 @@ fn step_all(c: &mut Criterion) {
         })
     });
 
-    let mut config = mosaic_web::ServeConfig::new(
-        mosaic_adapters::native_envs(),
-        DeciderRegistry::baselines(),
-    );
+    let mut config =
+        mosaic_web::ServeConfig::new(mosaic_adapters::native_envs(), DeciderRegistry::baselines());
     config.experiment = Some(experiment());
     config.bind = "127.0.0.1:0".parse().expect("address");
     let server = common::serve_in_background(config).expect("server");
@@ -230,10 +228,8 @@ fn step_all(c: &mut Criterion) {
     drop(server);
 
     let runs = tempfile::tempdir().expect("runs directory");
-    let mut config = mosaic_web::ServeConfig::new(
-        mosaic_adapters::native_envs(),
-        DeciderRegistry::baselines(),
-    );
+    let mut config =
+        mosaic_web::ServeConfig::new(mosaic_adapters::native_envs(), DeciderRegistry::baselines());
     config.experiment = Some(experiment());
     config.bind = "127.0.0.1:0".parse().expect("address");
     config.record = Some(mosaic_web::RecordConfig {

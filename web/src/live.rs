@@ -19,7 +19,7 @@ use mosaic_actors::env_actor::{EnvActor, Render};
 use mosaic_actors::group::{EndAll, Pause, ResetAll, Resume, SessionGroup, StepAll};
 use mosaic_actors::human::{self, ChoiceError, HumanHub};
 use mosaic_actors::session::{GetStatus, Session, SessionConfig, SessionStatus};
-use mosaic_actors::{EpisodeEvent, DeciderRegistry, StepEvent};
+use mosaic_actors::{DeciderRegistry, EpisodeEvent, StepEvent};
 use mosaic_core::EnvRegistry;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::{

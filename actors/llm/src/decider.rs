@@ -22,7 +22,7 @@ use actix::prelude::*;
 use base64::Engine as _;
 use mosaic_actors::channel::{Envelope, Post, Voice};
 use mosaic_actors::error::DEADLINE_MISSED;
-use mosaic_actors::{BeginEpisode, Decide, LoadState, DeciderError, SaveState};
+use mosaic_actors::{BeginEpisode, Decide, DeciderError, LoadState, SaveState};
 use mosaic_core::{Action, Decision, DecisionSource, Observation};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -27,8 +27,8 @@
 //! ```
 
 pub mod backend;
-pub mod layers;
 pub mod decider;
+pub mod layers;
 pub mod parser;
 pub mod prompt;
 pub mod server;
@@ -38,6 +38,7 @@ use backend::{
     ApiKey, BackendError, BackendIdentity, ChatBackend, ChatFuture, ChatRequest, OpenAiBackend,
     Passthrough, ReasoningEffort,
 };
+use decider::{DeciderConfig, LlmDecider, ReplayMiss, ReplayMisses};
 use layers::{
     CacheMode, Cached, ConcurrencyLimit, Metered, Offline, ResponseCache, RetryPolicy, Stack,
     Timeout, UsageMeter, UsageTotals,
@@ -46,7 +47,6 @@ use mosaic_actors::channel::{CHANNEL_HELP, DEFAULT_MESSAGE_CAP, Voice};
 use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry, SpawnContext};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{ObsRequest, Paradigm};
-use decider::{LlmDecider, DeciderConfig, ReplayMiss, ReplayMisses};
 use parser::{OutputFormat, ResponseParser};
 use prompt::{
     CoordinationLevel, Disclosure, Identity, ObservationMode, PromptBuilder, PromptOptions,

@@ -47,15 +47,15 @@
 //! two cores; fewer epochs trade sample efficiency for speed.
 
 pub mod checkpoint;
+pub mod decider;
 pub mod dense;
 pub mod error;
 pub mod net;
-pub mod decider;
 pub mod policy;
 pub mod train;
 
 pub use checkpoint::{Checkpoint, Manifest};
+pub use decider::register;
 pub use error::{Result, RlError};
 pub use net::{ActorCritic, Architecture};
-pub use decider::register;
 pub use policy::RlPolicy;

@@ -3,8 +3,8 @@
 
 use super::SessionConfig;
 use crate::channel::{Channel, ChannelConfig};
-use crate::env_actor::EnvActor;
 use crate::decider::{DeciderHandle, DeciderRegistry, SessionResources, SpawnContext};
+use crate::env_actor::EnvActor;
 use actix::prelude::*;
 use mosaic_core::EnvRegistry;
 use mosaic_core::count::Count;
@@ -156,9 +156,7 @@ impl Children {
             env: EnvActor::new(env).start(),
             operators: Rc::new(operators),
             strategy: config.supervision.strategy,
-            windows: std::iter::once(env_window)
-                .chain(decider_windows)
-                .collect(),
+            windows: std::iter::once(env_window).chain(decider_windows).collect(),
             gave_up: false,
             env_snapshots: true,
             decider_states,
@@ -204,9 +202,7 @@ impl Children {
         self.env = EnvActor::new(env).start();
         self.decider_states = operators.iter().map(|o| o.state.is_some()).collect();
         self.operators = Rc::new(operators);
-        self.windows = std::iter::once(env_window)
-            .chain(decider_windows)
-            .collect();
+        self.windows = std::iter::once(env_window).chain(decider_windows).collect();
         self.env_snapshots = true;
         self.gave_up = false;
         Ok(())

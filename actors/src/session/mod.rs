@@ -30,8 +30,8 @@ mod journal;
 mod recovery;
 
 use crate::SessionError;
-use crate::env_actor::EnvActor;
 use crate::decider::{DeciderHandle, DeciderRegistry};
+use crate::env_actor::EnvActor;
 use crate::publish::{Publisher, Recorded};
 use actix::prelude::*;
 use children::Children;

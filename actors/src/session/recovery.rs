@@ -6,10 +6,10 @@ use super::children::{Child, LimitReached};
 use super::driver::Driver;
 use super::episode::Episode;
 use crate::channel::{LoadChannel, NewEpisode};
-use crate::env_actor::{EnvActor, Observe, Reset, RestoreSnapshot, Step};
 use crate::decider::DeciderHandle;
+use crate::env_actor::{EnvActor, Observe, Reset, RestoreSnapshot, Step};
 use crate::{
-    BeginEpisode, ChildFailure, Decide, LoadState, DeciderError, ResumeError, SessionError,
+    BeginEpisode, ChildFailure, Decide, DeciderError, LoadState, ResumeError, SessionError,
 };
 use actix::prelude::*;
 use mosaic_core::record::RestartRecord;
