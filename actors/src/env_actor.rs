@@ -3,6 +3,7 @@
 use actix::{Actor, Context, Handler, Message, MessageResult};
 use mosaic_core::{
     Action, EnvError, Environment, Frame, ObsRequest, Observation, Outcome, Snapshot, Transition,
+    render_marked_or_plain,
 };
 use std::sync::Arc;
 
@@ -101,10 +102,14 @@ pub struct EpisodeSummary {
     pub metrics: serde_json::Map<String, serde_json::Value>,
 }
 
-/// Renders the full view for people.
-#[derive(Debug, Message)]
-#[rtype(result = "Option<Frame>")]
-pub struct Render;
+/// Renders the full view for people: the frame, and whether the agents in `marked` are
+/// marked on it (see [`render_marked_or_plain`]).
+#[derive(Debug, Default, Message)]
+#[rtype(result = "Option<(Frame, bool)>")]
+pub struct Render {
+    /// Agents to mark (a person's).
+    pub marked: Vec<usize>,
+}
 
 /// Saves the environment state.
 #[derive(Debug, Message)]
@@ -156,10 +161,10 @@ impl Handler<Summarise> for EnvActor {
 }
 
 impl Handler<Render> for EnvActor {
-    type Result = Option<Frame>;
+    type Result = Option<(Frame, bool)>;
 
-    fn handle(&mut self, _: Render, _: &mut Context<Self>) -> Self::Result {
-        self.env.render()
+    fn handle(&mut self, msg: Render, _: &mut Context<Self>) -> Self::Result {
+        render_marked_or_plain(self.env.as_ref(), &msg.marked)
     }
 }
 

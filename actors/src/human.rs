@@ -46,6 +46,10 @@ pub struct PendingChoice {
     /// The agent's text observation, when the environment writes one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// Which way the agent faces on the full view (`up`, `down`, `left` or `right`), when
+    /// the environment says so in its observation's info ([`mosaic_core::FACING_INFO`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facing: Option<String>,
 }
 
 /// A person's choice could not be taken.
@@ -290,6 +294,13 @@ impl Handler<Decide> for HumanDecider {
             step: msg.step,
             legal: msg.obs.legal_actions().map(|a| a.0).collect(),
             text: msg.obs.text.clone(),
+            facing: msg
+                .obs
+                .info
+                .as_ref()
+                .and_then(|info| info.get(mosaic_core::FACING_INFO))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
         };
         let key = (choice.operator_id.clone(), choice.agent);
         let (answer, chosen) = oneshot::channel();
@@ -383,7 +394,10 @@ mod tests {
 
     fn decide(step: u32, deadline: Option<Instant>) -> Decide {
         Decide {
-            obs: Arc::new(Observation::with_mask(1, vec![true, false, true])),
+            obs: Arc::new(Observation {
+                info: Some(serde_json::json!({ mosaic_core::FACING_INFO: "left" })),
+                ..Observation::with_mask(1, vec![true, false, true])
+            }),
             step,
             deadline,
         }
@@ -408,6 +422,7 @@ mod tests {
                 step: 4,
                 legal: vec![0, 2],
                 text: None,
+                facing: Some("left".into()),
             }]
         );
         assert!(matches!(

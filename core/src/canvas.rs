@@ -2,6 +2,25 @@
 
 use crate::Frame;
 
+/// The colour that marks a person's agents ([`crate::Environment::render_marked`]):
+/// magenta, which no native world draws with.
+pub const MARK: [u8; 3] = [255, 0, 255];
+
+/// What people call [`MARK`].
+pub const MARK_NAME: &str = "magenta";
+
+/// The on-screen name of a direction counted like [`Canvas::agent_triangle`]'s (0 = east,
+/// 1 = south, 2 = west, 3 = north): `right`, `down`, `left`, `up`, what worlds whose agents
+/// turn and move forward put under [`crate::FACING_INFO`].
+pub fn screen_direction(direction: u8) -> &'static str {
+    match direction % 4 {
+        0 => "right",
+        1 => "down",
+        2 => "left",
+        _ => "up",
+    }
+}
+
 /// An RGB drawing surface.
 #[derive(Clone, Debug)]
 pub struct Canvas {
@@ -118,6 +137,22 @@ impl Canvas {
         self.fill_triangle(corners, colour);
     }
 
+    /// Marks the tile at (x, y) of size `tile` as a person's: an outline in [`MARK`] along
+    /// its edge, `tile / 8` pixels thick (at least one), outside the inscribed sprite of
+    /// [`Canvas::agent_triangle`].
+    pub fn mark_tile(&mut self, x: i64, y: i64, tile: u32) {
+        for k in 0..(tile / 8).max(1) {
+            let inset = i64::from(k);
+            self.outline_rect(
+                x + inset,
+                y + inset,
+                tile.saturating_sub(2 * k),
+                tile.saturating_sub(2 * k),
+                MARK,
+            );
+        }
+    }
+
     /// The finished frame.
     pub fn into_frame(self) -> Frame {
         Frame {
@@ -145,5 +180,26 @@ mod tests {
         assert_eq!(px(5, 5), [0, 0, 0]);
         assert_eq!(px(12, 12), [0, 255, 0]);
         assert_eq!(px(11, 4), [0, 0, 255]);
+    }
+
+    #[test]
+    fn a_marked_tile_is_framed_in_the_mark_colour_around_its_sprite() {
+        let mut c = Canvas::new(32, 32, [0, 0, 0]);
+        c.agent_triangle(0, 0, 16, 0, [255, 0, 0]);
+        c.mark_tile(0, 0, 16);
+        let f = c.into_frame();
+        let px = |x: usize, y: usize| &f.rgb[(y * 32 + x) * 3..(y * 32 + x) * 3 + 3];
+        for (x, y) in [(0, 0), (1, 1), (15, 8), (14, 8), (8, 15), (0, 15)] {
+            assert_eq!(px(x, y), MARK, "({x}, {y}) on the outline");
+        }
+        assert_eq!(px(5, 8), [255, 0, 0], "the sprite stays visible");
+        assert_eq!(px(16, 16), [0, 0, 0], "nothing outside the tile");
+        assert_eq!(px(13, 2), [0, 0, 0], "two pixels thick for 16-pixel tiles");
+    }
+
+    #[test]
+    fn screen_directions_follow_the_agent_triangle() {
+        let names: Vec<_> = (0..5).map(screen_direction).collect();
+        assert_eq!(names, ["right", "down", "left", "up", "right"]);
     }
 }

@@ -183,6 +183,18 @@ pub enum EnvError {
     Other(String),
 }
 
+/// The full view of `env` with the agents in `marked` marked when the environment can mark
+/// agents (see [`Environment::render_marked`]), else its plain view; with whether the
+/// agents are marked on it.
+pub fn render_marked_or_plain(env: &dyn Environment, marked: &[usize]) -> Option<(Frame, bool)> {
+    if !marked.is_empty()
+        && let Some(frame) = env.render_marked(marked)
+    {
+        return Some((frame, true));
+    }
+    env.render().map(|frame| (frame, false))
+}
+
 /// A multi-agent environment, deterministic given the reset seed and the actions.
 ///
 /// Every source of randomness must come from an RNG seeded in [`Environment::reset`]
@@ -212,6 +224,17 @@ pub trait Environment: Send {
 
     /// A full view of the world for people (viewports, replays).
     fn render(&self) -> Option<Frame> {
+        None
+    }
+
+    /// The full view with the agents in `marked` (a person's, in manual mode) drawn above
+    /// every other sprite and outlined in [`crate::canvas::MARK`], so that a person sees
+    /// which sprite is theirs even on a teammate's cell; with `marked` empty, the picture
+    /// of [`Environment::render`]. `None` when the environment marks no agents (its
+    /// pictures have no agent sprites, or it draws them elsewhere, as external ones do):
+    /// [`render_marked_or_plain`] then shows the plain view.
+    fn render_marked(&self, marked: &[usize]) -> Option<Frame> {
+        let _ = marked;
         None
     }
 

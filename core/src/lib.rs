@@ -35,11 +35,11 @@ pub mod rng;
 pub use decision::{Action, Decision, DecisionSource};
 pub use env::{
     AgentSpec, EnvError, EnvSpec, Environment, Event, Outcome, REQUESTED_ACTION, Snapshot,
-    Stepping, Transition,
+    Stepping, Transition, render_marked_or_plain,
 };
 pub use experiment::{ExperimentSpec, OperatorSpec, SeedPlan, Settings, SlotSpec, SpecError};
 pub use frame::{Frame, FrameError};
 pub use ids::{AgentId, EpisodeId, OperatorId, Paradigm, RunId};
-pub use observation::{ObsRequest, Observation, Tensor};
+pub use observation::{FACING_INFO, ObsRequest, Observation, Tensor};
 pub use policy::{AgentContext, Policy};
 pub use registry::{EnvKind, EnvPrefix, EnvRegistry};

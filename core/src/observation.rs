@@ -4,6 +4,12 @@ use crate::Frame;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+/// The key of [`Observation::info`] under which a world whose agents turn and move forward
+/// gives the agent's facing on its full view ([`crate::Environment::render`]): `"up"`,
+/// `"down"`, `"left"` or `"right"` (see [`crate::canvas::screen_direction`]), at least with
+/// the text view. The web page's on-screen arrow keys read it.
+pub const FACING_INFO: &str = "facing";
+
 /// A dense f32 tensor (row-major).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub struct Tensor {

@@ -200,6 +200,37 @@ impl EpisodeRecord {
             timestamp: now_ms(),
         }
     }
+
+    /// The indices in `spec` of the agents a person played, to mark on replayed frames
+    /// ([`crate::Environment::render_marked`]) as the page marked them live.
+    ///
+    /// ```
+    /// use mosaic_core::record::{AgentResult, EpisodeRecord};
+    /// use mosaic_core::{AgentSpec, EnvSpec, ObsRequest, Paradigm, RunId, OperatorId, Stepping, Action};
+    /// let agent = |id: &str| AgentSpec { id: id.into(), team: None };
+    /// let spec = EnvSpec {
+    ///     name: "duel".into(), agents: vec![agent("red"), agent("blue")],
+    ///     action_labels: vec!["stay".into()], default_action: Action(0),
+    ///     stepping: Stepping::Simultaneous, max_steps: None, symbolic_shape: None,
+    ///     offers: ObsRequest::MASK_ONLY,
+    /// };
+    /// let result = |id: &str, paradigm| AgentResult {
+    ///     agent_id: id.into(), team: None, paradigm, kind: "k".into(), total_reward: 0.0,
+    ///     outcome: None, decisions: 0, timeouts: 0, errors: 0,
+    /// };
+    /// let record = EpisodeRecord {
+    ///     agents: vec![result("red", Paradigm::Random), result("blue", Paradigm::Human)],
+    ///     ..EpisodeRecord::new(&RunId::from("r"), &OperatorId::from("op"), 0, 1, "duel")
+    /// };
+    /// assert_eq!(record.human_agents(&spec), vec![1]);
+    /// ```
+    pub fn human_agents(&self, spec: &crate::EnvSpec) -> Vec<usize> {
+        self.agents
+            .iter()
+            .filter(|a| a.paradigm == Paradigm::Human)
+            .filter_map(|a| spec.agent_index(&a.agent_id))
+            .collect()
+    }
 }
 
 /// One failure of an environment or operator and how it was recovered.

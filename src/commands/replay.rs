@@ -3,7 +3,7 @@
 
 use super::{CliError, print};
 use mosaic_core::record::{EpisodeRecord, StepRecord};
-use mosaic_core::{Environment, ObsRequest};
+use mosaic_core::{Environment, ObsRequest, render_marked_or_plain};
 use mosaic_recorder::replay::{ReplayObserver, ReplayedStep, replay};
 use mosaic_recorder::{Records, RunDir, Unit};
 use std::fmt::Write as _;
@@ -108,6 +108,7 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<(), CliError> {
     ))?;
     let shown = Shown {
         frames: args.frames.as_deref(),
+        marked: episode.human_agents(env.spec()),
         views: &args.views,
     };
     match replay(env.as_mut(), &episode, &steps, experiment.max_steps, shown) {
@@ -160,6 +161,8 @@ fn complete_unit(
 /// frame when asked.
 struct Shown<'a> {
     frames: Option<&'a Path>,
+    /// The agents a person played, marked on the frames as the page marked them.
+    marked: Vec<usize>,
     views: &'a Views,
 }
 
@@ -169,8 +172,7 @@ impl Shown<'_> {
             return Ok(());
         };
         let path = dir.join(format!("step-{index:06}.png"));
-        let frame = env
-            .render()
+        let (frame, _) = render_marked_or_plain(env, &self.marked)
             .ok_or_else(|| format!("{}: no frame at step {index}", env.spec().name))?;
         let png = frame.to_png().map_err(|e| format!("step {index}: {e}"))?;
         std::fs::write(&path, png).map_err(|e| format!("{}: {e}", path.display()))

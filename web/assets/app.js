@@ -89,6 +89,22 @@
     t: ['toggle'],
   };
   const KEY_NAMES = { ArrowLeft: '←', ArrowRight: '→', ArrowUp: '↑', ArrowDown: '↓', ' ': 'Space' };
+  /** Labels of the moves of an agent that turns and goes forward. */
+  const FORWARD = ['forward'];
+  const TURN_LEFT = ['left', 'turn_left'];
+  const TURN_RIGHT = ['right', 'turn_right'];
+  /** The arrows clockwise, and the arrow of each way an agent can face on the picture. */
+  const CLOCKWISE = ['ArrowUp', 'ArrowRight', 'ArrowDown', 'ArrowLeft'];
+  const FACING_ARROW = { up: 'ArrowUp', right: 'ArrowRight', down: 'ArrowDown', left: 'ArrowLeft' };
+  /**
+   * How arrow keys move an agent that turns and goes forward: `relative` (↑ forward, ← →
+   * turn) or `screen` (an arrow turns it to face that way on the picture, or moves it
+   * forward when it already does). Remembered in this browser.
+   */
+  const ARROW_MODE_KEY = 'mosaic.arrows';
+  let arrowMode = (() => {
+    try { return localStorage.getItem(ARROW_MODE_KEY) === 'screen' ? 'screen' : 'relative'; } catch (_) { return 'relative'; }
+  })();
 
   let setup = null;
   let latest = null;
@@ -123,6 +139,54 @@
     return action === undefined ? null : action;
   }
 
+  /** Whether the seat's agent moves relative to the way it faces (turns and forward). */
+  function movesRelative(labels, legal) {
+    const used = legal.map((a) => labels[a]);
+    return used.includes('forward') || used.some((l) => l.startsWith('turn_'));
+  }
+
+  /** Whether the arrow keys move this seat's agent on the screen (see `arrowMode`). */
+  const arrowsOnScreen = (labels, seat) =>
+    arrowMode === 'screen' && Boolean(FACING_ARROW[seat.facing]) && movesRelative(labels, seat.legal);
+
+  /**
+   * On-screen arrows: the action `key` picks for an agent facing `facing` — forward when
+   * it faces that way, else the quarter turn towards it (the right turn for the way back);
+   * `null` when that move is not legal now.
+   */
+  function screenAction(labels, legal, facing, key) {
+    const turns = (CLOCKWISE.indexOf(key) - CLOCKWISE.indexOf(FACING_ARROW[facing]) + 4) % 4;
+    const names = turns === 0 ? FORWARD : turns === 3 ? TURN_LEFT : TURN_RIGHT;
+    const action = legal.find((a) => names.includes(labels[a]));
+    return action === undefined ? null : action;
+  }
+
+  /** The key that picks `action` for `seat`, in the arrow mode chosen. */
+  function seatKey(labels, seat, action) {
+    if (!arrowsOnScreen(labels, seat)) return keyFor(labels, seat.legal, action);
+    // From the way it faces, clockwise: a right turn shows the arrow a quarter to the right.
+    const start = CLOCKWISE.indexOf(FACING_ARROW[seat.facing]);
+    const arrows = CLOCKWISE.map((_, k) => CLOCKWISE[(start + k) % 4]);
+    const arrow = arrows.find((key) => screenAction(labels, seat.legal, seat.facing, key) === action);
+    if (arrow) return arrow;
+    const key = keyFor(labels, seat.legal, action);
+    return key && key.startsWith('Arrow') ? null : key;
+  }
+
+  /** The action `key` picks for `seat`, in the arrow mode chosen; `null`: none. */
+  function seatAction(labels, seat, key) {
+    if (arrowsOnScreen(labels, seat) && CLOCKWISE.includes(key)) {
+      return screenAction(labels, seat.legal, seat.facing, key);
+    }
+    return actionForKey(labels, seat.legal, key);
+  }
+
+  function setArrowMode(mode) {
+    arrowMode = mode;
+    try { localStorage.setItem(ARROW_MODE_KEY, mode); } catch (_) { /* not remembered */ }
+    if (latest) render(latest);
+  }
+
   function buildViewports() {
     const root = $('#viewports');
     root.replaceChildren();
@@ -152,6 +216,7 @@
           el('span', { class: 'episode' }), el('span', { class: 'seed' }),
           el('span', { class: 'steps', 'data-testid': 'steps' }),
           el('span', { class: 'turn' }), el('span', { class: 'done' })),
+        el('p', { class: 'you', hidden: true }),
         el('div', { class: 'frame-wrap' }, img),
         el('div', { class: 'waiting', hidden: true }),
         el('table', { class: 'agents' },
@@ -210,29 +275,43 @@
   }
 
   /**
-   * How the arrow keys move this seat's agent: on the screen (up, down, left, right), or
-   * relative to the way it faces (turn left, turn right, forward).
+   * How the arrow keys move this seat's agent, for agents that move relative to the way
+   * they face (turn left, turn right, forward): the hint, and where the world says which
+   * way the agent faces, the switch between relative and on-screen arrows.
    */
-  function keyHint(labels, legal) {
-    const used = legal.map((a) => labels[a]);
-    const relative = used.includes('forward') || used.some((l) => l.startsWith('turn_'));
-    if (!relative) return null;
-    return el('p', { class: 'key-hint' },
-      'This agent moves relative to the way it faces: ', el('kbd', { text: '↑' }), ' forward, ',
-      el('kbd', { text: '←' }), ' ', el('kbd', { text: '→' }), ' turn on the spot. Arrows do not move it on the screen.');
+  function keyHint(labels, seat) {
+    if (!movesRelative(labels, seat.legal)) return null;
+    const hint = arrowsOnScreen(labels, seat)
+      ? el('p', { class: 'key-hint' },
+        'Arrows move this agent on the screen: an arrow turns it to face that way, or moves it forward when it already does (it faces ',
+        el('kbd', { text: KEY_NAMES[FACING_ARROW[seat.facing]] }), ').')
+      : el('p', { class: 'key-hint' },
+        'This agent moves relative to the way it faces: ', el('kbd', { text: '↑' }), ' forward, ',
+        el('kbd', { text: '←' }), ' ', el('kbd', { text: '→' }), ' turn on the spot. Arrows do not move it on the screen.');
+    if (!FACING_ARROW[seat.facing]) return hint;
+    const option = (mode, text) => el('button', {
+      type: 'button',
+      'data-arrows': mode,
+      'aria-pressed': String(arrowMode === mode),
+      onclick: (event) => { if (event.detail > 0) event.currentTarget.blur(); setArrowMode(mode); },
+    }, text);
+    return el('div', { class: 'arrows' },
+      el('div', { class: 'arrow-mode', role: 'group', 'aria-label': 'arrow keys' },
+        el('span', { text: 'arrows: ' }), option('relative', 'relative'), option('screen', 'on screen')),
+      hint);
   }
 
   function renderWaiting(view, box, waiting) {
     box.hidden = waiting.length === 0;
     view.card.dataset.waiting = String(waiting.length > 0);
-    const signature = JSON.stringify(waiting);
+    const signature = JSON.stringify([arrowMode, waiting]);
     if (box.dataset.signature === signature) return;
     box.dataset.signature = signature;
     box.replaceChildren();
     const labels = view.op.action_labels;
     for (const seat of waiting) {
       const choices = seat.legal.map((action) => {
-        const key = keyFor(labels, seat.legal, action);
+        const key = seatKey(labels, seat, action);
         return el('button', {
           'data-action': String(action),
           title: key ? `key: ${KEY_NAMES[key] || key}` : '',
@@ -243,7 +322,7 @@
         el('span', { text: 'Waiting for ' }), el('span', { class: 'who', text: seat.agent_id }),
         el('span', { text: ` (human) to move at step ${seat.step}` }),
         el('div', { class: 'choices' }, ...choices),
-        keyHint(labels, seat.legal),
+        keyHint(labels, seat),
         seat.text ? el('details', { class: 'obs' }, el('summary', { text: 'what the agent sees' }),
           el('pre', { text: seat.text })) : null));
     }
@@ -290,6 +369,7 @@
       $('.turn', card).textContent = s && !s.done && op.stepping === 'sequential' && s.acting.length
         ? `turn: ${s.acting.map((a) => op.agents[a].id).join(', ')}` : '';
       loadFrame(view, v.frame);
+      renderYou(view, v.marked);
       renderWaiting(view, $('.waiting', card), v.waiting);
       const awaited = new Set(v.waiting.map((w) => w.agent));
       op.agents.forEach((agent, index) => {
@@ -314,6 +394,26 @@
         events.dataset.signature = JSON.stringify(lines);
         events.replaceChildren(...lines.map((line) => el('li', { text: line })));
       }
+    }
+  }
+
+  /**
+   * The card's legend of the agents people play here, and the colour that marks them on
+   * the picture when the world marks them.
+   */
+  function renderYou(view, marked) {
+    const you = $('.you', view.card);
+    const humans = view.op.agents.filter((agent) => agent.paradigm === 'human').map((agent) => agent.id);
+    you.hidden = humans.length === 0;
+    view.card.dataset.marked = String(Boolean(marked));
+    const signature = JSON.stringify([humans, Boolean(marked)]);
+    if (you.dataset.signature === signature) return;
+    you.dataset.signature = signature;
+    you.replaceChildren(el('span', { text: 'you: ' }), el('span', { class: 'mono', text: humans.join(', ') }));
+    if (marked) {
+      const swatch = el('span', { class: 'swatch' });
+      swatch.style.backgroundColor = setup.mark.colour;
+      you.append(', outlined in ', swatch, ` ${setup.mark.name}`);
     }
   }
 
@@ -398,7 +498,7 @@
       const seat = v.waiting[0];
       if (!seat) continue;
       const op = setup.operators.find((o) => o.id === v.id);
-      const action = actionForKey(op.action_labels, seat.legal, event.key);
+      const action = seatAction(op.action_labels, seat, event.key);
       if (action == null) return;
       event.preventDefault();
       choose(v.id, seat.agent, action);
@@ -692,19 +792,55 @@
 
   /**
    * The figures of an operator's abandoned episodes, which the report leaves out of its
-   * averages: mean length, and mean return per operator and per agent.
+   * averages: mean length, and mean return per operator, per team (the sum of its agents'
+   * returns in an episode, as the report counts it) and per agent; and who played each
+   * team and agent (`paradigm/kind`, as the report writes it).
    */
   function partialFigures(episodes) {
     const returns = new Map();
+    const teamReturns = new Map();
+    const who = new Map();
+    const push = (map, key, value) => map.set(key, [...(map.get(key) || []), value]);
+    const played = (group, a) => {
+      const names = who.get(group) || [];
+      const name = `${a.paradigm}/${a.kind}`;
+      if (!names.includes(name)) who.set(group, [...names, name]);
+    };
     for (const e of episodes) {
-      for (const a of e.agents) returns.set(a.agent_id, [...(returns.get(a.agent_id) || []), a.total_reward]);
+      const teams = new Map();
+      for (const a of e.agents) {
+        push(returns, a.agent_id, a.total_reward);
+        played(`agent:${a.agent_id}`, a);
+        if (a.team == null) continue;
+        teams.set(a.team, (teams.get(a.team) || 0) + a.total_reward);
+        played(`team:${a.team}`, a);
+      }
+      for (const [team, total] of teams) push(teamReturns, team, total);
     }
+    const means = (map) => new Map([...map].map(([name, xs]) => [name, mean(xs)]));
     return {
       count: episodes.length,
       length: mean(episodes.map((e) => e.steps)),
       operator: mean(episodes.map((e) => e.agents.reduce((sum, a) => sum + a.total_reward, 0))),
-      agents: new Map([...returns].map(([id, xs]) => [id, mean(xs)])),
+      teams: means(teamReturns),
+      agents: means(returns),
+      who,
     };
+  }
+
+  const GROUP_ORDER = { operator: 0, team: 1, agent: 2 };
+
+  /**
+   * The report's groups, with a row for each team and agent seen only in abandoned
+   * episodes (the report counts finished episodes only), in the report's order.
+   */
+  function groupsWithPartial(groups, partial) {
+    if (!partial) return groups;
+    const missing = (kind, names) => [...names.keys()]
+      .filter((name) => !groups.some((g) => g.kind === kind && g.name === name))
+      .map((name) => ({ kind, name, who: partial.who.get(`${kind}:${name}`).join(', '), mean_return: null, outcomes: null, llm: null }));
+    return [...groups, ...missing('team', partial.teams), ...missing('agent', partial.agents)]
+      .sort((a, b) => (GROUP_ORDER[a.kind] ?? 3) - (GROUP_ORDER[b.kind] ?? 3));
   }
 
   /** One operator's section of the recorder's report (`episodes`: the operator's records). */
@@ -714,13 +850,15 @@
     /** A group's mean return: the report's, else that of its abandoned episodes (marked). */
     const partialMean = (g) => {
       if (!partial) return null;
-      const value = g.kind === 'operator' ? partial.operator : g.kind === 'agent' ? partial.agents.get(g.name) : null;
+      const value = g.kind === 'operator' ? partial.operator
+        : g.kind === 'team' ? partial.teams.get(g.name) : partial.agents.get(g.name);
       return value == null ? null : `${formatNumber(value, 3)} (partial)`;
     };
-    const withLlm = op.groups.some((g) => g.llm);
+    const groups = groupsWithPartial(op.groups, partial);
+    const withLlm = groups.some((g) => g.llm);
     const headers = [['group'], ['name'], ['who'], ['mean return', 1], ['95% CI', 1], ['W / D / L', 1]];
     if (withLlm) headers.push(['parsed', 1], ['tokens in / out', 1], ['messages', 1]);
-    const rows = op.groups.map((g) => {
+    const rows = groups.map((g) => {
       const ci = g.mean_return;
       const paradigm = g.kind === 'agent' ? g.who.split('/')[0] : null;
       const cells = [
@@ -729,7 +867,7 @@
         el('td', { class: 'muted', text: g.who }),
         el('td', { class: 'num', text: ci ? formatNumber(ci.mean, 3) : partialMean(g) || '–' }),
         el('td', { class: 'num', text: ci ? `[${formatNumber(ci.low, 3)}, ${formatNumber(ci.high, 3)}]` : '–' }),
-        el('td', { class: 'num', text: `${g.outcomes.wins} / ${g.outcomes.draws} / ${g.outcomes.losses}` }),
+        el('td', { class: 'num', text: g.outcomes ? `${g.outcomes.wins} / ${g.outcomes.draws} / ${g.outcomes.losses}` : '–' }),
       ];
       if (withLlm) {
         const l = g.llm;

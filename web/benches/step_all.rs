@@ -167,7 +167,11 @@ async fn direct_step(direct: &Direct, seed: &Cell<u64>) -> Duration {
         .expect("group")
         .expect("step");
     for env in &direct.envs {
-        let frame = env.send(Render).await.expect("env").expect("soccer draws");
+        let (frame, _) = env
+            .send(Render::default())
+            .await
+            .expect("env")
+            .expect("soccer draws");
         frame.to_png().expect("PNG");
     }
     let elapsed = start.elapsed();

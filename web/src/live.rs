@@ -4,7 +4,8 @@
 //! Controls go to the group (Reset All, Step All, Run / Pause). A small relay actor hears
 //! every session's step and episode events; after each step event (a session's steps come
 //! in batches, each within milliseconds) the viewport of that session is refreshed (status from the session, full-view frame from its environment, PNG
-//! encoded once and served to every viewer). Refreshes of one viewport never wait for
+//! encoded once and served to every viewer). The frame marks the agents people play
+//! ([`mosaic_core::Environment::render_marked`]) where the environment can. Refreshes of one viewport never wait for
 //! another's, so a person pondering a move in one game does not freeze the others.
 //!
 //! When recording, the sessions also report to the run's telemetry sink
@@ -74,6 +75,8 @@ struct LiveOperator {
     env: String,
     spec: Arc<EnvSpec>,
     agents: Vec<AgentView>,
+    /// The agents people play, marked on the frames.
+    humans: Vec<usize>,
     session: Addr<Session>,
     env_actor: Addr<EnvActor>,
 }
@@ -100,6 +103,8 @@ struct Viewport {
     status: Option<SessionStatus>,
     frame: Option<Arc<Vec<u8>>>,
     frame_version: u64,
+    /// Whether the frame marks the people's agents.
+    marked: bool,
     details: Vec<Option<AgentDetail>>,
     events: VecDeque<String>,
     ending: Option<Ending>,
@@ -244,6 +249,12 @@ impl Live {
                     paradigm: handle.paradigm,
                     kind: handle.kind.clone(),
                 })
+                .collect::<Vec<AgentView>>();
+            let humans = agents
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.paradigm == Paradigm::Human)
+                .map(|(index, _)| index)
                 .collect();
             let env_actor = session.env();
             operators.push(LiveOperator {
@@ -251,6 +262,7 @@ impl Live {
                 env: operator.env.clone(),
                 spec,
                 agents,
+                humans,
                 session: session.start(),
                 env_actor,
             });
@@ -366,9 +378,11 @@ impl Live {
             .recording
             .as_ref()
             .map(|r| json!({ "run_id": r.run_id(), "name": r.name() }));
+        let [r, g, b] = mosaic_core::canvas::MARK;
         json!({
             "experiment": self.name,
             "max_steps": self.max_steps,
+            "mark": {"name": mosaic_core::canvas::MARK_NAME, "colour": format!("#{r:02x}{g:02x}{b:02x}")},
             "operators": operators,
             "recording": recording,
         })
@@ -390,6 +404,7 @@ impl Live {
                     "id": o.id,
                     "status": status,
                     "frame": v.frame.as_ref().map(|_| v.frame_version),
+                    "marked": v.marked,
                     "details": v.details,
                     "events": v.events,
                     "ending": v.ending,
@@ -641,11 +656,13 @@ impl Live {
         let operator = &self.operators[index];
         let (status, frame) = futures::join!(
             operator.session.send(GetStatus),
-            operator.env_actor.send(Render)
+            operator.env_actor.send(Render {
+                marked: operator.humans.clone(),
+            })
         );
         let png = match frame {
-            Ok(Some(frame)) => match frame.to_png() {
-                Ok(png) => Some(Arc::new(png)),
+            Ok(Some((frame, marked))) => match frame.to_png() {
+                Ok(png) => Some((Arc::new(png), marked)),
                 Err(error) => {
                     tracing::warn!(operator = %operator.id, %error, "cannot encode frame");
                     None
@@ -658,8 +675,9 @@ impl Live {
             if let Ok(Some(status)) = status {
                 viewport.status = Some(status);
             }
-            if png.is_some() {
-                viewport.frame = png;
+            if let Some((png, marked)) = png {
+                viewport.frame = Some(png);
+                viewport.marked = marked;
                 viewport.frame_version += 1;
             }
             let again = coalescing && std::mem::take(&mut viewport.dirty);

@@ -14,7 +14,7 @@
 use crate::ServeConfig;
 use mosaic_core::EnvRegistry;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
-use mosaic_core::{EnvSpec, Environment, OperatorSpec, Paradigm, Settings};
+use mosaic_core::{EnvSpec, Environment, OperatorSpec, Paradigm, Settings, render_marked_or_plain};
 use mosaic_recorder::paired::{ConfigSamples, compare_configs, samples_by_operator};
 use mosaic_recorder::replay::{ReplayError, ReplayObserver, ReplayedStep};
 use mosaic_recorder::run_dir::MANIFEST_FILE;
@@ -592,6 +592,8 @@ fn unpaired_seeds_as_text(value: &mut Value) {
 /// timeline while the recorder's check runs.
 struct Filmstrip<'a> {
     spec: &'a EnvSpec,
+    /// The agents a person played, marked as the page marked them live.
+    humans: Vec<usize>,
     frames: Vec<Vec<u8>>,
     timeline: Vec<ReplayStep>,
 }
@@ -605,7 +607,7 @@ impl ReplayObserver for &mut Filmstrip<'_> {
         _: &[StepRecord],
     ) -> Result<(), String> {
         if self.timeline.is_empty() && self.frames.is_empty() {
-            render_into(env, &mut self.frames)?;
+            render_into(env, &self.humans, &mut self.frames)?;
         }
         Ok(())
     }
@@ -634,7 +636,7 @@ impl ReplayObserver for &mut Filmstrip<'_> {
             })
             .collect();
         self.timeline.push(row);
-        render_into(env, &mut self.frames)
+        render_into(env, &self.humans, &mut self.frames)
     }
 }
 
@@ -656,6 +658,7 @@ fn rebuild(
     let spec = env.spec().clone();
     let mut film = Filmstrip {
         spec: &spec,
+        humans: record.human_agents(&spec),
         frames: Vec::new(),
         timeline: Vec::with_capacity(steps.len()),
     };
@@ -696,10 +699,14 @@ fn rebuild(
     })
 }
 
-/// Appends the rendered frame as PNG (environments that draw nothing leave `frames`
-/// empty).
-fn render_into(env: &dyn Environment, frames: &mut Vec<Vec<u8>>) -> Result<(), String> {
-    if let Some(frame) = env.render() {
+/// Appends the rendered frame, with the agents in `marked` marked where the environment can,
+/// as PNG (environments that draw nothing leave `frames` empty).
+fn render_into(
+    env: &dyn Environment,
+    marked: &[usize],
+    frames: &mut Vec<Vec<u8>>,
+) -> Result<(), String> {
+    if let Some((frame, _)) = render_marked_or_plain(env, marked) {
         frames.push(
             frame
                 .to_png()

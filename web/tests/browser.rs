@@ -213,13 +213,31 @@ fn run_script(name: &str, tools: &BTreeMap<String, String>, configure: impl FnOn
     );
 }
 
+/// The first seed from which soccer's `green_0` starts facing up.
+fn seed_where_green_0_faces_up() -> u64 {
+    let envs = mosaic_adapters::native_envs();
+    let mut env = envs.make("soccer-2v2", &Default::default()).unwrap();
+    let text = mosaic_core::ObsRequest {
+        text: true,
+        ..mosaic_core::ObsRequest::MASK_ONLY
+    };
+    (1..)
+        .find(|seed| {
+            env.reset(*seed).unwrap();
+            env.observe(0, text).info.unwrap()[mosaic_core::FACING_INFO] == "up"
+        })
+        .unwrap()
+}
+
+/// A person playing soccer's `green_0`: the page names and the frame marks the agent, the
+/// arrow keys are explained, and on-screen arrows turn it and move it.
 #[test]
 fn relative_moves_are_explained_to_a_human_player() {
     let tools = browser_tools();
     let spec: ExperimentSpec = serde_json::from_value(json!({
         "name": "pitch",
         "episodes": 1,
-        "seeds": {"plan": "fixed", "seed": 3},
+        "seeds": {"plan": "fixed", "seed": seed_where_green_0_faces_up()},
         "max_steps": 30,
         "operators": [{"id": "pitch", "env": "soccer-2v2", "agents": {
             "green_0": {"kind": "human"}, "green_1": {"kind": "scripted"}, "*": {"kind": "random"}

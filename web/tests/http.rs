@@ -387,10 +387,25 @@ fn the_manual_mode_example_serves_real_games() {
         )
         .body
     };
-    assert_eq!(
-        first(0),
-        first(1),
-        "the two pitches start alike under one seed"
+    // The two pitches start alike under one seed, but for the outline of the person's agent.
+    let (human, scripted) = (
+        mosaic_core::Frame::from_png(&first(0)).unwrap(),
+        mosaic_core::Frame::from_png(&first(1)).unwrap(),
+    );
+    let mark = mosaic_core::canvas::MARK;
+    let pixels = |f: &mosaic_core::Frame| f.rgb.chunks(3).map(<[u8]>::to_vec).collect::<Vec<_>>();
+    let (human, scripted) = (pixels(&human), pixels(&scripted));
+    assert_eq!(human.len(), scripted.len());
+    let outlined = human.iter().filter(|p| **p == mark).count();
+    assert!(outlined > 0, "the human agent is outlined");
+    assert_eq!(state["viewports"][0]["marked"], true);
+    assert_eq!(state["viewports"][1]["marked"], false);
+    assert!(
+        human
+            .iter()
+            .zip(&scripted)
+            .all(|(h, s)| h == s || *h == mark),
+        "the pitches differ only by the outline"
     );
     assert_eq!(state["seed"], "7");
 }

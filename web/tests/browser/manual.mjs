@@ -251,6 +251,13 @@ try {
   assert.match(heading, /mean length 6\.0 \(partial\)/, heading);
   const operatorMean = await page.textContent('#run-report tr[data-group="operator:pair"] td:nth-child(4)');
   assert.match(operatorMean, /\(partial\)$/, operatorMean);
+  // Teams and agents of abandoned episodes get rows with their partial figures too.
+  for (const group of ['team:red', 'team:blue', 'agent:red', 'agent:blue']) {
+    const mean = await page.textContent(`#run-report tr[data-group="${group}"] td:nth-child(4)`);
+    assert.match(mean, /^-?\d+\.\d{3} \(partial\)$/, `${group}: ${mean}`);
+  }
+  const groups = await page.$$eval('#run-report section.operator-report tbody tr', (rows) => rows.map((r) => r.dataset.group));
+  assert.deepEqual(groups, ['operator:pair', 'team:red', 'team:blue', 'agent:red', 'agent:blue'], 'the report\'s order');
   assert.match(await page.textContent('tr[data-episode="pair/0"]'), /abandoned by reset/);
   assert.doesNotMatch(await page.textContent('tr[data-episode="pair/0"]'), /error:/);
   assert.equal(await page.locator('#run-plots img').count(), 0, 'no empty plots');

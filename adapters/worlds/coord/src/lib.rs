@@ -240,7 +240,12 @@ impl Environment for CoordWorld {
     }
 
     fn render(&self) -> Option<Frame> {
-        self.running().map(render::world_frame)
+        self.running().map(|world| render::world_frame(world, &[]))
+    }
+
+    fn render_marked(&self, marked: &[usize]) -> Option<Frame> {
+        self.running()
+            .map(|world| render::world_frame(world, marked))
     }
 
     fn metrics(&self) -> serde_json::Map<String, serde_json::Value> {

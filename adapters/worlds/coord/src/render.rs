@@ -146,15 +146,30 @@ fn draw_tile(
     }
 }
 
-fn draw_agents(
-    canvas: &mut Canvas,
-    world: &World,
+/// Where to draw agents: the map window shown and its tile size, below a bar of `top`
+/// pixels.
+#[derive(Clone, Copy)]
+struct Window {
     origin: (i32, i32),
     span: (i32, i32),
-    t: u32,
+    tile: u32,
     top: i64,
-) {
-    for a in world.agents.iter().filter(|a| a.is_present()) {
+}
+
+/// The agents inside `window`, those in `marked` last (above any other on their tile) and
+/// framed in [`mosaic_core::canvas::MARK`]; then the arrows in flight.
+fn draw_agents(canvas: &mut Canvas, world: &World, window: Window, marked: &[usize]) {
+    let Window {
+        origin,
+        span,
+        tile: t,
+        top,
+    } = window;
+    let present = |i: &usize| world.agents[*i].is_present();
+    let unmarked = (0..world.agents.len()).filter(|i| !marked.contains(i));
+    let on_top = (0..world.agents.len()).filter(|i| marked.contains(i));
+    for i in unmarked.chain(on_top).filter(present) {
+        let a = &world.agents[i];
         let (vx, vy) = (a.x - origin.0, a.y - origin.1);
         if !(0..span.0).contains(&vx) || !(0..span.1).contains(&vy) {
             continue;
@@ -169,6 +184,9 @@ fn draw_agents(
             _ => role_colour(a.role),
         };
         canvas.agent_triangle(px, py, t, facing_index(a.facing), colour);
+        if marked.contains(&i) {
+            canvas.mark_tile(px, py, t);
+        }
     }
     for arrow in &world.arrows {
         let (vx, vy) = (arrow.x - origin.0, arrow.y - origin.1);
@@ -224,8 +242,9 @@ fn brightness(world: &World) -> f32 {
     0.3 + 0.7 * world.light
 }
 
-/// The whole map with a team status bar on top.
-pub(crate) fn world_frame(world: &World) -> Frame {
+/// The whole map with a team status bar on top; the agents in `marked` framed (see
+/// [`draw_agents`]).
+pub(crate) fn world_frame(world: &World, marked: &[usize]) -> Frame {
     let t = (512 / world.width.max(world.height)).max(2) as u32;
     let (w, h) = (world.width as u32 * t, world.height as u32 * t);
     let mut canvas = Canvas::new(w, h + BAR, [0, 0, 0]);
@@ -243,14 +262,13 @@ pub(crate) fn world_frame(world: &World) -> Frame {
             draw_tile(&mut canvas, world, (x, y), (px, py), style);
         }
     }
-    draw_agents(
-        &mut canvas,
-        world,
-        (0, 0),
-        (world.width, world.height),
-        t,
-        i64::from(BAR),
-    );
+    let window = Window {
+        origin: (0, 0),
+        span: (world.width, world.height),
+        tile: t,
+        top: i64::from(BAR),
+    };
+    draw_agents(&mut canvas, world, window, marked);
     canvas.into_frame()
 }
 
@@ -281,14 +299,13 @@ pub(crate) fn agent_frame(world: &World, agent: usize) -> Frame {
             );
         }
     }
-    draw_agents(
-        &mut canvas,
-        world,
+    let window = Window {
         origin,
-        (VIEW_W, VIEW_H),
-        t,
-        i64::from(BAR),
-    );
+        span: (VIEW_W, VIEW_H),
+        tile: t,
+        top: i64::from(BAR),
+    };
+    draw_agents(&mut canvas, world, window, &[]);
     // Inventory: one slot per held item, its colour and a count bar.
     let strip = i64::from(BAR + h);
     let slot = BAR;

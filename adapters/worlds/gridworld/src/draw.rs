@@ -92,8 +92,9 @@ fn draw_tile(canvas: &mut Canvas, origin: (i64, i64), tile: Tile) {
     }
 }
 
-/// The whole grid as a frame.
-pub(super) fn frame(state: &State, see_through_walls: bool) -> Frame {
+/// The whole grid as a frame; `marked`: the agent framed in
+/// [`mosaic_core::canvas::MARK`] (a person plays it).
+pub(super) fn frame(state: &State, see_through_walls: bool, marked: bool) -> Frame {
     let size = state.grid.size();
     let side = TILE * size as u32;
     let mut canvas = Canvas::new(side, side, FLOOR);
@@ -122,12 +123,13 @@ pub(super) fn frame(state: &State, see_through_walls: bool) -> Frame {
         }
     }
     let agent = state.agent;
-    canvas.agent_triangle(
+    let at = (
         i64::from(TILE) * i64::from(agent.x),
         i64::from(TILE) * i64::from(agent.y),
-        TILE,
-        state.direction,
-        AGENT,
     );
+    canvas.agent_triangle(at.0, at.1, TILE, state.direction, AGENT);
+    if marked {
+        canvas.mark_tile(at.0, at.1, TILE);
+    }
     canvas.into_frame()
 }

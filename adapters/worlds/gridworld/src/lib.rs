@@ -569,10 +569,15 @@ impl Environment for Gridworld {
                 "mission": state.mission.text(),
                 "agent_pos": [state.agent.x, state.agent.y],
                 "agent_dir": state.direction,
+                mosaic_core::FACING_INFO: mosaic_core::canvas::screen_direction(state.direction),
             }));
         }
         if want.frame {
-            obs.frame = Some(Arc::new(draw::frame(state, self.see_through_walls())));
+            obs.frame = Some(Arc::new(draw::frame(
+                state,
+                self.see_through_walls(),
+                false,
+            )));
         }
         obs
     }
@@ -695,7 +700,17 @@ impl Environment for Gridworld {
 
     fn render(&self) -> Option<Frame> {
         let state = self.state.as_ref()?;
-        Some(draw::frame(state, self.see_through_walls()))
+        Some(draw::frame(state, self.see_through_walls(), false))
+    }
+
+    /// The one agent is the only sprite: marked, it is framed.
+    fn render_marked(&self, marked: &[usize]) -> Option<Frame> {
+        let state = self.state.as_ref()?;
+        Some(draw::frame(
+            state,
+            self.see_through_walls(),
+            marked.contains(&0),
+        ))
     }
 
     fn outcome(&self) -> Option<Vec<Outcome>> {

@@ -657,6 +657,45 @@ fn frames_draw_the_grid_and_encode_to_png() {
     assert_eq!(*obs.frame.unwrap(), frame);
 }
 
+#[test]
+fn a_marked_agent_is_framed_on_its_tile() {
+    let mut env = small_room();
+    let plain = env.render().unwrap();
+    assert_eq!(env.render_marked(&[]).unwrap(), plain);
+    let marked = env.render_marked(&[0]).unwrap();
+    let pixel = |frame: &Frame, x: u32, y: u32| {
+        let i = ((y * frame.width + x) * 3) as usize;
+        [frame.rgb[i], frame.rgb[i + 1], frame.rgb[i + 2]]
+    };
+    let mark = mosaic_core::canvas::MARK;
+    // The agent stands at (1, 2), 32-pixel tiles, four-pixel frame.
+    for (x, y) in [
+        (32, 64),
+        (32 + 31, 64 + 16),
+        (32 + 3, 64 + 3),
+        (32 + 16, 64 + 31),
+    ] {
+        assert_eq!(pixel(&marked, x, y), mark, "({x}, {y})");
+        assert_ne!(pixel(&plain, x, y), mark, "({x}, {y})");
+    }
+    assert_eq!(
+        pixel(&marked, 32 + 12, 64 + 16),
+        [255, 0, 0],
+        "the agent inside"
+    );
+    assert_ne!(
+        pixel(&marked, 32 + 4, 64 + 4),
+        mark,
+        "the frame is four pixels"
+    );
+    let frame_pixels = marked.rgb.chunks(3).filter(|px| *px == mark).count();
+    // Rings of sides 32, 30, 28 and 26 pixels: 124 + 116 + 108 + 100.
+    assert_eq!(frame_pixels, 448, "only the agent's tile");
+    step(&mut env, GridAction::Left);
+    let facing = env.observe(0, ObsRequest::ALL).info.unwrap();
+    assert_eq!(facing[mosaic_core::FACING_INFO], "up", "{facing}");
+}
+
 /// Random play from `seed`; every step's rewards, flags and text.
 fn random_episode(settings_value: Value, seed: u64) -> Vec<(Vec<f32>, bool, String)> {
     let mut env = env(settings_value);

@@ -5,7 +5,7 @@
 use crate::battle::{Battle, Order, TICK};
 use crate::units::UnitType;
 use mosaic_core::Frame;
-use mosaic_core::canvas::Canvas;
+use mosaic_core::canvas::{Canvas, MARK};
 
 /// Pixels per map unit.
 pub const PIXELS_PER_UNIT: u32 = 12;
@@ -19,6 +19,8 @@ const BAR_BACK: [u8; 3] = [30, 30, 30];
 const ATTACK: [u8; 3] = [255, 220, 80];
 const HEAL: [u8; 3] = [150, 255, 150];
 const VIEWER: [u8; 3] = [255, 255, 255];
+/// How far a marked unit's ring reaches beyond its body, in pixels.
+const MARK_RING: f32 = 4.5;
 /// Brightness kept outside the viewer's sight.
 const FOG: f32 = 0.4;
 
@@ -63,8 +65,10 @@ fn line(canvas: &mut Canvas, a: (f32, f32), b: (f32, f32), colour: [u8; 3]) {
     }
 }
 
-/// The battlefield, seen by everyone (`viewer` `None`) or by one unit.
-pub(crate) fn battlefield(battle: &Battle, viewer: Option<usize>) -> Frame {
+/// The battlefield, seen by everyone (`viewer` `None`) or by one unit. The units in
+/// `marked` are drawn last, above any unit they overlap, in a ring of
+/// [`mosaic_core::canvas::MARK`].
+pub(crate) fn battlefield(battle: &Battle, viewer: Option<usize>, marked: &[usize]) -> Frame {
     let size = battle.config.map_size;
     let side = (size * PIXELS_PER_UNIT as f32).round() as u32;
     let proj = Projection {
@@ -131,13 +135,19 @@ pub(crate) fn battlefield(battle: &Battle, viewer: Option<usize>) -> Frame {
         }
     }
 
-    for (j, unit) in battle.units.iter().enumerate() {
+    let unmarked = (0..battle.units.len()).filter(|j| !marked.contains(j));
+    let on_top = (0..battle.units.len()).filter(|j| marked.contains(j));
+    for j in unmarked.chain(on_top) {
+        let unit = &battle.units[j];
         if !unit.alive() || !shown(j) {
             continue;
         }
         let stats = unit.kind.stats();
         let (cx, cy) = proj.point(unit.pos);
         let radius = stats.radius * proj.scale;
+        if marked.contains(&j) {
+            canvas.fill_circle(cx, cy, radius + MARK_RING, MARK);
+        }
         if viewer == Some(j) {
             canvas.fill_circle(cx, cy, radius + 3.0, VIEWER);
         }

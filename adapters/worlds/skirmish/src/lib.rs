@@ -217,7 +217,7 @@ impl Environment for Skirmish {
             obs.text = Some(text::describe(battle, agent));
         }
         if want.frame {
-            obs.frame = Some(Arc::new(draw::battlefield(battle, Some(agent))));
+            obs.frame = Some(Arc::new(draw::battlefield(battle, Some(agent), &[])));
         }
         obs
     }
@@ -238,7 +238,15 @@ impl Environment for Skirmish {
     }
 
     fn render(&self) -> Option<Frame> {
-        self.battle.as_ref().map(|b| draw::battlefield(b, None))
+        self.battle
+            .as_ref()
+            .map(|b| draw::battlefield(b, None, &[]))
+    }
+
+    fn render_marked(&self, marked: &[usize]) -> Option<Frame> {
+        self.battle
+            .as_ref()
+            .map(|b| draw::battlefield(b, None, marked))
     }
 
     fn outcome(&self) -> Option<Vec<Outcome>> {

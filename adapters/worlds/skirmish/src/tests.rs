@@ -4,6 +4,7 @@ use super::*;
 use crate::battle::Unit;
 use crate::observe::layout as at;
 use mosaic_core::baseline::Random;
+use mosaic_core::canvas::MARK;
 use mosaic_core::{AgentContext, Paradigm};
 
 fn settings(pairs: &[(&str, serde_json::Value)]) -> Settings {
@@ -727,6 +728,46 @@ fn scripted_strategies_act_legally_and_save_state() {
     assert!((KIND.scripted.unwrap())(&env, &settings(&[("strategy", "bold".into())])).is_err());
     let mut p = ScriptedSkirmish::new(Config::default(), Strategy::Heuristic);
     assert!(p.load_state(&serde_json::json!("nonsense")).is_err());
+}
+
+#[test]
+fn a_marked_unit_is_ringed_and_drawn_above_a_teammate_it_overlaps() {
+    let config = custom(&["stalker", "zealot"], [2, 1], &[]);
+    let env = staged(
+        config,
+        &[
+            (UnitType::Stalker, 0, [10.0, 10.0]),
+            (UnitType::Zealot, 0, [10.0, 10.0]),
+            (UnitType::Zealot, 1, [28.0, 28.0]),
+        ],
+    );
+    let plain = env.render().unwrap();
+    assert_eq!(env.render_marked(&[]).unwrap(), plain);
+    let marked = env.render_marked(&[0]).unwrap();
+    let px = |f: &Frame, x: f32, y: f32| {
+        let (px, py) = ((x * 12.0) as usize, ((32.0 - y) * 12.0) as usize);
+        let i = (py * f.width as usize + px) * 3;
+        [f.rgb[i], f.rgb[i + 1], f.rgb[i + 2]]
+    };
+    // The units' cores: a stalker's and a zealot's colour.
+    let core = (10.05, 10.05);
+    assert_eq!(
+        px(&plain, core.0, core.1),
+        [250, 140, 30],
+        "unmarked: the zealot on top"
+    );
+    assert_eq!(
+        px(&marked, core.0, core.1),
+        [250, 200, 60],
+        "marked: the stalker on top"
+    );
+    // The ring: beyond the bodies (radius 0.625 units + 1.5 pixels), within 4.5 pixels.
+    let ring = (10.05 + 0.625 + 3.0 / 12.0, 10.05);
+    assert_eq!(px(&marked, ring.0, ring.1), MARK);
+    assert_ne!(px(&plain, ring.0, ring.1), MARK);
+    let beyond = (10.05 + 0.625 + 6.0 / 12.0, 10.05);
+    assert_ne!(px(&marked, beyond.0, beyond.1), MARK);
+    assert!(!plain.rgb.chunks(3).any(|p| p == MARK));
 }
 
 #[test]

@@ -96,7 +96,9 @@ fn player_tile(canvas: &mut Canvas, px: i64, py: i64, tile: u32, look: Look) {
 
 /// The whole pitch (16×11 cells of [`PITCH_TILE`] pixels) under a score bar: one disc per
 /// goal needed, filled when scored (green left, blue right), and a bar of elapsed steps.
-pub(crate) fn pitch(game: &Game) -> Frame {
+/// The players in `marked` are drawn last, on top of any teammate on their cell, and
+/// framed in [`mosaic_core::canvas::MARK`].
+pub(crate) fn pitch(game: &Game, marked: &[usize]) -> Frame {
     let tile = PITCH_TILE;
     let t = i64::from(tile);
     let bar = t;
@@ -175,7 +177,9 @@ pub(crate) fn pitch(game: &Game) -> Frame {
         );
     }
     let carrier = game.carrier();
-    for agent in 0..AGENTS {
+    let unmarked = (0..AGENTS).filter(|a| !marked.contains(a));
+    let on_top = (0..AGENTS).filter(|a| marked.contains(a));
+    for agent in unmarked.chain(on_top) {
         let p = &game.players[agent];
         let at = (i64::from(p.pos.x) * t, bar + i64::from(p.pos.y) * t);
         let look = Look {
@@ -185,6 +189,9 @@ pub(crate) fn pitch(game: &Game) -> Frame {
             pips: agent as i64 % 2 + 1,
         };
         player_tile(&mut canvas, at.0, at.1, tile, look);
+        if marked.contains(&agent) {
+            canvas.mark_tile(at.0, at.1, tile);
+        }
     }
 
     score_bar(&mut canvas, game, tile);

@@ -221,6 +221,8 @@ impl Environment for Soccer {
         }
         if want.text {
             obs.text = Some(text::describe(&self.game, agent));
+            let facing = mosaic_core::canvas::screen_direction(self.game.players[agent].dir);
+            obs.info = Some(serde_json::json!({ mosaic_core::FACING_INFO: facing }));
         }
         if want.frame {
             obs.frame = Some(Arc::new(draw::agent_view(&self.game, agent, view)));
@@ -242,7 +244,11 @@ impl Environment for Soccer {
     }
 
     fn render(&self) -> Option<Frame> {
-        Some(draw::pitch(&self.game))
+        Some(draw::pitch(&self.game, &[]))
+    }
+
+    fn render_marked(&self, marked: &[usize]) -> Option<Frame> {
+        Some(draw::pitch(&self.game, marked))
     }
 
     fn outcome(&self) -> Option<Vec<Outcome>> {

@@ -606,6 +606,100 @@ fn pitch_frame_shows_players_ball_goals_and_score() {
     assert_eq!(Frame::from_png(&png).unwrap(), frame);
 }
 
+/// The pixels of the pitch tile at (x, y), row by row.
+fn tile_pixels(frame: &Frame, x: i32, y: i32) -> Vec<[u8; 3]> {
+    let tile = PITCH_TILE;
+    let (x0, y0) = (x as u32 * tile, (y as u32 + 1) * tile);
+    (y0..y0 + tile)
+        .flat_map(|py| (x0..x0 + tile).map(move |px| (px, py)))
+        .map(|(px, py)| pixel(frame, px, py))
+        .collect()
+}
+
+#[test]
+fn a_marked_player_is_framed_and_drawn_above_the_players_on_its_cell() {
+    let mark = mosaic_core::canvas::MARK;
+    // green_0 at (5, 5) facing east; green_1 then blue_0 (drawn after it) on its cell.
+    let crowded = arranged(
+        settings(),
+        [(5, 5, 0), (5, 5, 3), (5, 5, 2), (12, 8, 2)],
+        Ball::Loose(Pos::new(8, 2)),
+    );
+    let alone = arranged(
+        settings(),
+        [(5, 5, 0), (3, 8, 3), (12, 3, 2), (12, 8, 2)],
+        Ball::Loose(Pos::new(8, 2)),
+    );
+    let plain = crowded.render().unwrap();
+    assert_eq!(
+        crowded.render_marked(&[]).unwrap(),
+        plain,
+        "no marks: the plain view"
+    );
+    let marked = crowded.render_marked(&[0]).unwrap();
+    assert!(
+        !plain.rgb.chunks(3).any(|px| px == mark),
+        "nothing marked in the plain view"
+    );
+    let tile = PITCH_TILE;
+    let (x0, y0) = (5 * tile, 6 * tile);
+    for k in [0, tile / 2, tile - 1] {
+        assert_eq!(pixel(&marked, x0 + k, y0), mark, "top edge");
+        assert_eq!(pixel(&marked, x0, y0 + k), mark, "left edge");
+        assert_eq!(pixel(&marked, x0 + tile - 1, y0 + k), mark, "right edge");
+    }
+    let centre = |frame: &Frame| pixel(frame, x0 + tile / 2, y0 + tile / 2);
+    assert_eq!(
+        centre(&plain),
+        [60, 80, 220],
+        "unmarked, blue_0 covers green_0"
+    );
+    assert_eq!(centre(&marked), [30, 200, 60], "marked, green_0 is on top");
+    // Every pixel green_0 draws (its footprint on its own) shows green_0, not a teammate.
+    let empty = arranged(
+        settings(),
+        [(3, 3, 0), (3, 8, 3), (12, 3, 2), (12, 8, 2)],
+        Ball::Loose(Pos::new(8, 2)),
+    );
+    let ground = tile_pixels(&empty.render().unwrap(), 5, 5);
+    let own = tile_pixels(&alone.render_marked(&[0]).unwrap(), 5, 5);
+    let shown = tile_pixels(&marked, 5, 5);
+    let footprint: Vec<usize> = (0..own.len()).filter(|&i| own[i] != ground[i]).collect();
+    assert!(footprint.len() > 50, "green_0 covers part of its tile");
+    for &i in &footprint {
+        assert_eq!(shown[i], own[i], "pixel {i} of green_0's tile");
+    }
+    let plain_alone = tile_pixels(&alone.render().unwrap(), 5, 5);
+    let plain_shown = tile_pixels(&plain, 5, 5);
+    assert!(
+        footprint.iter().any(|&i| plain_shown[i] != plain_alone[i]),
+        "unmarked, the others cover part of green_0"
+    );
+}
+
+#[test]
+fn the_text_view_gives_the_facing_on_screen() {
+    let env = arranged(settings(), APART, Ball::Loose(Pos::new(8, 2)));
+    let text = ObsRequest {
+        text: true,
+        ..ObsRequest::MASK_ONLY
+    };
+    let facing =
+        |agent: usize| env.observe(agent, text).info.unwrap()[mosaic_core::FACING_INFO].clone();
+    assert_eq!(facing(0), "right");
+    assert_eq!(facing(2), "left");
+    let mut turned = arranged(
+        settings(),
+        [(3, 3, 3), (3, 8, 1), (12, 3, 2), (12, 8, 2)],
+        Ball::Loose(Pos::new(8, 2)),
+    );
+    assert_eq!(turned.observe(0, text).info.unwrap()["facing"], "up");
+    assert_eq!(turned.observe(1, text).info.unwrap()["facing"], "down");
+    act(&mut turned, [RIGHT, NOOP, NOOP, NOOP]);
+    assert_eq!(turned.observe(0, text).info.unwrap()["facing"], "right");
+    assert!(turned.observe(0, ObsRequest::MASK_ONLY).info.is_none());
+}
+
 #[test]
 fn agent_frame_is_the_rendered_view() {
     // blue_0 faces green_0, who carries the ball, one cell ahead.

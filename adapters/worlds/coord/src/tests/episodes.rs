@@ -144,6 +144,43 @@ fn observations_describe_the_coordination_state() {
 }
 
 #[test]
+fn a_marked_agent_is_framed_and_drawn_above_a_teammate_on_its_tile() {
+    let mut env = arena(&two_agents(), &[(20, 20), (20, 20)]);
+    {
+        let w = world(&mut env);
+        w.agents[0].role = Role::Forager;
+        w.agents[1].role = Role::Miner;
+    }
+    let plain = env.render().unwrap();
+    assert_eq!(env.render_marked(&[]).unwrap(), plain);
+    let marked = env.render_marked(&[0]).unwrap();
+    let pixel = |frame: &mosaic_core::Frame, x: u32, y: u32| {
+        let i = ((y * frame.width + x) * 3) as usize;
+        [frame.rgb[i], frame.rgb[i + 1], frame.rgb[i + 2]]
+    };
+    // 64 × 64 tiles of 8 pixels under a 16-pixel status bar.
+    let (x0, y0) = (20 * 8, 16 + 20 * 8);
+    let centre = |frame| pixel(frame, x0 + 4, y0 + 4);
+    assert_eq!(
+        centre(&plain),
+        render::role_colour(Role::Miner),
+        "unmarked: the later agent on top"
+    );
+    assert_eq!(
+        centre(&marked),
+        render::role_colour(Role::Forager),
+        "marked: agent 0 on top"
+    );
+    let mark = mosaic_core::canvas::MARK;
+    for (x, y) in [(x0, y0), (x0 + 7, y0 + 3), (x0 + 3, y0 + 7)] {
+        assert_eq!(pixel(&marked, x, y), mark, "({x}, {y})");
+    }
+    let framed = marked.rgb.chunks(3).filter(|px| *px == mark).count();
+    assert_eq!(framed, 28, "one ring of 8 pixels a side, nothing else");
+    assert!(!plain.rgb.chunks(3).any(|px| px == mark));
+}
+
+#[test]
 fn visible_teammates_describe_who_is_in_view() {
     // Agent 1 next to agent 0, agent 2 down to the north-west, agent 3 out of view (but
     // in agent 1's).
