@@ -5,17 +5,13 @@
 //! group whose leader's pid now belongs to a process with another start time (a recycled
 //! pid) is left alone, though it carries the listed group's tag.
 
-// Shared with the external workers' tests; this test uses only part of it.
-#[allow(dead_code)]
-#[path = "../adapters/external/tests/support/python.rs"]
-mod python;
-
 // Shared by the binary's tests; each uses part of it.
 #[allow(dead_code)]
 #[path = "support/cli.rs"]
 mod cli;
 
 use cli::{mosaic, text};
+use mosaic_test_kit::python;
 use serde_json::Value;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;

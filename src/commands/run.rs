@@ -51,7 +51,7 @@ pub(crate) struct RunArgs {
     /// (fsynced: survives a power loss) or `flush` (handed to the operating system:
     /// survives a kill of mosaic; cheaper where fsync is slow).
     #[arg(long, value_enum, default_value = "sync")]
-    pub durability: DurabilityArg,
+    pub(crate) durability: DurabilityArg,
     /// Exit with code 3 (after the summary) when every decision of some LLM or VLM agent
     /// failed or missed its deadline: the run then measured the fallback action, not the
     /// model.
@@ -63,7 +63,7 @@ pub(crate) struct RunArgs {
 
 /// `--durability`.
 #[derive(Clone, Copy, clap::ValueEnum)]
-pub enum DurabilityArg {
+pub(crate) enum DurabilityArg {
     /// Synced to the disk (fsync).
     Sync,
     /// Handed to the operating system.
