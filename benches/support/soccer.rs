@@ -5,10 +5,10 @@ use mosaic::prelude::*;
 use std::time::{Duration, Instant};
 
 /// Step limit of every benchmark episode.
-pub const MAX_STEPS: u32 = 200;
+pub(crate) const MAX_STEPS: u32 = 200;
 
 /// The workload: `episodes` episodes under `supervision`.
-pub fn experiment(
+pub(crate) fn experiment(
     episodes: u32,
     supervision: mosaic_core::experiment::SupervisionSpec,
 ) -> Experiment {
@@ -24,7 +24,7 @@ pub fn experiment(
 
 /// Plays `episodes` episodes through the runner under `supervision`; answers the wall time
 /// and the number of decisions made.
-pub fn unrecorded(
+pub(crate) fn unrecorded(
     episodes: u32,
     supervision: mosaic_core::experiment::SupervisionSpec,
 ) -> (Duration, u64) {

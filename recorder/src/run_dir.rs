@@ -897,7 +897,7 @@ pub enum Records {
     },
 }
 
-/// The index of a run's step lines ([`logs::LogIndex`]), built on first use.
+/// The index of a run's step lines (`logs::LogIndex`), built on first use.
 #[derive(Debug)]
 pub struct StepIndex {
     /// Operator id and episode index of each complete unit → its place in the store's order.

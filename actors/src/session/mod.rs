@@ -252,7 +252,7 @@ impl Actor for Session {
 
 /// Runs one whole episode (script mode) and answers with its roll-up as soon as it is sent
 /// to the subscribers, so the session can take the next episode while durable sinks make
-/// this one durable: the episode is done only after [`Recorded::durable`]. An environment
+/// this one durable: the episode is done only after its roll-up is confirmed durable. An environment
 /// failure ends the episode with its error recorded in the roll-up.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Recorded, SessionError>")]
