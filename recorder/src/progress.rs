@@ -2,11 +2,13 @@
 //! runs ([`crate::list_runs`]) needs neither their stores (slow to open) nor their logs.
 //!
 //! The writer of a run saves it after handing episode lines to the operating system (at
-//! most every [`SAVE_EVERY`], and when the run closes), replacing the file atomically. It
-//! counts the complete lines of `episodes.jsonl` and the file's length then. A reader
-//! trusts the count only while `episodes.jsonl` still has exactly that length: any line
-//! written since, a resume's rewrite, a file cut by a crash makes it stale, and the reader
-//! falls back to the store or the log. Each episode line of a run stands for a unit that is
+//! most every [`SAVE_EVERY`], the first time [`SAVE_EVERY`] after it started, and when the
+//! run closes), replacing the file atomically. It
+//! counts the complete lines of `episodes.jsonl` and the file's length, modification time
+//! and a hash of its ends then. A reader trusts the count only while `episodes.jsonl` still
+//! matches all three: any line written since, a resume's rewrite, a file cut by a crash or
+//! edited, or copied without its times, makes it stale, and the reader falls back to the
+//! store or the log. Each episode line of a run stands for a unit that is
 //! complete once the store has caught up with the log (its steps reach the operating
 //! system before it), so a fresh count is the number of complete units the store would
 //! report.
@@ -32,6 +34,37 @@ struct Progress {
     episode_lines: u64,
     /// Its length in bytes when they were counted.
     episodes_bytes: u64,
+    /// Its modification time then, in nanoseconds since the Unix epoch.
+    episodes_modified_ns: u64,
+    /// SHA-256 (hex) of its first and last [`ENDS`] bytes then: file times are coarse (a few
+    /// milliseconds), so an edit right after a save may keep length and time.
+    episodes_ends: String,
+}
+
+/// Bytes at each end of `episodes.jsonl` that [`Progress::episodes_ends`] covers.
+const ENDS: u64 = 4096;
+
+/// The length, modification time (ns since the Unix epoch) and hash of the ends of the file
+/// at `path`.
+fn stamp(path: &Path) -> std::io::Result<(u64, u64, String)> {
+    use sha2::{Digest, Sha256};
+    use std::io::{Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    let modified = meta
+        .modified()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let len = meta.len();
+    let mut ends = Vec::with_capacity(2 * ENDS as usize);
+    (&mut file).take(ENDS).read_to_end(&mut ends)?;
+    file.seek(SeekFrom::Start(len.saturating_sub(ENDS)))?;
+    file.take(ENDS).read_to_end(&mut ends)?;
+    let hash = Sha256::digest(&ends)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok((len, modified, hash))
 }
 
 /// Keeps a run's `progress.json` (see the module docs).
@@ -62,7 +95,9 @@ impl ProgressWriter {
             path: crate::run_dir::parent_dir(episodes).join(PROGRESS_FILE),
             episodes: episodes.to_owned(),
             lines,
-            saved: None,
+            // The first save waits too: short runs save only when they close, and no
+            // commit of a run's first episodes waits for file operations.
+            saved: Some(Instant::now()),
         })
     }
 
@@ -77,13 +112,14 @@ impl ProgressWriter {
         if !now && self.saved.is_some_and(|at| at.elapsed() < SAVE_EVERY) {
             return Ok(());
         }
-        let episodes_bytes = std::fs::metadata(&self.episodes)
-            .map_err(|e| RecorderError::io(&self.episodes, e))?
-            .len();
+        let (episodes_bytes, episodes_modified_ns, episodes_ends) =
+            stamp(&self.episodes).map_err(|e| RecorderError::io(&self.episodes, e))?;
         let progress = Progress {
             schema: SCHEMA.to_owned(),
             episode_lines: self.lines,
             episodes_bytes,
+            episodes_modified_ns,
+            episodes_ends,
         };
         // Not synced: a stale or lost file only sends readers the slow way.
         let tmp = self.path.with_extension("json.tmp");
@@ -101,10 +137,11 @@ pub(crate) fn episode_lines(dir: &Path) -> Option<u64> {
     let bytes = std::fs::read(dir.join(PROGRESS_FILE)).ok()?;
     let progress: Progress = serde_json::from_slice(&bytes).ok()?;
     let readable = crate::schema::readable(&progress.schema, SCHEMA).is_ok();
-    let length = std::fs::metadata(dir.join(crate::run_dir::EPISODES_FILE))
-        .ok()?
-        .len();
-    (readable && length == progress.episodes_bytes).then_some(progress.episode_lines)
+    let (bytes, modified, ends) = stamp(&dir.join(crate::run_dir::EPISODES_FILE)).ok()?;
+    let fresh = bytes == progress.episodes_bytes
+        && modified == progress.episodes_modified_ns
+        && ends == progress.episodes_ends;
+    (readable && fresh).then_some(progress.episode_lines)
 }
 
 /// Whether the run directory `dir` has a fresh `progress.json` (listing it needs no store).

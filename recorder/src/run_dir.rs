@@ -399,7 +399,11 @@ impl RunDir {
         let done = usize::try_from(done).unwrap_or(usize::MAX);
         let planned = self.planned();
         let db = self.store_path().join("db");
-        let status = if db.exists() && crate::store::is_locked(&db)? {
+        if !db.is_file() {
+            // A store missing or cut short: the slow way says so.
+            return Ok(None);
+        }
+        let status = if crate::store::is_locked(&db)? {
             RunStatus::Running
         } else {
             let complete = match self.manifest.shard.as_ref().map(|tag| &tag.part) {

@@ -87,17 +87,22 @@ fn listing_from_progress_files_answers_what_the_stores_answer() {
     episodes.extend_from_slice(b"{\"schema\":\"mosaic.episode/1\",\"run_");
     std::fs::write(run.episodes_path(), episodes).unwrap();
 
-    // Killed right after its first commit: its progress file is fresh.
+    // Killed right after a commit that saved its progress: its progress file is fresh.
     let early = manifest("early");
     let (run, store) = RunDir::create(&dir.path().join("early"), &early).unwrap();
-    write(
-        &run,
-        &store,
-        &synthetic::run_episodes(&early, 6, 2)[..2],
-        1,
-        false,
-    );
-    drop(store);
+    let episodes = synthetic::run_episodes(&early, 6, 2);
+    let mut writer = run.writer(&store, Durability::Flush).unwrap();
+    std::thread::sleep(mosaic_recorder::progress::SAVE_EVERY);
+    for step in &episodes[0].steps {
+        writer.write_step(step).unwrap();
+    }
+    writer.write_episode(&episodes[0].record).unwrap();
+    writer.commit().unwrap();
+    writer.mark_complete(&episodes[0].record).unwrap();
+    for step in &episodes[1].steps {
+        writer.write_step(step).unwrap();
+    }
+    drop((writer, store));
     assert!(mosaic_recorder::progress::is_fresh(run.path()));
 
     // Cut short between commits: its progress file counts fewer lines than it has.

@@ -38,7 +38,8 @@ EOF
 "$bin" run "$work/small.toml" --out "$work/seed" --run-id seed --durability flush >/dev/null
 mkdir -p "$work/runs"
 for ((i = 0; i < runs; i++)); do
-    cp -r "$work/seed/seed" "$work/runs/run-$i"
+    # With its times: a progress file is trusted only while episodes.jsonl is untouched.
+    cp -a "$work/seed/seed" "$work/runs/run-$i"
 done
 
 time_list() {
