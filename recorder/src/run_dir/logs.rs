@@ -7,16 +7,17 @@
 //! batch of steps otherwise); records are then read unit by unit in the store's order
 //! (operator position, episode index, then file order) with positioned reads, so an
 //! export from the logs is the export from the store, and one unit's steps cost the reads
-//! of its spans only.
+//! of its spans only. A compressed log (`steps.jsonl.zst`) is decoded once into memory
+//! when the index is built, and its spans are read from there.
 
 use super::StepProbe;
 use crate::error::{RecorderError, Result};
-use crate::jsonl::TornTail;
+use crate::jsonl::{Compression, TornTail, open_lines};
 use crate::schema::readable;
 use mosaic_core::record::{STEP_SCHEMA, StepRecord};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read as _};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
@@ -59,6 +60,9 @@ pub(super) type UnitOrder = (usize, u32);
 #[derive(Debug, Default)]
 pub(super) struct LogIndex {
     path: PathBuf,
+    /// The decoded lines of a compressed log (spans index into them); `None` for a plain
+    /// log, read with positioned reads.
+    decoded: Option<Vec<u8>>,
     units: BTreeMap<UnitOrder, Vec<Span>>,
     torn_tail: Option<TornTail>,
 }
@@ -68,7 +72,19 @@ impl LogIndex {
     /// episode index → the unit's place in the store's order). Stops at a torn last line.
     pub(super) fn build(path: &Path, complete: &HashMap<(&str, u32), UnitOrder>) -> Result<Self> {
         let io = |e| RecorderError::io(path, e);
-        let mut input = BufReader::with_capacity(256 * 1024, File::open(path).map_err(io)?);
+        let (plain, decoded, torn_frame) = match Compression::of(path) {
+            Compression::None => (Some(File::open(path).map_err(io)?), None, None),
+            Compression::Zstd => {
+                let mut lines = open_lines(path)?;
+                let mut bytes = Vec::new();
+                lines.read_to_end(&mut bytes).map_err(io)?;
+                (None, Some(bytes), lines.torn_frame())
+            }
+        };
+        let mut input: Box<dyn BufRead + '_> = match (&plain, &decoded) {
+            (Some(file), _) => Box::new(BufReader::with_capacity(256 * 1024, file)),
+            (None, bytes) => Box::new(bytes.as_deref().unwrap_or_default()),
+        };
         let mut index = LogIndex {
             path: path.to_owned(),
             ..LogIndex::default()
@@ -79,6 +95,13 @@ impl LogIndex {
             line.clear();
             let read = input.read_until(b'\n', &mut line).map_err(io)? as u64;
             if read == 0 {
+                // A cut last frame of a compressed log holds no line of a complete unit.
+                if let Some(bytes) = torn_frame {
+                    index.torn_tail = Some(TornTail {
+                        line: number + 1,
+                        bytes,
+                    });
+                }
                 break;
             }
             number += 1;
@@ -113,6 +136,8 @@ impl LogIndex {
             }
             offset += read;
         }
+        drop(input);
+        index.decoded = decoded;
         Ok(index)
     }
 
@@ -124,9 +149,10 @@ impl LogIndex {
     /// Calls `each` with every indexed step record, unit by unit in the store's order.
     pub(super) fn for_each(&self, mut each: impl FnMut(&StepRecord) -> Result<()>) -> Result<()> {
         let file = self.open()?;
+        let file = file.as_ref();
         let mut buf = Vec::new();
         for spans in self.units.values() {
-            self.read_spans(&file, spans, &mut buf, &mut each)?;
+            self.read_spans(file, spans, &mut buf, &mut each)?;
         }
         Ok(())
     }
@@ -137,7 +163,7 @@ impl LogIndex {
         let mut records = Vec::new();
         if let Some(spans) = self.units.get(&order) {
             self.read_spans(
-                &self.open()?,
+                self.open()?.as_ref(),
                 spans,
                 &mut Vec::new(),
                 &mut |record: &StepRecord| {
@@ -149,13 +175,18 @@ impl LogIndex {
         Ok(records)
     }
 
-    fn open(&self) -> Result<File> {
-        File::open(&self.path).map_err(|e| RecorderError::io(&self.path, e))
+    /// The plain log to read spans from (`None`: they are in the decoded lines).
+    fn open(&self) -> Result<Option<File>> {
+        if self.decoded.is_some() {
+            return Ok(None);
+        }
+        let file = File::open(&self.path).map_err(|e| RecorderError::io(&self.path, e))?;
+        Ok(Some(file))
     }
 
     fn read_spans(
         &self,
-        file: &File,
+        file: Option<&File>,
         spans: &[Span],
         buf: &mut Vec<u8>,
         each: &mut dyn FnMut(&StepRecord) -> Result<()>,
@@ -166,9 +197,26 @@ impl LogIndex {
                 line: span.first_line,
                 message: "a span of lines too long for memory".into(),
             })?;
-            buf.resize(len, 0);
-            file.read_exact_at(buf, span.offset)
-                .map_err(|e| RecorderError::io(&self.path, e))?;
+            match (file, &self.decoded) {
+                (Some(file), _) => {
+                    buf.resize(len, 0);
+                    file.read_exact_at(buf, span.offset)
+                        .map_err(|e| RecorderError::io(&self.path, e))?;
+                }
+                (None, decoded) => {
+                    let start = usize::try_from(span.offset).unwrap_or(usize::MAX);
+                    let lines = decoded
+                        .as_deref()
+                        .and_then(|bytes| bytes.get(start..start.saturating_add(len)))
+                        .ok_or_else(|| RecorderError::Malformed {
+                            path: self.path.clone(),
+                            line: span.first_line,
+                            message: "a span of lines past the end of the decoded log".into(),
+                        })?;
+                    buf.clear();
+                    buf.extend_from_slice(lines);
+                }
+            }
             for (i, line) in buf
                 .split(|b| *b == b'\n')
                 .filter(|line| !line.is_empty())
