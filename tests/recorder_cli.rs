@@ -181,13 +181,13 @@ fn bad_input_exits_2_with_a_clear_message() {
         "is not a run directory",
     );
 
-    // A store written by a newer mosaic.
+    // A finished run whose store a newer mosaic wrote is still read, from its logs
+    // (readers never open a finished run's store; the store's format error is the
+    // recorder's `bad_directories_give_clear_errors`).
     drop(complete_run(dir.path(), "newer", &["a"], 1));
     synthetic::set_store_format(&dir.path().join("newer/store"), 99).unwrap();
-    assert_bad_input(
-        &mosaic(&["report", path(&dir.path().join("newer"))]),
-        "newer mosaic",
-    );
+    let newer = mosaic(&["report", path(&dir.path().join("newer"))]);
+    assert_eq!(newer.status.code(), Some(0), "{}", text(&newer.stderr));
 
     // A missing store.
     drop(complete_run(dir.path(), "nostore", &["a"], 1));

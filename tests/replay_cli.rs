@@ -127,25 +127,31 @@ fn records_the_environment_contradicts_fail_loudly() {
     let dir = tempfile::tempdir().unwrap();
     let run = soccer_run(dir.path());
     {
-        // Rewrite episode 2 in the store with one reward changed.
-        let run = RunDir::open(&run).unwrap();
-        let store = run.store().unwrap();
-        let unit = Unit::new("a7", 2);
-        let episode = store.episode(&unit).unwrap().unwrap();
-        let mut steps = store.steps_of(&unit).unwrap();
-        let tampered = steps
-            .iter()
-            .position(|r| r.step_index == 3 && r.agent_id == "blue_1")
-            .unwrap();
-        steps[tampered].reward += 0.5;
-        store.discard(&unit).unwrap();
-        let mut writer = store.writer();
-        for records in steps.chunk_by(|a, b| a.step_index == b.step_index) {
-            writer.write_step(records).unwrap();
-        }
-        writer.write_episode(&episode, None).unwrap();
-        writer.mark_complete(&episode).unwrap();
-        writer.sync().unwrap();
+        // Rewrite episode 2's log with one reward changed (readers of a finished run read
+        // its logs).
+        let log = run.join("steps.jsonl");
+        let text = std::fs::read_to_string(&log).unwrap();
+        let mut tampered = 0;
+        let lines: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+                if record["operator_id"] == "a7"
+                    && record["episode_index"] == 2
+                    && record["step_index"] == 3
+                    && record["agent_id"] == "blue_1"
+                {
+                    let reward = record["reward"].as_f64().unwrap();
+                    record["reward"] = serde_json::json!(reward + 0.5);
+                    tampered += 1;
+                    record.to_string()
+                } else {
+                    line.to_owned()
+                }
+            })
+            .collect();
+        assert_eq!(tampered, 1);
+        std::fs::write(&log, lines.join("\n") + "\n").unwrap();
     }
     let output = mosaic(&["replay", path(&run), "--episode", "r-a7-ep000002"]);
     let stderr = text(&output.stderr);

@@ -8,7 +8,7 @@ use mosaic_test_kit::python;
 
 use mosaic_actors::decider::SessionResources;
 use mosaic_actors::decider::{DeciderHandle, DeciderRegistry, SpawnContext};
-use mosaic_actors::{BeginEpisode, Decide, DeciderError, LoadState, SaveState, worker};
+use mosaic_actors::{BeginEpisode, Decide, DeciderError, LoadState, SaveState, StateError, worker};
 use mosaic_core::baseline::Random;
 use mosaic_core::{
     Action, AgentContext, AgentSpec, EnvSpec, Environment, ObsRequest, Observation, Paradigm,
@@ -204,7 +204,11 @@ async fn faulty_decision(mode: &str, deadline: Duration) -> Result<Action, Decid
 /// The message of a `Failed` error (a live worker's failed decision).
 fn failed(result: Result<Action, DeciderError>) -> String {
     match result {
-        Err(error @ DeciderError::Worker { .. }) if !error.needs_restart() => error.to_string(),
+        Err(error @ (DeciderError::Worker { .. } | DeciderError::Failed(_)))
+            if !error.needs_restart() =>
+        {
+            error.to_string()
+        }
         other => panic!("not a failed decision: {other:?}"),
     }
 }
@@ -442,7 +446,7 @@ fn a_restarted_python_policy_continues_from_its_checkpoint() {
             .unwrap()
             .unwrap_err();
         assert!(
-            matches!(&err, DeciderError::WorkerState { worker, .. } if worker == "toy:solo"),
+            matches!(&err, DeciderError::State(StateError::NotWorkerState { worker }) if worker == "toy:solo"),
             "{err}"
         );
         let err = fresh_state
