@@ -270,16 +270,30 @@ pub fn write_run(
 ) -> crate::Result<(crate::RunDir, crate::RunStore)> {
     let (run, store) = crate::RunDir::create(path, manifest)?;
     let mut writer = run.writer(&store, crate::Durability::Flush)?;
-    for episode in run_episodes(manifest, steps, agents) {
+    record_episodes(&mut writer, &run_episodes(manifest, steps, agents), 0)?;
+    writer.close()?;
+    Ok((run, store))
+}
+
+/// Records `episodes` through `writer` as a run would, episode by episode; the last
+/// `partial` of them get their steps only, no roll-up (as if the run was killed
+/// mid-episode).
+pub fn record_episodes(
+    writer: &mut crate::RunWriter,
+    episodes: &[SyntheticEpisode],
+    partial: usize,
+) -> crate::Result<()> {
+    for (i, episode) in episodes.iter().enumerate() {
         for step in &episode.steps {
             writer.write_step(step)?;
         }
-        writer.write_episode(&episode.record)?;
-        writer.commit()?;
-        writer.mark_complete(&episode.record)?;
+        if i + partial < episodes.len() {
+            writer.write_episode(&episode.record)?;
+            writer.commit()?;
+            writer.mark_complete(&episode.record)?;
+        }
     }
-    writer.close()?;
-    Ok((run, store))
+    Ok(())
 }
 
 /// Waits (up to 5 s) until no handle holds the store at `store_dir`: a handle dropped a

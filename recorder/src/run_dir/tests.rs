@@ -5,16 +5,7 @@ use crate::synthetic::{self, SyntheticEpisode};
 /// mid-episode).
 fn write(run: &RunDir, store: &RunStore, episodes: &[SyntheticEpisode], partial: usize) {
     let mut writer = run.writer(store, Durability::Flush).unwrap();
-    for (i, episode) in episodes.iter().enumerate() {
-        for step in &episode.steps {
-            writer.write_step(step).unwrap();
-        }
-        if i + partial < episodes.len() {
-            writer.write_episode(&episode.record).unwrap();
-            writer.commit().unwrap();
-            writer.mark_complete(&episode.record).unwrap();
-        }
-    }
+    synthetic::record_episodes(&mut writer, episodes, partial).unwrap();
     writer.close().unwrap();
 }
 
