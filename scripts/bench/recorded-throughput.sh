@@ -18,13 +18,9 @@
 # last only where the binary knows the flag).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 episodes="${1:-2000}"
 repeats="${2:-3}"
-bin="${MOSAIC_BIN:-$root/target/release/mosaic}"
-if [[ ! -x "$bin" ]]; then
-    (cd "$root" && cargo build --release --bin mosaic)
-fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

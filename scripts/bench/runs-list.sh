@@ -11,13 +11,9 @@
 # The binary is $MOSAIC_BIN, else target/release/mosaic (built if missing).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 runs="${1:-1000}"
 repeats="${2:-3}"
-bin="${MOSAIC_BIN:-$root/target/release/mosaic}"
-if [[ ! -x "$bin" ]]; then
-    (cd "$root" && cargo build --release --bin mosaic)
-fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
