@@ -1,7 +1,7 @@
 //! A run directory: `run.json`, `steps.jsonl`, `episodes.jsonl` and the store in `store/`.
 
 use crate::error::{RecorderError, Result};
-use crate::jsonl::{Compression, Durability, JsonlReader, JsonlWriter, TornTail};
+use crate::jsonl::{Compression, Durability, JsonlReader, JsonlWriter};
 use crate::schema::{Record, readable};
 use crate::store::{RunStore, Unit};
 use crate::writer::RunWriter;
@@ -881,176 +881,6 @@ fn parse_document<T: Record>(path: &Path, bytes: &[u8]) -> Result<T> {
     })
 }
 
-/// The records of a run's complete units.
-#[derive(Debug)]
-pub enum Records {
-    /// From the store: complete units in operator, episode, step, agent order.
-    Store(Box<RunStore>),
-    /// From the JSON-lines files, without the store: units with an episode record, in the
-    /// store's order. For a finished run, a run another process is writing, or one this
-    /// process may only read.
-    Logs {
-        /// `steps.jsonl`.
-        steps_path: PathBuf,
-        /// The episode records read, in the store's order.
-        episodes: Vec<EpisodeRecord>,
-        /// Whether another process is writing the run.
-        writing: bool,
-        /// Where each unit's step lines are, indexed on first use.
-        index: StepIndex,
-    },
-}
-
-/// The index of a run's step lines (`logs::LogIndex`), built on first use.
-#[derive(Debug)]
-pub struct StepIndex {
-    /// Operator id and episode index of each complete unit → its place in the store's order.
-    units: HashMap<(String, u32), logs::UnitOrder>,
-    built: std::sync::OnceLock<logs::LogIndex>,
-}
-
-impl StepIndex {
-    fn new(manifest: &RunManifest, episodes: &[EpisodeRecord]) -> Self {
-        let position: HashMap<&str, usize> = manifest
-            .experiment
-            .operators
-            .iter()
-            .enumerate()
-            .map(|(i, op)| (op.id.as_str(), i))
-            .collect();
-        let units = episodes
-            .iter()
-            .map(|e| {
-                // An operator the experiment does not name sorts after the others.
-                let operator = position
-                    .get(e.operator_id.as_str())
-                    .copied()
-                    .unwrap_or(position.len());
-                (
-                    (e.operator_id.clone(), e.episode_index),
-                    (operator, e.episode_index),
-                )
-            })
-            .collect();
-        Self {
-            units,
-            built: std::sync::OnceLock::new(),
-        }
-    }
-
-    fn get(&self, steps_path: &Path) -> Result<&logs::LogIndex> {
-        if let Some(index) = self.built.get() {
-            return Ok(index);
-        }
-        let complete: HashMap<(&str, u32), logs::UnitOrder> = self
-            .units
-            .iter()
-            .map(|((operator, episode), order)| ((operator.as_str(), *episode), *order))
-            .collect();
-        let index = logs::LogIndex::build(steps_path, &complete)?;
-        Ok(self.built.get_or_init(|| index))
-    }
-
-    fn order(&self, unit: &Unit) -> Option<logs::UnitOrder> {
-        self.units
-            .get(&(unit.operator_id.clone(), unit.episode_index))
-            .copied()
-    }
-}
-
-/// Distinct (operator, episode) units among `episodes`.
-fn distinct_units(episodes: &[EpisodeRecord]) -> usize {
-    episodes
-        .iter()
-        .map(|e| (e.operator_id.as_str(), e.episode_index))
-        .collect::<BTreeSet<_>>()
-        .len()
-}
-
-impl Records {
-    /// Whether the records come from a run still being written.
-    pub fn is_live(&self) -> bool {
-        matches!(self, Records::Logs { writing: true, .. })
-    }
-
-    /// The complete units, in operator then episode order of the store.
-    pub fn units(&self) -> Result<Vec<Unit>> {
-        match self {
-            Records::Store(store) => store.completed_units(),
-            Records::Logs { episodes, .. } => {
-                let mut units: Vec<Unit> = episodes
-                    .iter()
-                    .map(|e| Unit::new(e.operator_id.clone(), e.episode_index))
-                    .collect();
-                units.dedup();
-                Ok(units)
-            }
-        }
-    }
-
-    /// The roll-ups of the complete units.
-    pub fn episodes(&self) -> Result<Vec<EpisodeRecord>> {
-        match self {
-            Records::Store(store) => store.complete_episodes().collect(),
-            Records::Logs { episodes, .. } => Ok(episodes.clone()),
-        }
-    }
-
-    /// The roll-up of complete unit `unit`, if it is complete.
-    pub fn episode(&self, unit: &Unit) -> Result<Option<EpisodeRecord>> {
-        match self {
-            Records::Store(store) => match store.is_complete(unit)? {
-                true => store.episode(unit),
-                false => Ok(None),
-            },
-            Records::Logs { episodes, .. } => Ok(episodes
-                .iter()
-                .find(|e| {
-                    e.operator_id == unit.operator_id && e.episode_index == unit.episode_index
-                })
-                .cloned()),
-        }
-    }
-
-    /// The step records of complete unit `unit`, in step and agent order.
-    pub fn steps_of(&self, unit: &Unit) -> Result<Vec<StepRecord>> {
-        match self {
-            Records::Store(store) => store.steps_of(unit),
-            Records::Logs {
-                steps_path, index, ..
-            } => {
-                let Some(order) = index.order(unit) else {
-                    return Ok(Vec::new());
-                };
-                let mut steps = index.get(steps_path)?.unit(order)?;
-                steps.sort_by_key(|r| r.step_index);
-                Ok(steps)
-            }
-        }
-    }
-
-    /// Calls `each` with every step record of the complete units, in the store's order.
-    /// Returns the torn tail of `steps.jsonl`, if the file being written ends in one.
-    pub fn for_each_step(
-        &self,
-        mut each: impl FnMut(&StepRecord) -> Result<()>,
-    ) -> Result<Option<TornTail>> {
-        match self {
-            Records::Store(store) => {
-                store.for_each_complete_step(|record| each(&record))?;
-                Ok(None)
-            }
-            Records::Logs {
-                steps_path, index, ..
-            } => {
-                let index = index.get(steps_path)?;
-                index.for_each(each)?;
-                Ok(index.torn_tail().cloned())
-            }
-        }
-    }
-}
-
 /// Lists the runs in `dir`: `dir` itself if it is a run, else its sub-directories that
 /// are runs, sorted by start time. Sub-directories that are not runs are skipped; runs
 /// that cannot be read are returned as errors beside the others.
@@ -1077,6 +907,10 @@ pub fn list_runs(dir: &Path) -> Result<Vec<Result<RunSummary>>> {
 }
 
 mod logs;
+mod records;
+
+use records::distinct_units;
+pub use records::{Records, StepIndex};
 
 #[cfg(test)]
 mod tests;
