@@ -10,7 +10,7 @@
 //! of its spans only. A compressed log (`steps.jsonl.zst`) is decoded once into memory
 //! when the index is built, and its spans are read from there.
 
-use super::StepProbe;
+use super::keep::StepProbe;
 use crate::error::{RecorderError, Result};
 use crate::jsonl::{Compression, TornTail, open_lines};
 use crate::schema::readable;

@@ -1,3 +1,4 @@
+use super::chunk::LZ4_CHUNK;
 use super::*;
 use crate::synthetic;
 
