@@ -20,7 +20,8 @@
 //! `message_to`, `received`).
 //!
 //! In experiment files: `{ kind = "worker", command = ["python3", "-m", "mosaic_worker",
-//! "policy", "random"] }`.
+//! "policy", "random"] }`, or `{ kind = "worker", connect = "tcp://host:port", token_env =
+//! "MOSAIC_WORKER_TOKEN" }` for a worker listening on another machine.
 
 use crate::channel::{CHANNEL_HELP, ChannelSetting, DEFAULT_MESSAGE_CAP, Voice};
 use crate::decider::{DeciderHandle, DeciderKind, DeciderRegistry, SpawnContext};
@@ -41,7 +42,7 @@ use std::time::Duration;
 /// the channel's.
 pub const SETTINGS_HELP: &[&str] = &HELP;
 
-const HELP: [&str; 12] = help_lines(&[mosaic_external::policy::SETTINGS_HELP, &CHANNEL_HELP]);
+const HELP: [&str; 15] = help_lines(&[mosaic_external::policy::SETTINGS_HELP, &CHANNEL_HELP]);
 
 /// The settings of a `worker` slot: how to run the worker, and how it talks when it
 /// announces the `messages` capability (ignored otherwise).
@@ -77,11 +78,15 @@ pub fn register(registry: &mut DeciderRegistry) {
                 cx.spec.agents.get(cx.agent).map_or("?", |a| a.id.as_str())
             );
             let grace = settings.worker.grace();
-            let worker = PolicyWorker::spawn(&settings.worker, &name).map_err(|e| match e {
+            let field = match settings.worker.connect {
+                Some(_) => "connect",
+                None => "command",
+            };
+            let worker = PolicyWorker::start(&settings.worker, &name).map_err(|e| match e {
                 WorkerError::Config(_) | WorkerError::Package { .. } => {
-                    SpecError::new("command", format!("{name}: {e}"))
+                    SpecError::new(field, format!("{name}: {e}"))
                 }
-                _ => SpecError::start_failure("command", format!("{name}: {e}")),
+                _ => SpecError::start_failure(field, format!("{name}: {e}")),
             })?;
             // Workers that do not talk keep their 1.0 behaviour whatever the slot says.
             let voice = match worker.messages() {
@@ -126,7 +131,7 @@ impl WorkerPolicy {
     /// Starts the worker, completes the handshake (blocking, within `start_timeout_ms`),
     /// and starts the actor on the current arbiter, without a channel.
     pub fn spawn(settings: &WorkerSettings, name: &str) -> Result<DeciderHandle, WorkerError> {
-        let worker = PolicyWorker::spawn(settings, name)?;
+        let worker = PolicyWorker::start(settings, name)?;
         Ok(Self::start(worker, None, settings.grace()))
     }
 

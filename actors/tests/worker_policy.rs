@@ -5,6 +5,7 @@
 
 // Shared with the external workers' tests; each uses part of it.
 use mosaic_test_kit::python;
+use mosaic_test_kit::python::ListeningWorker;
 
 use mosaic_actors::decider::SessionResources;
 use mosaic_actors::decider::{DeciderHandle, DeciderRegistry, SpawnContext};
@@ -140,6 +141,100 @@ fn chess_random_vs_python_policy_worker_is_reproducible() {
         assert!(games[0][0].len() > 20);
         assert!(games[0][0].iter().any(|(agent, ..)| *agent == 1));
     });
+}
+
+#[test]
+fn a_listening_policy_worker_serves_two_deciders_at_once_and_plays_like_a_started_one() {
+    let py = python::python_env();
+    let settings = serde_json::json!({ "python": py.python });
+    let serde_json::Value::Object(settings) = settings else {
+        unreachable!()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let token = "tok-policy-4e1d-never-shown";
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let mut listening = ListeningWorker::start(
+        &["policy", "random", "--connections", "2"],
+        Some(token),
+        dir.path(),
+    );
+    actix_rt::System::new().block_on(async {
+        let mut env = mosaic_adapters::native_envs()
+            .make("pettingzoo:classic/chess_v6", &settings)
+            .unwrap();
+        let spec = Arc::new(env.spec().clone());
+        let started = python_policy(&spec, 1);
+        let mut expected = Vec::new();
+        for seed in [3, 4] {
+            expected.push(chess_game(env.as_mut(), &started, seed, 60).await);
+        }
+        // Both connections are open before either plays: the worker serves them at once.
+        let first = connect_to(&spec, 1, &listening.address, &token_file).unwrap();
+        let second = connect_to(&spec, 1, &listening.address, &token_file).unwrap();
+        assert_eq!(first.paradigm, Paradigm::Random);
+        let second_game = chess_game(env.as_mut(), &second, 4, 60).await;
+        let first_game = chess_game(env.as_mut(), &first, 3, 60).await;
+        assert_eq!(
+            [first_game, second_game],
+            [expected[0].clone(), expected[1].clone()],
+            "the same seeds give the same games over a socket"
+        );
+    });
+    // The system is gone, and the deciders with it: their connections closed, the worker
+    // has served the two it was started for.
+    assert!(
+        listening.wait().is_some_and(|status| status.success()),
+        "{}",
+        listening.log()
+    );
+    assert!(!listening.log().contains(token));
+
+    // A wrong token and a slot that names both ways of reaching a worker are refused with
+    // errors naming what is wrong.
+    let refused = ListeningWorker::start(&["policy", "random"], Some(token), dir.path());
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "guess").unwrap();
+    let spec = toy_spec();
+    let err = actix_rt::System::new()
+        .block_on(async { connect_to(&spec, 0, &refused.address, &wrong) })
+        .unwrap_err();
+    assert!(
+        err.contains(&refused.address) && err.contains("the token does not match"),
+        "{err}"
+    );
+    assert!(
+        err.starts_with("connect: toy:solo: "),
+        "the error names the setting and the agent: {err}"
+    );
+    let both = spawn_worker(
+        &spec,
+        0,
+        serde_json::json!({ "command": ["python3"], "connect": refused.address }),
+    )
+    .unwrap_err();
+    assert!(
+        both.starts_with("connect: ") && both.contains("not both"),
+        "{both}"
+    );
+}
+
+/// A `worker` slot of `agent` connecting to `address` with the token in `token_file`.
+fn connect_to(
+    spec: &Arc<EnvSpec>,
+    agent: usize,
+    address: &str,
+    token_file: &std::path::Path,
+) -> Result<DeciderHandle, String> {
+    spawn_worker(
+        spec,
+        agent,
+        serde_json::json!({
+            "connect": address,
+            "token_file": token_file,
+            "start_timeout_ms": 30000,
+        }),
+    )
 }
 
 fn toy_spec() -> Arc<EnvSpec> {

@@ -661,7 +661,6 @@ pub struct Discarded {
     pub resumable: Vec<EpisodeCheckpoint>,
 }
 
-
 /// Writes `bytes` to `path` so that a crash leaves either the old or the new file.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");

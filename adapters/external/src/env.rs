@@ -7,7 +7,7 @@
 
 use crate::WorkerError;
 use crate::link::{Link, Mode};
-use crate::settings::{LINK_HELP, PROCESS_HELP, TOKEN_HELP, WorkerSettings, help_lines};
+use crate::settings::{LINK_HELP, Launch, PROCESS_HELP, TOKEN_HELP, WorkerSettings, help_lines};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use mosaic_core::experiment::{SpecError, parse_settings};
@@ -18,7 +18,6 @@ use mosaic_core::{
 use mosaic_protocols::message::{
     Ack, FrameEncoding, Observe, Reset, State, Step, Want, capability, code,
 };
-use mosaic_protocols::transport::Endpoint;
 use mosaic_protocols::wire::AgentView;
 use mosaic_protocols::{Message, WorkerKind, mosaic};
 use serde::Deserialize;
@@ -57,9 +56,6 @@ pub struct ExternalEnvSettings {
     /// The worker process and the link to it (`command` for `worker` only).
     #[serde(flatten)]
     pub worker: WorkerSettings,
-    /// Address of a listening worker.
-    #[serde(default)]
-    pub connect: Option<String>,
     /// Interpreter for `gymnasium:` and `pettingzoo:` workers.
     #[serde(default)]
     pub python: Option<String>,
@@ -155,38 +151,21 @@ impl ExternalEnv {
         family: Option<Family<'_>>,
         settings: &ExternalEnvSettings,
     ) -> Result<Self, WorkerError> {
-        let options = settings.worker.link_options(WorkerKind::Env)?;
-        let link = match (family, &settings.worker.command, &settings.connect) {
-            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+        let worker = &settings.worker;
+        let link = match family {
+            Some(_) if worker.command.is_some() || worker.connect.is_some() => {
                 return Err(WorkerError::Config(format!(
                     "{name} is served by mosaic_worker: `command` and `connect` are only for `worker`"
                 )));
             }
-            (None, Some(_), Some(_)) => {
-                return Err(WorkerError::Config(
-                    "set `command` or `connect`, not both".into(),
-                ));
+            Some(family) => {
+                let command = worker.worker_command_for(&family_argv(family, settings)?)?;
+                Link::spawn(&command, name, &worker.link_options(WorkerKind::Env)?)?
             }
-            (None, None, None) => {
-                return Err(WorkerError::Config(
-                    "a `worker` env needs `command = [...]` or `connect = \"tcp://...\"`".into(),
-                ));
-            }
-            (None, None, Some(address)) => {
-                let endpoint =
-                    Endpoint::parse(address).map_err(|e| WorkerError::Config(e.to_string()))?;
-                let options = settings.worker.connect_options(WorkerKind::Env)?;
-                Link::connect(&endpoint, name, &options)?
-            }
-            (Some(family), None, None) => {
-                let command = settings
-                    .worker
-                    .worker_command_for(&family_argv(family, settings)?)?;
-                Link::spawn(&command, name, &options)?
-            }
-            (None, Some(_), None) => {
-                Link::spawn(&settings.worker.worker_command()?, name, &options)?
-            }
+            None => match worker.launch(WorkerKind::Env)? {
+                Launch::Spawn { command, options } => Link::spawn(&command, name, &options)?,
+                Launch::Connect { endpoint, options } => Link::connect(&endpoint, name, &options)?,
+            },
         };
         Self::from_link(link, name, settings)
     }
@@ -844,13 +823,18 @@ mod tests {
         let err = ExternalEnv::start("worker", None, &ExternalEnvSettings::default()).unwrap_err();
         assert!(err.to_string().contains("command"), "{err}");
         let both = ExternalEnvSettings {
-            worker: WorkerSettings::new(vec!["x".into()]),
-            connect: Some("tcp://127.0.0.1:1".into()),
+            worker: WorkerSettings {
+                connect: Some("tcp://127.0.0.1:1".into()),
+                ..WorkerSettings::new(vec!["x".into()])
+            },
             ..ExternalEnvSettings::default()
         };
         assert!(ExternalEnv::start("worker", None, &both).is_err());
         let bad_address = ExternalEnvSettings {
-            connect: Some("udp://x".into()),
+            worker: WorkerSettings {
+                connect: Some("udp://x".into()),
+                ..WorkerSettings::default()
+            },
             ..ExternalEnvSettings::default()
         };
         assert!(matches!(

@@ -11,7 +11,9 @@
 
 use crate::WorkerError;
 use crate::link::{AsyncLink, Mode};
-use crate::settings::{LINK_HELP, PROCESS_HELP, WorkerSettings, help_lines};
+use crate::settings::{
+    CONNECT_HELP, LINK_HELP, Launch, PROCESS_HELP, TOKEN_HELP, WorkerSettings, help_lines,
+};
 use mosaic_core::{Action, AgentContext, Decision, EnvSpec, ObsRequest, Observation, Paradigm};
 use mosaic_protocols::message::{Ack, Envelope, FrameEncoding, InitAgent, State, capability, code};
 use mosaic_protocols::wire::{WireObservation, legal_indices};
@@ -21,11 +23,13 @@ use std::time::{Duration, Instant};
 /// Settings of a policy worker, one line each (for `mosaic deciders`).
 pub const SETTINGS_HELP: &[&str] = &HELP;
 
-const HELP: [&str; 10] = help_lines(&[
-    &["command = [...]: the worker's argument vector (required)"],
+const HELP: [&str; 13] = help_lines(&[
+    &["command = [...]: the worker's argument vector (or connect)"],
+    &[CONNECT_HELP],
     &PROCESS_HELP,
     &["timeout_ms = 60000: deadline of one request (the session's decision deadline also applies)"],
     &LINK_HELP,
+    &TOKEN_HELP,
 ]);
 
 /// A greeted policy worker.
@@ -44,12 +48,18 @@ pub struct PolicyWorker {
 }
 
 impl PolicyWorker {
-    /// Starts the worker `settings` describe and completes the handshake (blocking, within
-    /// `start_timeout_ms`). Must be called within a tokio runtime.
-    pub fn spawn(settings: &WorkerSettings, name: &str) -> Result<Self, WorkerError> {
-        let command = settings.worker_command()?;
-        let options = settings.link_options(WorkerKind::Policy)?;
-        let link = AsyncLink::spawn(&command, name, &options, settings.timeout())?;
+    /// Starts the worker `settings` describe, or connects to it where it listens, and
+    /// completes the handshake (blocking, within `start_timeout_ms`). Must be called within
+    /// a tokio runtime.
+    pub fn start(settings: &WorkerSettings, name: &str) -> Result<Self, WorkerError> {
+        let link = match settings.launch(WorkerKind::Policy)? {
+            Launch::Spawn { command, options } => {
+                AsyncLink::spawn(&command, name, &options, settings.timeout())?
+            }
+            Launch::Connect { endpoint, options } => {
+                AsyncLink::connect(&endpoint, name, &options, settings.timeout())?
+            }
+        };
         let (paradigm, wants, frames, checkpoints, messages) = match link.mode() {
             Mode::Native { hello, welcome } => {
                 let schema = hello.policy_schema().map_err(WorkerError::Malformed)?;

@@ -8,6 +8,7 @@ use crate::link::LinkOptions;
 use crate::process::WorkerCommand;
 use mosaic_protocols::WorkerKind;
 use mosaic_protocols::message::{FrameEncoding, Token};
+use mosaic_protocols::transport::Endpoint;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -58,6 +59,10 @@ pub const LINK_HELP: [&str; 6] = [
     "max_frame_bytes = 16777216: longest accepted line",
     "grace_ms = 2000: SIGTERM-to-SIGKILL grace period on stop",
 ];
+
+/// Help line of `connect`, the alternative to `command`.
+pub const CONNECT_HELP: &str =
+    "connect = \"\": tcp://host:port or unix:///path of a listening worker (instead of command)";
 
 /// Help lines of the token settings of a listening worker (with `connect`).
 pub const TOKEN_HELP: [&str; 2] = [
@@ -125,6 +130,10 @@ pub struct WorkerSettings {
     /// a front end of the `mosaic_worker` package).
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// Address of a listening worker (`tcp://host:port` or `unix:///path`), instead of
+    /// `command`.
+    #[serde(default)]
+    pub connect: Option<String>,
     /// Extra environment variables.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -165,6 +174,7 @@ impl Default for WorkerSettings {
     fn default() -> Self {
         Self {
             command: None,
+            connect: None,
             env: BTreeMap::new(),
             cwd: None,
             timeout_ms: defaults::timeout_ms(),
@@ -180,12 +190,54 @@ impl Default for WorkerSettings {
     }
 }
 
+/// How a link to a worker is opened ([`WorkerSettings::launch`]).
+#[derive(Debug)]
+pub enum Launch {
+    /// Start the worker process.
+    Spawn {
+        /// The process.
+        command: WorkerCommand,
+        /// The link's options.
+        options: LinkOptions,
+    },
+    /// Connect to a worker listening on a socket.
+    Connect {
+        /// Where it listens.
+        endpoint: Endpoint,
+        /// The link's options, with the token when one is set.
+        options: LinkOptions,
+    },
+}
+
 impl WorkerSettings {
     /// Settings running `command` with every default.
     pub fn new(command: Vec<String>) -> Self {
         Self {
             command: Some(command),
             ..Self::default()
+        }
+    }
+
+    /// How to reach the worker: start its own `command`, or connect to the listening worker
+    /// at `connect` (with the token, read now); a [`WorkerError::Config`] unless exactly one
+    /// is set.
+    pub fn launch(&self, kind: WorkerKind) -> Result<Launch, WorkerError> {
+        match (&self.command, &self.connect) {
+            (Some(_), Some(_)) => Err(WorkerError::Config(
+                "set `command` or `connect`, not both".into(),
+            )),
+            (None, None) => Err(WorkerError::Config(
+                "`command = [...]` or `connect = \"tcp://host:port\"` is required".into(),
+            )),
+            (Some(_), None) => Ok(Launch::Spawn {
+                command: self.worker_command()?,
+                options: self.link_options(kind)?,
+            }),
+            (None, Some(address)) => Ok(Launch::Connect {
+                endpoint: Endpoint::parse(address)
+                    .map_err(|e| WorkerError::Config(e.to_string()))?,
+                options: self.connect_options(kind)?,
+            }),
         }
     }
 

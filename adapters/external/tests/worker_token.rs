@@ -4,18 +4,18 @@
 //! in no error, log line or worker log.
 
 // Shared by several test crates; each uses part of it.
-use mosaic_test_kit::python;
+use mosaic_test_kit::python::ListeningWorker;
 #[path = "support/registry.rs"]
 mod registry;
 
 use mosaic_core::{Environment, Settings, Transition};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 const TOKEN: &str = "tok-5b1e0d-must-not-leak";
+/// The listening worker of these tests.
+const GYMNASIUM: &[&str] = &["gymnasium", "MiniGrid-Empty-5x5-v0"];
 
 /// Every log line of this test process, as text.
 fn captured_logs() -> &'static Arc<Mutex<Vec<u8>>> {
@@ -43,73 +43,6 @@ impl Write for Sink {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-/// A `mosaic_worker` gymnasium worker listening on a free TCP port, started by hand as on
-/// another machine, with `MOSAIC_WORKER_TOKEN` set to `token` (when given); its stderr goes
-/// to `log`.
-struct ListeningWorker {
-    address: String,
-    child: Child,
-    log: PathBuf,
-}
-
-impl ListeningWorker {
-    fn start(token: Option<&str>, dir: &Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let address = format!("tcp://127.0.0.1:{port}");
-        let argv = python::python_env().mosaic_worker(&[
-            "gymnasium",
-            "MiniGrid-Empty-5x5-v0",
-            "--listen",
-            &address,
-        ]);
-        let log = dir.join(format!("worker-{port}.log"));
-        let mut command = Command::new(&argv[0]);
-        command
-            .args(&argv[1..])
-            // Started by hand, not by mosaic: it needs the package on its path itself.
-            .env("PYTHONPATH", mosaic_external::embedded::install().unwrap())
-            .env_remove("MOSAIC_WORKER_TOKEN")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap());
-        if let Some(token) = token {
-            command.env("MOSAIC_WORKER_TOKEN", token);
-        }
-        let child = command.spawn().unwrap();
-        ListeningWorker {
-            address,
-            child,
-            log,
-        }
-    }
-
-    /// Waits (a while) for the worker to exit; its status.
-    fn wait(&mut self) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap()
-    }
-}
-
-impl Drop for ListeningWorker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -161,7 +94,7 @@ fn assert_no_token(what: &str, text: &str) {
 fn the_right_token_connects_and_plays() {
     captured_logs();
     let dir = tempfile::tempdir().unwrap();
-    let mut worker = ListeningWorker::start(Some(TOKEN), dir.path());
+    let mut worker = ListeningWorker::start(GYMNASIUM, Some(TOKEN), dir.path());
     let file = token_file(dir.path(), TOKEN);
     let mut env = connect(&worker.address, serde_json::json!({ "token_file": file }))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -193,7 +126,7 @@ fn the_right_token_connects_and_plays() {
 fn a_wrong_or_missing_token_is_refused_naming_the_address() {
     captured_logs();
     let dir = tempfile::tempdir().unwrap();
-    let worker = ListeningWorker::start(Some(TOKEN), dir.path());
+    let worker = ListeningWorker::start(GYMNASIUM, Some(TOKEN), dir.path());
     let wrong = token_file(dir.path(), "not-the-token");
     let err = refusal(&worker.address, serde_json::json!({ "token_file": wrong }));
     assert!(
@@ -221,7 +154,7 @@ fn a_wrong_or_missing_token_is_refused_naming_the_address() {
 #[test]
 fn a_worker_that_does_not_check_the_token_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let mut worker = ListeningWorker::start(None, dir.path());
+    let mut worker = ListeningWorker::start(GYMNASIUM, None, dir.path());
     let file = token_file(dir.path(), TOKEN);
     let err = refusal(&worker.address, serde_json::json!({ "token_file": file }));
     assert!(

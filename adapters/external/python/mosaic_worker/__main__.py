@@ -6,8 +6,10 @@
     python -m mosaic_worker policy random
 
 ``--listen tcp://host:port`` or ``unix:///path`` serves one orchestrator over a socket
-instead of stdin/stdout. A listening worker asks for a token when ``$MOSAIC_WORKER_TOKEN``
-is set or ``--token-file PATH`` is given (never on the command line, where ``ps`` shows it).
+instead of stdin/stdout; ``--connections N`` serves N of them at the same time, each in a
+process of its own (0: until stopped). A listening worker asks for a token when
+``$MOSAIC_WORKER_TOKEN`` is set or ``--token-file PATH`` is given (never on the command
+line, where ``ps`` shows it).
 """
 
 from __future__ import annotations
@@ -51,10 +53,16 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--listen", help="tcp://host:port or unix:///path instead of stdin/stdout")
     parser.add_argument("--token-file", help="file holding the token a listening worker asks for "
                                              f"(default: ${protocol.TOKEN_ENV})")
+    parser.add_argument("--connections", type=int, default=1,
+                        help="orchestrators a listening worker serves, each in its own process (0: until stopped)")
     args = parser.parse_args(argv)
+    if args.connections < 0:
+        raise SystemExit(f"--connections must be 0 (until stopped) or more, not {args.connections}")
     if not args.listen:
         if args.token_file:
             raise SystemExit("--token-file is for a worker that listens (--listen)")
+        if args.connections != 1:
+            raise SystemExit("--connections is for a worker that listens (--listen)")
         protocol.guard_stdout()
     try:
         token = protocol.listen_token(args.token_file) if args.listen else None
@@ -70,7 +78,7 @@ def main(argv: Optional[list] = None) -> int:
         if args.target != "random":
             raise SystemExit(f"unknown built-in policy {args.target!r} (known: random)")
         return serve_policy(random_decide, name="python-random", paradigm="random", listen=args.listen,
-                            checkpoint=True, token=token)
+                            checkpoint=True, token=token, connections=args.connections)
 
     if args.family == "gymnasium":
         import gymnasium as gym
@@ -81,7 +89,8 @@ def main(argv: Optional[list] = None) -> int:
 
         env = gym.make(args.target, render_mode="rgb_array", **kwargs)
         text = _minigrid_text if args.target.startswith(("MiniGrid", "BabyAI")) else None
-        return serve_env(env, f"gymnasium:{args.target}", text=text, listen=args.listen, token=token)
+        return serve_env(env, f"gymnasium:{args.target}", text=text, listen=args.listen, token=token,
+                         connections=args.connections)
 
     module = _import_env_module(args.target)
     name = f"pettingzoo:{args.target}"
@@ -90,11 +99,12 @@ def main(argv: Optional[list] = None) -> int:
 
     if api == "parallel":
         env = module.parallel_env(render_mode="rgb_array", **kwargs)
-        return serve_parallel(env, name, listen=args.listen, token=token)
+        return serve_parallel(env, name, listen=args.listen, token=token, connections=args.connections)
     env = module.env(render_mode="rgb_array", **kwargs)
     classic = args.target.startswith("classic/")
     text = _chess_text if "chess" in args.target else None
-    return serve_aec(env, name, text=text, zero_sum_outcome=classic, listen=args.listen, token=token)
+    return serve_aec(env, name, text=text, zero_sum_outcome=classic, listen=args.listen, token=token,
+                     connections=args.connections)
 
 
 if __name__ == "__main__":

@@ -510,18 +510,20 @@ class ParallelEnv(_EnvHandler):
 
 
 def serve_env(env: Any, name: str, labels: Optional[Sequence[str]] = None, text: Optional[TextHook] = None,
-              listen: Optional[str] = None, token: Optional[str] = None) -> int:
+              listen: Optional[str] = None, token: Optional[str] = None, connections: int = 1) -> int:
     """Serves a Gymnasium environment (discrete actions). Returns the exit status."""
-    return protocol.serve(GymnasiumEnv(env, name, labels, text), listen, token=token)
+    return protocol.serve(GymnasiumEnv(env, name, labels, text), listen, token=token, connections=connections)
 
 
 def serve_aec(env: Any, name: str, labels: Optional[Sequence[str]] = None, text: Optional[TextHook] = None,
-              zero_sum_outcome: bool = False, listen: Optional[str] = None, token: Optional[str] = None) -> int:
+              zero_sum_outcome: bool = False, listen: Optional[str] = None, token: Optional[str] = None,
+              connections: int = 1) -> int:
     """Serves a PettingZoo AEC environment. Returns the exit status."""
-    return protocol.serve(AecEnv(env, name, labels, text, zero_sum_outcome), listen, token=token)
+    return protocol.serve(AecEnv(env, name, labels, text, zero_sum_outcome), listen, token=token,
+                          connections=connections)
 
 
 def serve_parallel(env: Any, name: str, labels: Optional[Sequence[str]] = None, text: Optional[TextHook] = None,
-                   listen: Optional[str] = None, token: Optional[str] = None) -> int:
+                   listen: Optional[str] = None, token: Optional[str] = None, connections: int = 1) -> int:
     """Serves a PettingZoo parallel environment. Returns the exit status."""
-    return protocol.serve(ParallelEnv(env, name, labels, text), listen, token=token)
+    return protocol.serve(ParallelEnv(env, name, labels, text), listen, token=token, connections=connections)

@@ -168,15 +168,17 @@ class PolicyHandler(Handler):
 def serve_policy(decide: DecideFn, name: str = "python-policy", wants: Optional[Dict[str, bool]] = None,
                  paradigm: Optional[str] = None, init: Optional[Callable[[Context], None]] = None,
                  listen: Optional[str] = None, checkpoint: bool = False, save_state: Optional[SaveFn] = None,
-                 load_state: Optional[LoadFn] = None, messages: bool = False, token: Optional[str] = None) -> int:
+                 load_state: Optional[LoadFn] = None, messages: bool = False, token: Optional[str] = None,
+                 connections: int = 1) -> int:
     """Serves a decision function. Returns the exit status.
 
     ``checkpoint``, ``save_state``, ``load_state`` and ``messages`` (the team channel): see
     the module's documentation. ``token``: the token a worker listening on ``listen`` asks
-    for (default ``$MOSAIC_WORKER_TOKEN``).
+    for (default ``$MOSAIC_WORKER_TOKEN``); ``connections``: how many orchestrators it
+    serves, each in its own process (0: until stopped; see ``protocol.serve``).
     """
     handler = PolicyHandler(decide, name, wants, paradigm, init, checkpoint, save_state, load_state, messages)
-    return protocol.serve(handler, listen, token=token)
+    return protocol.serve(handler, listen, token=token, connections=connections)
 
 
 def random_decide(observation: Dict[str, Any], legal: List[int], context: Context) -> int:

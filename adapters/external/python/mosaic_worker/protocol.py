@@ -249,12 +249,8 @@ def _authenticate(conn: socket.socket, rfile: Any, token: str) -> Optional[str]:
     return _refusal(line, token)
 
 
-def listen_channel(address: str, max_frame: int = MAX_FRAME, token: Optional[str] = None) -> Channel:
-    """Listens on ``tcp://host:port`` or ``unix:///path`` and accepts one orchestrator.
-
-    With a ``token``, a connection whose first line is not ``auth`` with that token is
-    refused (``reject`` with the reason, then closed; logged without any token) and the
-    worker keeps listening."""
+def _listener(address: str) -> socket.socket:
+    """A socket listening on ``tcp://host:port`` or ``unix:///path``."""
     if address.startswith("tcp://"):
         host, _, port = address[len("tcp://"):].rpartition(":")
         server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -268,8 +264,13 @@ def listen_channel(address: str, max_frame: int = MAX_FRAME, token: Optional[str
         server.bind(path)
     else:
         raise ValueError(f"{address!r} is not a worker address (tcp://host:port or unix:///path)")
-    server.listen(1)
-    log(f"listening on {address}" + (" (token required)" if token else ""))
+    server.listen(16)
+    return server
+
+
+def _accept(server: socket.socket, max_frame: int, token: Optional[str]) -> Channel:
+    """The next orchestrator's connection; with a ``token``, connections that do not prove
+    it are refused (``reject`` with the reason, then closed; logged without any token)."""
     while True:
         conn, peer = server.accept()
         if conn.family == socket.AF_INET:
@@ -285,11 +286,58 @@ def listen_channel(address: str, max_frame: int = MAX_FRAME, token: Optional[str
             pass
         rfile.close()
         conn.close()
-    server.close()
     channel = Channel(rfile, conn.makefile("wb"), max_frame)
     channel.authenticated = bool(token)
     channel._closers.append(conn.close)
     return channel
+
+
+def listen_channel(address: str, max_frame: int = MAX_FRAME, token: Optional[str] = None) -> Channel:
+    """Listens on ``tcp://host:port`` or ``unix:///path`` and accepts one orchestrator.
+
+    With a ``token``, a connection whose first line is not ``auth`` with that token is
+    refused (``reject`` with the reason, then closed; logged without any token) and the
+    worker keeps listening."""
+    server = _listener(address)
+    log(f"listening on {address}" + (" (token required)" if token else ""))
+    try:
+        return _accept(server, max_frame, token)
+    finally:
+        server.close()
+
+
+def _serve_connections(handler: Handler, address: str, token: Optional[str], connections: int) -> int:
+    """Serves ``connections`` orchestrators (0: until stopped) on ``address``, each in a
+    process of its own forked at its connection, so that they are served at the same time
+    and none sees another's state. Returns 0 once every one is served."""
+    server = _listener(address)
+    log(f"listening on {address} for " + (f"{connections} connections" if connections else "connections")
+        + (" (token required)" if token else ""))
+    children = set()
+    accepted = 0
+    try:
+        while connections == 0 or accepted < connections:
+            channel = _accept(server, MAX_FRAME, token)
+            accepted += 1
+            pid = os.fork()
+            if pid == 0:
+                status = 1
+                try:
+                    server.close()
+                    status = serve(handler, channel=channel)
+                finally:
+                    os._exit(status)
+            channel.close()
+            children.add(pid)
+            # Reap the connections already served, so that no zombie waits for the end.
+            for child in list(children):
+                if os.waitpid(child, os.WNOHANG)[0] == child:
+                    children.discard(child)
+    finally:
+        server.close()
+        for child in children:
+            os.waitpid(child, 0)
+    return 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -385,16 +433,23 @@ _HEARTBEAT = b'{"type":"heartbeat"}\n'
 
 
 def serve(handler: Handler, listen: Optional[str] = None, channel: Optional[Channel] = None,
-          token: Optional[str] = None) -> int:
+          token: Optional[str] = None, connections: int = 1) -> int:
     """Runs the handshake and answers requests until ``stop`` or end of input.
 
     A worker listening on a socket asks for ``token`` (by default ``$MOSAIC_WORKER_TOKEN``,
-    see ``listen_token``) when there is one. Returns the process exit status: 0 after
-    ``stop`` or end of input, 3 when rejected.
+    see ``listen_token``) when there is one, and serves ``connections`` orchestrators: one
+    by default, any other number each in a process of its own, at the same time (0: until
+    the worker is stopped). Returns the process exit status: 0 after ``stop`` or end of
+    input, 3 when rejected.
     """
+    if connections < 0:
+        raise ValueError(f"connections must be 0 (no limit) or more, not {connections}")
     if channel is None:
         if listen:
-            channel = listen_channel(listen, token=token if token is not None else listen_token())
+            token = token if token is not None else listen_token()
+            if connections != 1:
+                return _serve_connections(handler, listen, token, connections)
+            channel = listen_channel(listen, token=token)
         else:
             channel = stdio_channel()
     try:

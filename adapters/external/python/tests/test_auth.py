@@ -179,3 +179,46 @@ def test_tokens_are_read_from_a_file_or_the_environment(tmp_path, monkeypatch):
     empty.write_text("\n")
     with pytest.raises(ValueError, match="empty"):
         protocol.listen_token(str(empty))
+
+
+def test_a_worker_serves_several_orchestrators_at_once_each_with_its_own_state(worker):
+    port, proc, log = worker(env={protocol.TOKEN_ENV: TOKEN}, args=["--connections", "3"])
+    # Two orchestrators connect and stay: the second is served while the first is open.
+    first, second = Client(port), Client(port)
+    for client in (first, second):
+        client.send({"type": "auth", "protocol": protocol.PROTOCOL, "token": TOKEN})
+        assert protocol.AUTH_TOKEN in client.recv()["capabilities"]
+        client.send({"type": "welcome", "protocol": protocol.PROTOCOL, "session": "s", "heartbeat_ms": 1000})
+    second.send(INIT)
+    assert second.recv() == {"type": "agent_ready", "id": 1}
+    # Each connection has its own handler: the first has not begun an episode.
+    first.send({"type": "checkpoint", "id": 7})
+    assert first.recv()["type"] == "error"
+    first.send(INIT)
+    assert first.recv() == {"type": "agent_ready", "id": 1}
+    for client in (first, second):
+        client.send({"type": "decide", "id": 2, "step": 0, "observation": {}, "legal": [4]})
+        assert client.recv()["action"] == 4
+    first.close()
+    second.close()
+    # A wrong token does not count as a connection; the third orchestrator is the last.
+    intruder = Client(port)
+    intruder.send({"type": "auth", "protocol": protocol.PROTOCOL, "token": "guess"})
+    assert intruder.recv()["type"] == "reject"
+    intruder.close()
+    third = Client(port)
+    third.send({"type": "auth", "protocol": protocol.PROTOCOL, "token": TOKEN})
+    run_session(third)
+    third.close()
+    assert proc.wait(timeout=20) == 0
+    text = log.read_text()
+    assert "for 3 connections (token required)" in text
+    assert TOKEN not in text
+
+
+def test_connections_are_for_a_listening_worker():
+    result = subprocess.run([sys.executable, "-m", "mosaic_worker", "policy", "random", "--connections", "2"],
+                            env=dict(os.environ, PYTHONPATH=str(PACKAGE_DIR)), capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode != 0
+    assert "--connections is for a worker that listens" in result.stderr

@@ -1,7 +1,7 @@
-//! [`AsyncLink`]: the tokio driver of an [`Exchange`], over a worker process's pipes, for
-//! callers that must not block their thread while a worker thinks (the `worker` policy
-//! operator answers on an actix arbiter). Only the handshake blocks, as the operator is
-//! spawned.
+//! [`AsyncLink`]: the tokio driver of an [`Exchange`], over a worker process's pipes or a
+//! socket to a listening worker, for callers that must not block their thread while a
+//! worker thinks (the `worker` policy decider answers on an actix arbiter). Only the
+//! handshake blocks, as the decider is spawned.
 
 use super::LinkOptions;
 use super::Mode;
@@ -11,21 +11,26 @@ use super::{CLOSE_WAIT, Judge, Next, WRITE_WAIT, write_failed};
 use crate::WorkerError;
 use crate::process::{WorkerCommand, WorkerProcess};
 use mosaic_protocols::codec::{Decoded, LineDecoder};
+use mosaic_protocols::transport::{Endpoint, Stream};
 use mosaic_protocols::{FramingError, Message, mosaic};
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
 
-/// A greeted worker process whose requests are awaited on the current tokio runtime. One
-/// request at a time (`&mut self`).
-#[derive(Debug)]
+/// Where requests go: the process's stdin or the socket.
+type Output = Box<dyn AsyncWrite + Unpin + Send>;
+/// Where replies come from: the process's stdout or the socket.
+type Input = Box<dyn AsyncRead + Unpin + Send>;
+
+/// A greeted worker (a process or a listening worker reached over a socket) whose requests
+/// are awaited on the current tokio runtime. One request at a time (`&mut self`).
 pub struct AsyncLink {
     exchange: Exchange,
-    stdin: ChildStdin,
+    output: Output,
     reader: Reader,
     /// One timer for every wait, moved only when it would go off too late: a fresh timer
     /// per request costs a wake-up of the runtime's driver (an eventfd write and an extra
@@ -33,11 +38,31 @@ pub struct AsyncLink {
     timer: Pin<Box<tokio::time::Sleep>>,
     /// The deadline of one request.
     timeout: Duration,
-    process: WorkerProcess,
-    /// Told when the process exits, so a pending request fails at once even when a
-    /// process the worker started keeps its output open. A oneshot rather than a
-    /// `Notify`: waiting on it again costs no waiter registration per wait.
-    exit: oneshot::Receiver<()>,
+    peer: Peer,
+}
+
+/// The other end of a link.
+enum Peer {
+    /// A worker process this link started.
+    Process {
+        process: WorkerProcess,
+        /// Told when the process exits, so a pending request fails at once even when a
+        /// process the worker started keeps its output open. A oneshot rather than a
+        /// `Notify`: waiting on it again costs no waiter registration per wait.
+        exit: oneshot::Receiver<()>,
+    },
+    /// A listening worker: a handle on the socket, to shut it down (the reading and the
+    /// writing handles are the runtime's).
+    Socket(Stream),
+}
+
+impl std::fmt::Debug for AsyncLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncLink")
+            .field("name", &self.exchange.name())
+            .field("mode", self.exchange.mode())
+            .finish_non_exhaustive()
+    }
 }
 
 impl AsyncLink {
@@ -66,24 +91,84 @@ impl AsyncLink {
         process.on_exit(move |_| {
             let _ = exited.send(());
         });
+        let input: Input = Box::new(ChildStdout::from_std(greeted.reader).map_err(to_io)?);
+        let output: Output = Box::new(ChildStdin::from_std(stdin).map_err(to_io)?);
+        let peer = Peer::Process { process, exit };
+        Ok(Self::greeted(
+            name,
+            greeted.mode,
+            &greeted.pending,
+            (input, output),
+            peer,
+            options,
+            timeout,
+        ))
+    }
+
+    /// Connects to the worker listening at `endpoint` and greets it (blocking, within the
+    /// handshake deadline of `options`, which carry the token if the worker asks for one);
+    /// requests then have `timeout` each. Must be called within a tokio runtime, which the
+    /// socket is registered with.
+    pub fn connect(
+        endpoint: &Endpoint,
+        name: &str,
+        options: &LinkOptions,
+        timeout: Duration,
+    ) -> Result<Self, WorkerError> {
+        let connect_error = |e: std::io::Error| WorkerError::Connect {
+            endpoint: endpoint.to_string(),
+            error: e.to_string(),
+        };
+        let socket = endpoint
+            .connect(options.handshake_timeout)
+            .map_err(connect_error)?;
+        let mut writer = socket.try_clone().map_err(connect_error)?;
+        let reader = socket.try_clone().map_err(connect_error)?;
+        let greeted = match handshake(name, reader, &mut writer, None, options) {
+            Ok(greeted) => greeted,
+            Err(e) => {
+                let _ = socket.shutdown();
+                return Err(connect_error(std::io::Error::other(e.to_string())));
+            }
+        };
+        let (input, output) = halves(greeted.reader).map_err(connect_error)?;
+        let peer = Peer::Socket(socket);
+        Ok(Self::greeted(
+            name,
+            greeted.mode,
+            &greeted.pending,
+            (input, output),
+            peer,
+            options,
+            timeout,
+        ))
+    }
+
+    /// The link over a greeted worker's streams; `pending` is what was read past the
+    /// handshake.
+    fn greeted(
+        name: &str,
+        mode: Mode,
+        pending: &[u8],
+        (input, output): (Input, Output),
+        peer: Peer,
+        options: &LinkOptions,
+        timeout: Duration,
+    ) -> Self {
         let mut reader = Reader {
-            stdout: BufReader::with_capacity(
-                64 * 1024,
-                ChildStdout::from_std(greeted.reader).map_err(to_io)?,
-            ),
+            input: BufReader::with_capacity(64 * 1024, input),
             decoder: LineDecoder::new(options.max_frame),
             ready: VecDeque::new(),
         };
-        reader.feed(&greeted.pending);
-        Ok(Self {
-            exchange: Exchange::new(name, greeted.mode, options.heartbeat_timeout),
-            stdin: ChildStdin::from_std(stdin).map_err(to_io)?,
+        reader.feed(pending);
+        Self {
+            exchange: Exchange::new(name, mode, options.heartbeat_timeout),
+            output,
             reader,
             timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
             timeout,
-            process,
-            exit,
-        })
+            peer,
+        }
     }
 
     /// The dialect and handshake details.
@@ -129,23 +214,39 @@ impl AsyncLink {
         self.exchange.finish(result)
     }
 
-    /// Kills the process group at once (SIGKILL, no grace): for a worker that died or
-    /// hung.
+    /// Kills the process group at once (SIGKILL, no grace), or closes the socket of a
+    /// listening worker: for a worker that died or hung.
     pub fn kill(&mut self) {
-        self.process.kill();
+        match &mut self.peer {
+            Peer::Process { process, .. } => {
+                process.kill();
+            }
+            Peer::Socket(socket) => {
+                let _ = socket.shutdown();
+            }
+        }
     }
 
     /// Closes the worker's input (a protocol worker finishes then), then stops its process
     /// group: SIGTERM and, after `grace`, SIGKILL. Off the caller's thread: that may take
-    /// a while.
+    /// a while. A listening worker's connection is closed (the worker goes on listening
+    /// or exits, as it was started).
     pub fn stop_in_background(self, grace: Duration) {
         let Self {
-            stdin,
-            mut process,
+            output,
+            peer,
             exchange,
             ..
         } = self;
-        drop(stdin);
+        drop(output);
+        let mut process = match peer {
+            Peer::Process { process, .. } => process,
+            Peer::Socket(socket) => {
+                let _ = socket.shutdown();
+                tracing::debug!(target: "mosaic::worker", worker = %exchange.name(), "connection closed");
+                return;
+            }
+        };
         let stopper = move || {
             process.finish(grace);
             tracing::debug!(target: "mosaic::worker", worker = %exchange.name(), "worker stopped");
@@ -179,7 +280,7 @@ impl AsyncLink {
     async fn send(&mut self, answer: Option<&[u8]>) -> Result<(), WorkerError> {
         let deadline = self.exchange.deadline();
         let line = answer.unwrap_or(self.exchange.outgoing());
-        match write_within(&mut self.stdin, line, deadline).await {
+        match write_within(&mut self.output, line, deadline).await {
             Ok(()) => Ok(()),
             Err(Unwritten::Late(after)) => Err(WorkerError::Timeout {
                 awaiting: "the worker to read its input".into(),
@@ -212,9 +313,7 @@ impl AsyncLink {
                 biased;
                 line = self.reader.next_line() => Event::Line(line),
                 () = &mut self.timer => Event::Expired,
-                // Only a send ends this wait: the sender is dropped unsent only with the
-                // process handle, which this link holds.
-                _ = &mut self.exit, if !self.exchange.has_exited() => Event::Exited,
+                () = exited(&mut self.peer), if !self.exchange.has_exited() => Event::Exited,
             };
             match event {
                 Event::Line(line) => {
@@ -227,7 +326,7 @@ impl AsyncLink {
                     self.timer.as_mut().reset(due);
                 }
                 Event::Expired => {
-                    return Err(self.exchange.expired(expiry, self.process.describe_exit()));
+                    return Err(self.exchange.expired(expiry, self.peer.describe_exit()));
                 }
                 Event::Exited => self.exchange.process_exited(Instant::now()),
             }
@@ -242,16 +341,58 @@ impl AsyncLink {
         self.exchange.closed(exit)
     }
 
-    /// The process's exit status, waiting up to `wait` for its exit.
+    /// The process's exit status, waiting up to `wait` for its exit (`None` for a socket).
     async fn exit_status(&mut self, wait: Duration) -> Option<String> {
-        if self.process.try_exit().is_none()
+        let Peer::Process { process, exit } = &mut self.peer else {
+            return None;
+        };
+        if process.try_exit().is_none()
             && !self.exchange.has_exited()
-            && tokio::time::timeout(wait, &mut self.exit).await.is_ok()
+            && tokio::time::timeout(wait, exit).await.is_ok()
         {
             self.exchange.process_exited(Instant::now());
         }
-        self.process.describe_exit()
+        process.describe_exit()
     }
+}
+
+impl Peer {
+    /// How the process ended, if it did.
+    fn describe_exit(&self) -> Option<String> {
+        match self {
+            Peer::Process { process, .. } => process.describe_exit(),
+            Peer::Socket(_) => None,
+        }
+    }
+}
+
+/// Returns when the worker process exits; never for a socket (its end is the end of the
+/// input).
+async fn exited(peer: &mut Peer) {
+    match peer {
+        // Only a send ends this wait: the sender is dropped unsent only with the process
+        // handle, which the link holds.
+        Peer::Process { exit, .. } => {
+            let _ = exit.await;
+        }
+        Peer::Socket(_) => std::future::pending().await,
+    }
+}
+
+/// The reading and writing halves of a connected socket, registered with the runtime.
+fn halves(socket: Stream) -> std::io::Result<(Input, Output)> {
+    Ok(match socket {
+        Stream::Tcp(s) => {
+            s.set_nonblocking(true)?;
+            let (input, output) = tokio::net::TcpStream::from_std(s)?.into_split();
+            (Box::new(input), Box::new(output))
+        }
+        Stream::Unix(s) => {
+            s.set_nonblocking(true)?;
+            let (input, output) = tokio::net::UnixStream::from_std(s)?.into_split();
+            (Box::new(input), Box::new(output))
+        }
+    })
 }
 
 /// Why a line was not written.
@@ -262,11 +403,7 @@ enum Unwritten {
 }
 
 /// Writes `line` to the worker within `deadline`.
-async fn write_within(
-    stdin: &mut ChildStdin,
-    line: &[u8],
-    deadline: Instant,
-) -> Result<(), Unwritten> {
+async fn write_within(stdin: &mut Output, line: &[u8], deadline: Instant) -> Result<(), Unwritten> {
     // The usual case: the pipe has room and the line leaves in one system call, with no
     // timer to set up.
     let written = std::future::poll_fn(|cx| {
@@ -292,9 +429,8 @@ async fn write_within(
 }
 
 /// The worker's output, framed.
-#[derive(Debug)]
 struct Reader {
-    stdout: BufReader<ChildStdout>,
+    input: BufReader<Input>,
     decoder: LineDecoder,
     ready: VecDeque<Result<Vec<u8>, WorkerError>>,
 }
@@ -325,7 +461,7 @@ impl Reader {
             if let Some(ready) = self.ready.pop_front() {
                 return ready.map(Some);
             }
-            let chunk = match self.stdout.fill_buf().await {
+            let chunk = match self.input.fill_buf().await {
                 Ok(chunk) => chunk,
                 Err(e) => {
                     return Err(WorkerError::Closed {
@@ -339,7 +475,7 @@ impl Reader {
                 return Ok(None);
             }
             let (used, decoded) = self.decoder.feed(chunk);
-            self.stdout.consume(used);
+            self.input.consume(used);
             match decoded {
                 Decoded::Pending => {}
                 Decoded::Line(line) => return Ok(Some(line)),
