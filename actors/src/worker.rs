@@ -82,11 +82,11 @@ pub fn register(registry: &mut DeciderRegistry) {
                 Some(_) => "connect",
                 None => "command",
             };
-            let worker = PolicyWorker::start(&settings.worker, &name).map_err(|e| match e {
-                WorkerError::Config(_) | WorkerError::Package { .. } => {
-                    SpecError::new(field, format!("{name}: {e}"))
+            let worker = PolicyWorker::start(&settings.worker, &name).map_err(|e| {
+                match e.is_configuration() {
+                    true => SpecError::new(field, format!("{name}: {e}")),
+                    false => SpecError::start_failure(field, format!("{name}: {e}")),
                 }
-                _ => SpecError::start_failure(field, format!("{name}: {e}")),
             })?;
             // Workers that do not talk keep their 1.0 behaviour whatever the slot says.
             let voice = match worker.messages() {

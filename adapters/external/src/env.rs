@@ -105,12 +105,11 @@ pub fn make_external(
         Some(Family::PettingZoo(path)) => format!("pettingzoo:{path}"),
         None => "worker".to_owned(),
     };
-    let env = ExternalEnv::start(&name, family, &parsed).map_err(|e| match e {
-        WorkerError::Config(_) | WorkerError::Package { .. } => {
-            SpecError::new("", format!("{name}: {e}"))
-        }
-        _ => SpecError::start_failure("", format!("{name}: {e}")),
-    })?;
+    let env =
+        ExternalEnv::start(&name, family, &parsed).map_err(|e| match e.is_configuration() {
+            true => SpecError::new("", format!("{name}: {e}")),
+            false => SpecError::start_failure("", format!("{name}: {e}")),
+        })?;
     Ok(Box::new(env))
 }
 

@@ -172,6 +172,16 @@ pub enum WorkerError {
 }
 
 impl WorkerError {
+    /// Whether the error is in the settings (or the installation) rather than in starting
+    /// the worker: trying again cannot help, so a run stops at once (exit 2) instead of
+    /// retrying the start.
+    pub fn is_configuration(&self) -> bool {
+        matches!(
+            self,
+            WorkerError::Config(_) | WorkerError::Package { .. } | WorkerError::Token(_)
+        )
+    }
+
     /// A `mosaic/1` reply of the wrong type.
     pub fn unexpected(expected: &str, got: &Message) -> Self {
         WorkerError::Unexpected {

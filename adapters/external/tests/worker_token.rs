@@ -182,6 +182,17 @@ fn a_token_source_that_fails_is_named_without_a_token() {
         err.contains("token_file = ") && err.contains("absent"),
         "{err}"
     );
+    // A setting to fix, not a start to retry: the run stops at once.
+    let Err(unreadable) = registry::external_envs().make(
+        "worker",
+        &settings(
+            "tcp://127.0.0.1:1",
+            serde_json::json!({ "token_file": missing }),
+        ),
+    ) else {
+        panic!("connected with an unreadable token")
+    };
+    assert!(!unreadable.start_failure, "{unreadable}");
     let mut spawned = Settings::new();
     spawned.insert("command".into(), serde_json::json!(["w"]));
     spawned.insert("token_env".into(), "X".into());
