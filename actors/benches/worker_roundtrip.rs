@@ -45,6 +45,7 @@ fn spec() -> Arc<EnvSpec> {
         agents: vec![AgentSpec {
             id: "solo".into(),
             team: None,
+            role: None,
         }],
         action_labels: (0..7).map(|i| i.to_string()).collect(),
         default_action: Action(0),

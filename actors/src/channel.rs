@@ -15,7 +15,7 @@
 //! use mosaic_actors::channel::{Channel, ChannelConfig, Inbox, Post, Scope};
 //! use mosaic_core::{Action, AgentSpec, EnvSpec, ObsRequest, Stepping};
 //! # actix::System::new().block_on(async {
-//! let agent = |id: &str, team: &str| AgentSpec { id: id.into(), team: Some(team.into()) };
+//! let agent = |id: &str, team: &str| AgentSpec { id: id.into(), team: Some(team.into()), role: None };
 //! let spec = EnvSpec {
 //!     name: "demo".into(),
 //!     agents: vec![agent("green_0", "green"), agent("green_1", "green"), agent("blue_0", "blue")],
@@ -559,6 +559,7 @@ mod tests {
         let agent = |id: &str, team: Option<&str>| AgentSpec {
             id: id.into(),
             team: team.map(Into::into),
+            role: None,
         };
         EnvSpec {
             name: "t".into(),

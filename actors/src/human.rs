@@ -366,10 +366,12 @@ mod tests {
                 AgentSpec {
                     id: "a".into(),
                     team: None,
+                    role: None,
                 },
                 AgentSpec {
                     id: "b".into(),
                     team: None,
+                    role: None,
                 },
             ],
             action_labels: vec!["stay".into(), "go".into(), "jump".into()],

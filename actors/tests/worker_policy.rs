@@ -243,6 +243,7 @@ fn toy_spec() -> Arc<EnvSpec> {
         agents: vec![AgentSpec {
             id: "solo".into(),
             team: None,
+            role: None,
         }],
         action_labels: vec!["a".into(), "b".into(), "c".into()],
         default_action: Action(0),

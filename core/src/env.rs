@@ -23,6 +23,11 @@ pub struct AgentSpec {
     /// Team name, e.g. `green`; `None` when the game has no teams.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub team: Option<String>,
+    /// The agent's role in this environment instance, e.g. `miner`, when the world gives
+    /// its agents roles: deciders that describe the agent (an LLM prompt's `{role}`) take
+    /// it from here instead of assuming the world's default order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
 }
 
 /// The static description of an environment.

@@ -207,7 +207,7 @@ impl EpisodeRecord {
     /// ```
     /// use mosaic_core::record::{AgentResult, EpisodeRecord};
     /// use mosaic_core::{AgentSpec, EnvSpec, ObsRequest, Paradigm, RunId, OperatorId, Stepping, Action};
-    /// let agent = |id: &str| AgentSpec { id: id.into(), team: None };
+    /// let agent = |id: &str| AgentSpec { id: id.into(), team: None, role: None };
     /// let spec = EnvSpec {
     ///     name: "duel".into(), agents: vec![agent("red"), agent("blue")],
     ///     action_labels: vec!["stay".into()], default_action: Action(0),

@@ -662,6 +662,7 @@ mod tests {
             agents: vec![AgentSpec {
                 id: "a".into(),
                 team: None,
+                role: None,
             }],
             action_labels: vec!["x".into(), "y".into()],
             default_action: Action(0),

@@ -250,10 +250,12 @@ mod tests {
                         AgentSpec {
                             id: "p0".into(),
                             team: None,
+                            role: None,
                         },
                         AgentSpec {
                             id: "p1".into(),
                             team: None,
+                            role: None,
                         },
                     ],
                     action_labels: vec!["low".into(), "high".into()],

@@ -62,6 +62,7 @@ fn spec() -> Arc<EnvSpec> {
         .map(|i| AgentSpec {
             id: format!("player_{i}"),
             team: Some(if i < 2 { "green" } else { "blue" }.into()),
+            role: None,
         })
         .collect();
     Arc::new(EnvSpec {

@@ -522,8 +522,9 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// The identity of agent `index` of `spec`; `role` overrides the template's default
-    /// roles (handed out in team order).
+    /// The identity of agent `index` of `spec`. Its role is `role` (the slot's setting),
+    /// else the one the environment gives the agent, else the template's default roles
+    /// for the environment (handed out in team order).
     pub fn of(spec: &EnvSpec, index: usize, role: Option<&str>, template: &Template) -> Self {
         let me = spec.agents.get(index);
         let agent = me.map_or_else(|| format!("agent_{index}"), |a| a.id.clone());
@@ -545,11 +546,14 @@ impl Identity {
                 opponents.push(other.id.clone());
             }
         }
-        let role = role.map(str::to_owned).or_else(|| {
-            let roles =
-                (template.roles.get(&spec.name)).or_else(|| template.roles.get("default"))?;
-            (!roles.is_empty()).then(|| roles[position % roles.len()].clone())
-        });
+        let role = role
+            .map(str::to_owned)
+            .or_else(|| me.and_then(|a| a.role.clone()))
+            .or_else(|| {
+                let roles =
+                    (template.roles.get(&spec.name)).or_else(|| template.roles.get("default"))?;
+                (!roles.is_empty()).then(|| roles[position % roles.len()].clone())
+            });
         Self {
             agent,
             team,

@@ -56,6 +56,7 @@ fn spec(offers: ObsRequest, team: Option<&str>) -> Arc<EnvSpec> {
         agents: vec![AgentSpec {
             id: "a".into(),
             team: team.map(Into::into),
+            role: None,
         }],
         action_labels: vec!["noop".into(), "go".into()],
         default_action: Action(0),

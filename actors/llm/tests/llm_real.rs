@@ -29,6 +29,7 @@ fn spec() -> Arc<EnvSpec> {
     let agent = |id: &str, team: &str| AgentSpec {
         id: id.into(),
         team: Some(team.into()),
+        role: None,
     };
     Arc::new(EnvSpec {
         name: "soccer-2v2".into(),

@@ -27,6 +27,7 @@ fn spec() -> Arc<EnvSpec> {
         agents: vec![AgentSpec {
             id: "a".into(),
             team: None,
+            role: None,
         }],
         action_labels: vec!["noop".into(), "go".into()],
         default_action: Action(0),

@@ -206,6 +206,7 @@ mod tests {
             agents: vec![AgentSpec {
                 id: "a".into(),
                 team: None,
+                role: None,
             }],
             action_labels: vec!["left".into(), "right".into()],
             default_action: Action(0),

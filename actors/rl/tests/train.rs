@@ -31,6 +31,7 @@ fn make_corridor(_: &Settings) -> Result<Box<dyn Environment>, SpecError> {
             agents: vec![AgentSpec {
                 id: "walker".into(),
                 team: None,
+                role: None,
             }],
             action_labels: vec!["left".into(), "right".into(), "stay".into()],
             default_action: Action(2),

@@ -198,6 +198,7 @@ impl ExternalEnv {
                     agents: vec![AgentSpec {
                         id: "agent".into(),
                         team: None,
+                        role: None,
                     }],
                     action_labels: labels,
                     default_action: Action(0),

@@ -57,10 +57,12 @@ impl Race {
                     AgentSpec {
                         id: "red".into(),
                         team: Some("red".into()),
+                        role: None,
                     },
                     AgentSpec {
                         id: "blue".into(),
                         team: Some("blue".into()),
+                        role: None,
                     },
                 ],
                 action_labels: vec!["stay".into(), "right".into(), "left".into()],

@@ -66,15 +66,18 @@ impl Walk {
             Stepping::Single => vec![AgentSpec {
                 id: "solo".into(),
                 team: None,
+                role: None,
             }],
             _ => vec![
                 AgentSpec {
                     id: "red".into(),
                     team: Some("red".into()),
+                    role: None,
                 },
                 AgentSpec {
                     id: "blue".into(),
                     team: Some("blue".into()),
+                    role: None,
                 },
             ],
         };

@@ -7,6 +7,7 @@ fn spec() -> EnvSpec {
     let agent = |id: &str, team: &str| AgentSpec {
         id: id.into(),
         team: Some(team.into()),
+        role: None,
     };
     EnvSpec {
         name: "soccer".into(),
@@ -85,6 +86,28 @@ fn soccer_prompts_are_unchanged() {
         };
         assert_eq!(system_prompt(&template, "soccer-2v2", options), expected);
     }
+}
+
+#[test]
+fn the_roles_the_environment_gives_come_before_the_default_order() {
+    let template = Arc::new(Template::builtin().unwrap());
+    let mut coord = spec_named("coord-world");
+    coord.agents[0].role = Some("miner".into());
+    coord.agents[1].role = Some("warrior".into());
+    let role = |agent: usize, slot: Option<&str>| Identity::of(&coord, agent, slot, &template).role;
+    assert_eq!(role(0, None).as_deref(), Some("miner"));
+    assert_eq!(role(1, None).as_deref(), Some("warrior"));
+    // The slot's own setting still wins; an agent the world gives no role keeps the default.
+    assert_eq!(role(0, Some("forager")).as_deref(), Some("forager"));
+    assert_eq!(role(2, None).as_deref(), Some("warrior"));
+    let prompt = PromptBuilder::new(
+        template.clone(),
+        options(OutputFormat::Json),
+        &coord,
+        &Identity::of(&coord, 0, None, &template),
+    );
+    let system = prompt.system();
+    assert!(system.contains("You are the team's miner."), "{system}");
 }
 
 #[test]

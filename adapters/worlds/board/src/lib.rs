@@ -199,6 +199,7 @@ impl BoardRules {
                 .map(|id| AgentSpec {
                     id: (*id).to_owned(),
                     team: None,
+                    role: None,
                 })
                 .collect(),
             action_labels: (0..self.num_actions())

@@ -113,6 +113,7 @@ impl CoordWorld {
                 .map(|i| AgentSpec {
                     id: agent_id(i),
                     team: Some("team".into()),
+                    role: config.roles.get(i).map(|role| role.name().to_owned()),
                 })
                 .collect(),
             action_labels: actions.labels(),

@@ -344,6 +344,7 @@ impl Gridworld {
             agents: vec![AgentSpec {
                 id: "agent_0".to_owned(),
                 team: None,
+                role: None,
             }],
             action_labels: GridAction::ALL
                 .iter()

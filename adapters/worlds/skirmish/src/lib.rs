@@ -116,6 +116,7 @@ impl Skirmish {
                 (0..config.teams[team]).map(move |k| AgentSpec {
                     id: format!("{}_{k}", TEAMS[team]),
                     team: Some(TEAMS[team].to_owned()),
+                    role: None,
                 })
             })
             .collect();

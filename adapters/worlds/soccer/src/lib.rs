@@ -122,6 +122,7 @@ impl Soccer {
                 .map(|(i, id)| AgentSpec {
                     id: (*id).to_owned(),
                     team: Some(TEAMS[team_of(i)].to_owned()),
+                    role: None,
                 })
                 .collect(),
             action_labels: ACTION_LABELS.iter().map(|l| (*l).to_owned()).collect(),

@@ -221,6 +221,9 @@ fn specialists_always_succeed_and_others_with_one_minus_alpha() {
     let mut env = arena(&pairs, &[(10, 11), (12, 11)]);
     set(&mut env, 11, 12, Block::Table, Tag::NONE);
     let roles = [Role::Warrior, Role::Miner];
+    // The spec tells deciders each agent's role, in the configured order.
+    let told: Vec<_> = env.spec().agents.iter().map(|a| a.role.clone()).collect();
+    assert_eq!(told, [Some("warrior".into()), Some("miner".into())]);
     let trials = 2000;
     let mut made = [0u32; 2];
     for _ in 0..trials {
