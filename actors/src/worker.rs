@@ -294,16 +294,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_worker_slot_needs_a_command() {
+    fn a_worker_slot_needs_a_command_or_an_address() {
         let no_command: WorkerSlotSettings = parse_settings(&mosaic_core::Settings::new()).unwrap();
         assert_eq!(no_command.channel, ChannelSetting::Team);
         assert_eq!(no_command.message_cap, DEFAULT_MESSAGE_CAP);
         let no_command = no_command.worker;
         let Err(err) = WorkerPolicy::spawn(&no_command, "t") else {
-            panic!("a policy worker needs a command")
+            panic!("a policy worker needs a command or an address")
         };
         assert!(
-            matches!(&err, WorkerError::Config(why) if why.contains("command")),
+            matches!(&err, WorkerError::Config(why) if why.contains("command") && why.contains("connect")),
             "{err}"
         );
         let mut typo = mosaic_core::Settings::new();
@@ -323,8 +323,10 @@ mod tests {
         assert_eq!(talking.channel, ChannelSetting::All);
         assert_eq!(talking.message_cap, 20);
         assert_eq!(talking.worker.command, Some(vec!["w".to_owned()]));
-        assert_eq!(SETTINGS_HELP.len(), 12);
-        assert!(SETTINGS_HELP[3].starts_with("timeout_ms = "));
-        assert!(SETTINGS_HELP[10].starts_with("channel = "));
+        assert_eq!(SETTINGS_HELP.len(), 15);
+        assert!(SETTINGS_HELP[1].starts_with("connect = "));
+        assert!(SETTINGS_HELP[4].starts_with("timeout_ms = "));
+        assert!(SETTINGS_HELP[11].starts_with("token_env = "));
+        assert!(SETTINGS_HELP[13].starts_with("channel = "));
     }
 }
