@@ -13,11 +13,27 @@ pub(crate) struct Asset {
 /// The page itself.
 pub(crate) const INDEX: &str = include_str!("../assets/index.html");
 
+/// The page's scripts, loaded in this order: `common.js` holds what the others share.
 const ASSETS: &[Asset] = &[
+    Asset {
+        name: "common.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../assets/common.js"),
+    },
     Asset {
         name: "app.js",
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("../assets/app.js"),
+    },
+    Asset {
+        name: "runs.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../assets/runs.js"),
+    },
+    Asset {
+        name: "viewer.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../assets/viewer.js"),
     },
     Asset {
         name: "app.css",

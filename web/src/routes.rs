@@ -4,7 +4,7 @@
 //! | method | path | what |
 //! |---|---|---|
 //! | GET | `/` | the page |
-//! | GET | `/assets/{file}` | its script, style sheet and icon |
+//! | GET | `/assets/{file}` | its scripts, style sheets and icon |
 //! | GET | `/api/live` | the experiment's operator configurations and agents |
 //! | GET | `/api/live/state` | the board now |
 //! | GET | `/api/live/events` | the board after every change (server-sent events) |
@@ -17,6 +17,7 @@
 //! | GET | `/api/runs` | the recorded runs |
 //! | GET | `/api/runs/{run}` | a run's report and episodes |
 //! | GET | `/api/runs/{run}/plots/{returns,distribution}` | its plots (SVG) |
+//! | GET | `/api/runs/{run}/episodes/{operator}/{episode}` | an episode's records step by step, and its messages |
 //! | GET | `/api/runs/{run}/replay/{operator}/{episode}` | a replay's timeline |
 //! | GET | `/api/runs/{run}/replay/{operator}/{episode}/frames/{step}` | its frames (PNG) |
 
@@ -218,6 +219,10 @@ pub(crate) fn bind(
                     .route("", web::get().to(runs_list))
                     .route("/{run}", web::get().to(run_report))
                     .route("/{run}/plots/{plot}", web::get().to(run_plot))
+                    .route(
+                        "/{run}/episodes/{operator}/{episode}",
+                        web::get().to(episode_view),
+                    )
                     .route("/{run}/replay/{operator}/{episode}", web::get().to(replay))
                     .route(
                         "/{run}/replay/{operator}/{episode}/frames/{step}",
@@ -463,6 +468,15 @@ async fn run_plot(
         )
     })?;
     Ok(no_store().content_type("image/svg+xml").body(svg.to_vec()))
+}
+
+async fn episode_view(
+    state: Data<AppState>,
+    path: Path<(String, String, u32)>,
+) -> Result<HttpResponse, ApiError> {
+    let (run, operator, episode) = path.into_inner();
+    let view = with_runs(&state, move |runs| runs.episode(&run, &operator, episode)).await?;
+    Ok(no_store().json(view))
 }
 
 async fn replay(

@@ -12,6 +12,7 @@
 //! configured (same name and settings) in the loaded experiment.
 
 use crate::ServeConfig;
+use crate::episode::EpisodeView;
 use mosaic_core::EnvRegistry;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
 use mosaic_core::{EnvSpec, Environment, OperatorSpec, Paradigm, Settings, render_marked_or_plain};
@@ -531,6 +532,35 @@ impl Runs {
         let replay = Arc::new(rebuild(envs, spec, experiment.max_steps, &record, &steps)?);
         remember(&self.replays, REPLAY_CACHE, key, replay.clone());
         Ok(replay)
+    }
+
+    /// The episode viewer's data for episode `episode` of `operator` in run `name`: read
+    /// from the step records, so it needs no environment (see [`crate::episode`]).
+    pub(crate) fn episode(
+        &self,
+        name: &str,
+        operator: &str,
+        episode: u32,
+    ) -> Result<EpisodeView, RunsError> {
+        let run = self.resolve(name)?;
+        let missing = || RunsError::NoSuchEpisode {
+            run: name.to_owned(),
+            operator: operator.to_owned(),
+            episode,
+        };
+        let spec = run
+            .manifest()
+            .experiment
+            .operators
+            .iter()
+            .find(|o| o.id == operator)
+            .ok_or_else(missing)?;
+        let _reading = lock(&self.reading);
+        let records = run.records()?;
+        let unit = Unit::new(operator, episode);
+        let record = records.episode(&unit)?.ok_or_else(missing)?;
+        let steps = records.steps_of(&unit)?;
+        Ok(crate::episode::view(spec, &record, &steps))
     }
 
     fn registry_for(&self, spec: &OperatorSpec) -> Result<&EnvRegistry, RunsError> {

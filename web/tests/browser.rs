@@ -1,5 +1,5 @@
-//! Manual mode and replays in a real browser: Debian's chromium driven by Playwright
-//! (`tests/browser/manual.mjs`). The browser and playwright-core come from
+//! Manual mode, the runs browser and the episode viewer in a real browser: Debian's
+//! chromium driven by Playwright (`tests/browser/manual.mjs`, `runs.mjs`, `episodes.mjs`). The browser and playwright-core come from
 //! `scripts/setup/browser.sh` (run here unless `MOSAIC_CHROMIUM` and
 //! `MOSAIC_PLAYWRIGHT_DIR` are set already). Screenshots are saved in
 //! `<target>/web-artifacts/`. What the browser played is recorded; once the server has
@@ -415,5 +415,36 @@ fn the_runs_list_sorts_filters_and_compares_in_a_real_browser() {
             .env("MOSAIC_ARTIFACTS", &artifacts);
     });
     let bytes = std::fs::read(artifacts.join("runs-compare.png")).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+}
+
+#[test]
+fn an_episode_is_viewed_step_by_step_in_a_real_browser() {
+    const RUN: &str = "run-talk";
+    let tools = browser_tools();
+    let work = tempfile::tempdir().unwrap();
+    let artifacts = artifacts_dir();
+    std::fs::create_dir_all(&artifacts).unwrap();
+    common::record_talking_run(work.path(), RUN);
+    let serve = |replayable: bool| {
+        let mut config = ServeConfig::new(
+            common::registry(),
+            mosaic_actors::DeciderRegistry::baselines(),
+        );
+        config.bind = "127.0.0.1:0".parse().unwrap();
+        config.runs_dir = Some(work.path().to_owned());
+        if replayable {
+            config.replay_envs = common::registry();
+        }
+        serve_in_background(config).unwrap()
+    };
+    let (server, no_replay) = (serve(true), serve(false));
+    run_script("episodes.mjs", &tools, |node| {
+        node.env("MOSAIC_URL", format!("http://{}", server.addr))
+            .env("MOSAIC_NO_REPLAY_URL", format!("http://{}", no_replay.addr))
+            .env("MOSAIC_RUN", RUN)
+            .env("MOSAIC_ARTIFACTS", &artifacts);
+    });
+    let bytes = std::fs::read(artifacts.join("episode-viewer.png")).unwrap();
     assert_eq!(&bytes[1..4], b"PNG");
 }

@@ -315,3 +315,182 @@ fn runs_compare_paired_by_seed_with_the_recorders_statistics() {
         assert!(!message.contains(&shown), "{path}: {message}");
     }
 }
+
+#[test]
+fn an_episode_is_viewed_step_by_step_with_its_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = common::record_talking_run(dir.path(), "run-talk");
+    let mut config = config(None);
+    config.runs_dir = Some(dir.path().to_owned());
+    config.token = Some(TOKEN.into());
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+
+    for episode in &recorded.episodes {
+        let (operator, index) = (&episode.operator_id, episode.episode_index);
+        let view = json_of(&get(
+            addr,
+            &format!("/api/runs/run-talk/episodes/{operator}/{index}"),
+        ));
+        let steps = recorded.episode_steps(operator, index);
+        assert_eq!(view["steps"], episode.steps);
+        assert_eq!(
+            view["seed"],
+            episode.seed.to_string(),
+            "seeds travel as text"
+        );
+        let end = match (episode.terminated, episode.truncated) {
+            (true, _) => "terminated",
+            (false, true) => "truncated",
+            (false, false) => "",
+        };
+        assert_eq!(view["end"], end);
+        if operator == "talk" {
+            assert_eq!(end, "truncated", "the agents stay: the step limit ends it");
+        }
+        let agents: Vec<&str> = view["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(agents, ["red", "blue"]);
+        let timeline = view["timeline"].as_array().unwrap();
+        assert_eq!(timeline.len(), steps.len());
+
+        // The messages, as the records say they were posted, in step then agent order.
+        let mut expected = Vec::new();
+        for records in &steps {
+            for r in records.iter() {
+                let decision = r.decision.clone().unwrap_or_default();
+                if let Some(text) = decision["message"].as_str() {
+                    expected.push(json!({
+                        "step": r.step_index,
+                        "from": r.agent_id,
+                        "to": decision.get("message_to").cloned().unwrap_or_default(),
+                        "text": text,
+                    }));
+                }
+            }
+        }
+        let messages = view["messages"].as_array().unwrap();
+        let got: Vec<_> = messages
+            .iter()
+            .map(
+                |m| json!({"step": m["step"], "from": m["from"], "to": m["to"], "text": m["text"]}),
+            )
+            .collect();
+        assert_eq!(got, expected, "{operator} {index}");
+        if operator == "quiet" {
+            assert!(messages.is_empty());
+        } else {
+            assert!(
+                messages.len() >= 4,
+                "two of three answers talk: {messages:?}"
+            );
+            assert!(
+                messages.iter().any(|m| m["to"] == "blue"),
+                "an addressed one"
+            );
+            assert!(messages.iter().any(|m| m["to"].is_null()), "a broadcast");
+        }
+        for (m, message) in messages.iter().enumerate() {
+            assert_eq!(message["scope"], "all");
+            // Both agents decide at every step: the other one reads it at the next step.
+            let step = message["step"].as_u64().unwrap();
+            let other = if message["from"] == "red" {
+                "blue"
+            } else {
+                "red"
+            };
+            let readers = if step + 1 < u64::from(episode.steps) {
+                json!([{"agent": other, "step": step + 1}])
+            } else {
+                json!([])
+            };
+            assert_eq!(message["read_by"], readers, "message {m}: {message}");
+        }
+
+        for (shown, records) in timeline.iter().zip(&steps) {
+            let step = records[0].step_index;
+            assert_eq!(shown["step"], step);
+            let decisions = shown["agents"].as_array().unwrap();
+            assert_eq!(decisions.len(), records.len());
+            for (d, r) in decisions.iter().zip(records.iter()) {
+                assert_eq!(d["agent"], r.agent_id);
+                assert_eq!(d["action"], json!(r.action_label));
+                assert_eq!(d["reward"], json!(r.reward));
+                let decision = r.decision.clone().unwrap_or_default();
+                if operator == "quiet" {
+                    assert!(d["received"].is_null() && d["heard"].is_null(), "{d}");
+                    assert!(d["sent"].is_null() && d["scratchpad"].is_null(), "{d}");
+                    continue;
+                }
+                // The LLM's own fields: reasoning, answer and prompt in the details; the
+                // channel's and the scratchpad in their places.
+                assert_eq!(d["scratchpad"], decision["scratchpad"]);
+                assert!(
+                    d["scratchpad"].as_str().unwrap().starts_with("plan "),
+                    "{d}"
+                );
+                let detail = &d["detail"];
+                assert_eq!(detail["raw"], decision["raw"]);
+                assert_eq!(detail["think"], decision["think"]);
+                assert!(
+                    detail["think"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("weighing move")
+                );
+                assert_eq!(detail["prompt"], decision["prompt"]);
+                assert_eq!(detail["parse_ok"], true);
+                for lifted in ["message", "message_to", "received", "scratchpad"] {
+                    assert!(detail.get(lifted).is_none(), "{lifted} in {detail}");
+                }
+                let sent = d["sent"].as_u64().map(|i| &messages[i as usize]);
+                match decision["message"].as_str() {
+                    Some(text) => {
+                        let sent = sent.expect("the message it sent");
+                        assert_eq!((&sent["text"], &sent["step"]), (&json!(text), &json!(step)));
+                    }
+                    None => assert!(sent.is_none(), "{d}"),
+                }
+                // What it read: the recorded count, named.
+                assert_eq!(d["received"], decision["received"]);
+                let heard: Vec<u64> = d["heard"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("named: {d}"))
+                    .iter()
+                    .map(|i| i.as_u64().unwrap())
+                    .collect();
+                assert_eq!(heard.len() as u64, decision["received"].as_u64().unwrap());
+                for i in heard {
+                    let message = &messages[i as usize];
+                    assert_eq!(message["step"].as_u64().unwrap() + 1, u64::from(step));
+                    assert_ne!(message["from"], r.agent_id.as_str());
+                }
+            }
+        }
+    }
+
+    // Errors: JSON with a fitting status.
+    for (path, status, says) in [
+        (
+            "/api/runs/run-talk/episodes/talk/9",
+            404,
+            "no complete episode 9",
+        ),
+        ("/api/runs/run-talk/episodes/nobody/0", 404, "`nobody`"),
+        (
+            "/api/runs/run-none/episodes/talk/0",
+            404,
+            "no run `run-none`",
+        ),
+        ("/api/runs/run-talk/episodes/talk/x", 404, "not found"),
+    ] {
+        let answer = get(addr, path);
+        assert_eq!(answer.status, status, "{path}: {}", answer.text());
+        let message = json_of(&answer)["error"].as_str().unwrap().to_owned();
+        assert!(message.contains(says), "{path}: {message}");
+    }
+}
