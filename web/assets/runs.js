@@ -356,13 +356,38 @@
     return `${count(op.episodes, 'episode')}${notes.length ? ` (${notes.join(', ')})` : ''}`;
   }
 
-  /** The returns plots, or why there are none. */
-  function plots(name, report) {
-    if (!report.operators.some((op) => op.episodes > op.failed)) {
-      return [el('p', { class: 'empty', 'data-testid': 'no-plots', text: 'Nothing to plot yet: no episode of this run has ended on its own (abandoned and failed episodes are not plotted).' })];
+  /**
+   * The run's charts (drawn once the run is on show: they take its width), or why there
+   * are none; a training run's curves come first.
+   */
+  async function showCharts(name) {
+    const box = $('#run-plots');
+    box.replaceChildren();
+    try {
+      const charts = await api(`/api/runs/${enc(name)}/charts`);
+      if ($('#run-detail').dataset.run !== name) return;
+      const { lineChart, reportCharts } = window.mosaic.charts;
+      if (charts.training) {
+        box.append(el('h4', { text: 'Training curves (against environment steps)' }));
+        if (!charts.training.some((c) => c.series.some((s) => s.points.length))) {
+          box.append(el('p', { class: 'empty', 'data-testid': 'no-training', text: 'No update of this training run is recorded yet.' }));
+        }
+        for (const chart of charts.training.filter((c) => c.series.some((s) => s.points.length))) {
+          lineChart(box, {
+            id: chart.id, title: chart.title, xLabel: 'step', yLabel: chart.y_label, series: chart.series,
+            smoothing: chart.id !== 'learning_rate',
+          });
+        }
+        box.append(el('h4', { text: 'Return per training episode' }));
+      }
+      if (!charts.returns.some((s) => s.points.length)) {
+        box.append(el('p', { class: 'empty', 'data-testid': 'no-plots', text: 'Nothing to plot yet: no episode of this run has ended on its own (abandoned and failed episodes are not plotted).' }));
+        return;
+      }
+      reportCharts(box, charts.returns);
+    } catch (error) {
+      box.replaceChildren(el('p', { class: 'error', role: 'alert', text: `Charts: ${error.message}` }));
     }
-    return ['returns', 'distribution'].map((plot) =>
-      el('img', { class: 'plot', alt: `${plot} plot`, src: `/api/runs/${enc(name)}/plots/${plot}` }));
   }
 
   async function openRun(name) {
@@ -376,7 +401,7 @@
       $('#run-meta').textContent = `${run.status} · ${run.done} / ${run.planned} episodes · started ${new Date(run.started).toLocaleString()}`;
       $('#run-report').replaceChildren(...run.report.operators.map((op) =>
         operatorReport(op, run.episodes.filter((e) => e.operator_id === op.operator_id))));
-      $('#run-plots').replaceChildren(...plots(name, run.report));
+      showCharts(name);
       $('#run-episodes').replaceChildren(table(
         [['operator'], ['episode', 1], ['seed', 1], ['steps', 1], ['returns'], ['end'], ['']],
         run.episodes.map((e) => el('tr', { 'data-episode': `${e.operator_id}/${e.episode_index}` },

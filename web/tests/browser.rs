@@ -1,5 +1,6 @@
-//! Manual mode, the runs browser and the episode viewer in a real browser: Debian's
-//! chromium driven by Playwright (`tests/browser/manual.mjs`, `runs.mjs`, `episodes.mjs`). The browser and playwright-core come from
+//! Manual mode, the runs browser, the episode viewer and the charts in a real browser:
+//! Debian's chromium driven by Playwright (`tests/browser/manual.mjs`, `runs.mjs`,
+//! `episodes.mjs`, `charts.mjs`). The browser and playwright-core come from
 //! `scripts/setup/browser.sh` (run here unless `MOSAIC_CHROMIUM` and
 //! `MOSAIC_PLAYWRIGHT_DIR` are set already). Screenshots are saved in
 //! `<target>/web-artifacts/`. What the browser played is recorded; once the server has
@@ -446,5 +447,43 @@ fn an_episode_is_viewed_step_by_step_in_a_real_browser() {
             .env("MOSAIC_ARTIFACTS", &artifacts);
     });
     let bytes = std::fs::read(artifacts.join("episode-viewer.png")).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+}
+
+#[test]
+fn charts_hover_smooth_and_zoom_in_a_real_browser() {
+    const TRAINING: &str = "run-train";
+    const RUN: &str = "run-walks";
+    let tools = browser_tools();
+    let work = tempfile::tempdir().unwrap();
+    let artifacts = artifacts_dir();
+    std::fs::create_dir_all(&artifacts).unwrap();
+    common::record_training_run(work.path(), TRAINING);
+    // Random walkers against cycling ones: returns that vary from episode to episode.
+    let spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "walks",
+        "episodes": 40,
+        "seeds": {"plan": "procedural", "base": 5},
+        "max_steps": 15,
+        "operators": [
+            {"id": "pair", "env": "walk", "agents": {"red": {"kind": "random"}, "blue": {"kind": "cycling"}}}
+        ]
+    }))
+    .unwrap();
+    record_run(work.path(), RUN, spec);
+    let mut config = ServeConfig::new(
+        common::registry(),
+        mosaic_actors::DeciderRegistry::baselines(),
+    );
+    config.bind = "127.0.0.1:0".parse().unwrap();
+    config.runs_dir = Some(work.path().to_owned());
+    let server = serve_in_background(config).unwrap();
+    run_script("charts.mjs", &tools, |node| {
+        node.env("MOSAIC_URL", format!("http://{}", server.addr))
+            .env("MOSAIC_TRAINING_RUN", TRAINING)
+            .env("MOSAIC_RUN", RUN)
+            .env("MOSAIC_ARTIFACTS", &artifacts);
+    });
+    let bytes = std::fs::read(artifacts.join("charts.png")).unwrap();
     assert_eq!(&bytes[1..4], b"PNG");
 }

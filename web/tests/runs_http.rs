@@ -87,13 +87,29 @@ fn runs_are_listed_tabled_and_replayed_step_by_step() {
         .sum::<f64>()
         / 2.0;
     assert!((red["mean_return"]["mean"].as_f64().unwrap() - red_mean).abs() < 1e-9);
-    for plot in ["returns", "distribution"] {
-        let svg = get(addr, &format!("/api/runs/run-a/plots/{plot}"));
-        assert_eq!(svg.status, 200, "{plot}");
-        assert!(svg.head.contains("image/svg+xml"));
-        assert!(svg.text().contains("<svg"), "{plot}");
+    // The charts' data: each operator's return (the sum over its agents) per episode.
+    let charts = json_of(&get(addr, "/api/runs/run-a/charts"));
+    assert!(charts["training"].is_null(), "not a training run");
+    for (series, operator) in charts["returns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["pair", "turns"])
+    {
+        assert_eq!(series["label"], operator);
+        let expected: Vec<serde_json::Value> = recorded
+            .episodes
+            .iter()
+            .filter(|e| e.operator_id == operator)
+            .map(|e| {
+                let total: f64 = e.agents.iter().map(|a| a.total_reward).sum();
+                json!([f64::from(e.episode_index), total])
+            })
+            .collect();
+        assert_eq!(series["points"], json!(expected), "{operator}");
     }
-    assert_eq!(get(addr, "/api/runs/run-a/plots/pie").status, 404);
+    assert_eq!(get(addr, "/api/runs/run-ghost/charts").status, 200);
+    assert_eq!(get(addr, "/api/runs/run-none/charts").status, 404);
 
     for operator in ["pair", "turns"] {
         let episode = &recorded
@@ -493,4 +509,88 @@ fn an_episode_is_viewed_step_by_step_with_its_messages() {
         let message = json_of(&answer)["error"].as_str().unwrap().to_owned();
         assert!(message.contains(says), "{path}: {message}");
     }
+}
+
+#[test]
+fn a_training_run_charts_its_curves_against_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = common::record_training_run(dir.path(), "run-train");
+    let serve = || {
+        let mut served = config(None);
+        served.runs_dir = Some(dir.path().to_owned());
+        served.token = Some(TOKEN.into());
+        serve_in_background(served).unwrap()
+    };
+    let server = serve();
+
+    let updates: Vec<serde_json::Value> =
+        std::fs::read_to_string(outcome.dir.join("updates.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    assert_eq!(updates.len() as u64, outcome.updates);
+    assert_eq!(
+        updates[0]["groups"],
+        json!(["agent_0"]),
+        "lines name the groups"
+    );
+    let charts = json_of(&get(server.addr, "/api/runs/run-train/charts"));
+    let training = charts["training"]
+        .as_array()
+        .expect("a training run's curves");
+    let chart = |id: &str| {
+        training
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no chart {id}: {training:?}"))
+    };
+    // The points of the figure at `pointer` in each update line that has one.
+    let points_of = |pointer: &str| -> serde_json::Value {
+        updates
+            .iter()
+            .filter_map(|u| Some(json!([u["step"].as_f64()?, u.pointer(pointer)?.as_f64()?])))
+            .collect()
+    };
+    let returns = &chart("mean_return")["series"][0];
+    assert_eq!(returns["label"], "agent_0");
+    assert_eq!(returns["points"], points_of("/mean_return/0"));
+    assert!(
+        returns["points"].as_array().unwrap().len() >= 4,
+        "short episodes end in most updates: {returns}"
+    );
+    assert_eq!(
+        chart("loss_value")["series"][0]["points"],
+        points_of("/losses/0/value")
+    );
+    assert_eq!(
+        chart("learning_rate")["series"][0]["points"],
+        points_of("/learning_rate")
+    );
+    for id in ["loss_policy", "entropy", "approx_kl", "steps_per_s"] {
+        assert_eq!(
+            chart(id)["series"][0]["points"].as_array().unwrap().len(),
+            updates.len(),
+            "{id}"
+        );
+    }
+    // The training episodes' returns, as any run's.
+    let episodes = charts["returns"][0]["points"].as_array().unwrap();
+    assert_eq!(episodes.len() as u64, outcome.episodes);
+
+    // A line that is not an update is named.
+    let path = outcome.dir.join("updates.jsonl");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("{\"no\": \"step\"}\n");
+    std::fs::write(&path, text).unwrap();
+    // A new report is built only when the run progressed: serve the directory afresh.
+    drop(server);
+    let server = serve();
+    let answer = get(server.addr, "/api/runs/run-train/charts");
+    assert_eq!(answer.status, 422, "{}", answer.text());
+    let message = json_of(&answer)["error"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains(&format!("updates.jsonl line {}", updates.len() + 1)),
+        "{message}"
+    );
 }

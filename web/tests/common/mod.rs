@@ -352,3 +352,30 @@ pub(crate) fn record_talking_run(runs_dir: &std::path::Path, run_id: &str) -> Re
     .unwrap();
     record_run(runs_dir, run_id, spec)
 }
+
+/// Trains a policy briefly (`mosaic train`'s trainer: PPO on MiniGrid DoorKey 5x5 cut at
+/// 10 steps, 8 updates of 64 steps) into run `run_id` of `runs_dir`.
+pub(crate) fn record_training_run(
+    runs_dir: &std::path::Path,
+    run_id: &str,
+) -> mosaic_rl::train::TrainOutcome {
+    mosaic_rl::train::Trainer::builder("web-training", "gridworld")
+        .env_setting("task", "doorkey")
+        .env_setting("size", 5)
+        .env_setting("max_steps", 10)
+        .learn("*")
+        .seed(3)
+        .total_steps(512)
+        .parallel(2, 1)
+        .rollout(32)
+        .checkpoint_every(2)
+        .build()
+        .unwrap()
+        .run(&mosaic_rl::train::TrainOptions {
+            dir: runs_dir.join(run_id),
+            run_id: run_id.into(),
+            versions: Default::default(),
+            progress: false,
+        })
+        .unwrap()
+}
