@@ -72,15 +72,33 @@
   // One formatter for every row: formatting a date afresh each time is slow.
   const startFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium' });
 
+  /**
+   * The start times let through by the date fields (`from` and `to` days included, in the
+   * browser's time zone): `[first, end)` in Unix milliseconds.
+   */
+  function startedWindow() {
+    /** Midnight starting the day `value` (`YYYY-MM-DD`) plus `days`; a day is not always 24 h. */
+    const midnight = (value, days = 0) => {
+      if (!value) return null;
+      const [y, m, d] = value.split('-').map(Number);
+      return new Date(y, m - 1, d + days).getTime();
+    };
+    const first = midnight($('#runs-from').value);
+    const end = midnight($('#runs-to').value, 1);
+    return [first ?? -Infinity, end ?? Infinity];
+  }
+
   /** The runs the filter lets through, in the chosen order; unreadable runs last. */
   function shownRuns() {
     const words = $('#runs-filter').value.trim().toLowerCase().split(/\s+/).filter(Boolean);
     const status = $('#runs-status').value;
+    const [first, end] = startedWindow();
+    const dated = first > -Infinity || end < Infinity;
     const [, , value, numeric] = RUN_COLUMNS.find(([key]) => key === runsView.sort);
     const direction = runsView.descending ? -1 : 1;
     const matches = (text) => words.every((w) => text.includes(w));
     const readable = runsView.runs
-      .filter((r) => !r.error && (!status || r.status === status)
+      .filter((r) => !r.error && (!status || r.status === status) && r.started >= first && r.started < end
         && matches(`${r.name} ${r.run_id} ${r.experiment} ${r.env}`.toLowerCase()))
       .sort((a, b) => {
         const [x, y] = [value(a), value(b)];
@@ -89,7 +107,7 @@
       });
     const broken = runsView.runs
       .map((r, i) => [r, i])
-      .filter(([r]) => r.error && !status && matches(r.error.toLowerCase()));
+      .filter(([r]) => r.error && !status && !dated && matches(r.error.toLowerCase()));
     return [...readable.map((r) => runsView.rows.get(r.name)), ...broken.map(([, i]) => runsView.rows.get(`error:${i}`))];
   }
 
@@ -138,6 +156,7 @@
 
   $('#runs-filter').addEventListener('input', renderRuns);
   $('#runs-status').addEventListener('change', renderRuns);
+  for (const field of ['#runs-from', '#runs-to']) $(field).addEventListener('input', renderRuns);
   $('#runs-compare').addEventListener('click', () => openCompare([...runsView.selected]));
 
   /**

@@ -9,8 +9,8 @@
 //! - **Recording**: with [`ServeConfig::record`], every episode played is recorded into a
 //!   run directory (the layout `mosaic run` writes), which the runs browser, `mosaic
 //!   report` and `mosaic replay` read like any other run.
-//! - **Runs browser**: the recorded runs of a directory (sorted, filtered by text and
-//!   status), paired comparisons of runs, their episode and per-agent tables,
+//! - **Runs browser**: the recorded runs of a directory (sorted, filtered by text, status
+//!   and date), paired comparisons of runs, their episode and per-agent tables,
 //!   interactive charts of returns (and a training run's curves), and an episode viewer:
 //!   a frame-by-frame replay of any episode, rebuilt from the recorded actions and
 //!   checked against the recorded rewards, beside each agent's recorded decisions

@@ -359,6 +359,9 @@ fn many_runs(dir: &Path, count: usize) {
     std::fs::remove_dir_all(&template).unwrap();
 }
 
+/// When `run-other` of the runs-list test started: 14 November 2023, days before the others.
+const OTHER_STARTED_MS: u64 = 1_700_000_000_000;
+
 #[test]
 fn the_runs_list_sorts_filters_and_compares_in_a_real_browser() {
     const MANY: usize = 1000;
@@ -383,6 +386,12 @@ fn the_runs_list_sorts_filters_and_compares_in_a_real_browser() {
     record_run(&few, "run-a", spec("walks", "random"));
     record_run(&few, "run-b", spec("walks", "cycling"));
     record_run(&few, "run-other", spec("elsewhere", "random"));
+    // Started on an earlier day, for the date filter.
+    let manifest_path = few.join("run-other").join("run.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["started"] = json!(OTHER_STARTED_MS);
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
     let many = work.path().join("many");
     let made = std::time::Instant::now();
     many_runs(&many, MANY);
@@ -412,6 +421,7 @@ fn the_runs_list_sorts_filters_and_compares_in_a_real_browser() {
             .env("MOSAIC_MANY_COUNT", MANY.to_string())
             .env("MOSAIC_EMPTY_URL", url(&empty_server))
             .env("MOSAIC_EMPTY_DIR", "empty")
+            .env("MOSAIC_OTHER_STARTED_MS", OTHER_STARTED_MS.to_string())
             .env("MOSAIC_NO_DIR_URL", url(&no_dir_server))
             .env("MOSAIC_ARTIFACTS", &artifacts);
     });
