@@ -6,63 +6,16 @@
 //! backend pass-through settings (`reasoning_effort`, `extra_body`).
 
 // Shared with the adapters tests; this test uses only part of it.
-use mosaic_test_kit::python;
+use mosaic_test_kit::{chat_stub, python};
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
-use std::sync::mpsc;
 
 /// What the stub model always answers: stay, and tell green_0 something.
 const ANSWER: &str = r#"{"action": "noop", "message": "@green_0 llm says hi"}"#;
 
 const STEPS: u64 = 4;
-
-/// A chat-completions server answering every request with [`ANSWER`]: its base URL, and
-/// the request bodies it receives.
-fn stub_model() -> (String, mpsc::Receiver<Value>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-    let url = format!("http://{}/v1", listener.local_addr().expect("an address"));
-    let (bodies, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream);
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                if let Some((name, value)) = line.split_once(':')
-                    && name.eq_ignore_ascii_case("content-length")
-                {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-                if line == "\r\n" {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            if reader.read_exact(&mut body).is_err() {
-                continue;
-            }
-            let _ = bodies.send(serde_json::from_slice(&body).unwrap_or(Value::Null));
-            let answer = serde_json::json!({
-                "choices": [{"message": {"role": "assistant", "content": ANSWER}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            })
-            .to_string();
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-            let _ = reader.get_mut().write_all(reply.as_bytes());
-        }
-    });
-    (url, received)
-}
 
 fn experiment(python: &str, worker: &Path, model: &str) -> String {
     format!(
@@ -91,8 +44,8 @@ fn a_python_worker_and_an_llm_agent_exchange_recorded_messages() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("talk.toml");
     let worker = py.workers_dir.join("talking_policy.py");
-    let (model, bodies) = stub_model();
-    std::fs::write(&file, experiment(&py.python, &worker, &model)).unwrap();
+    let stub = chat_stub::start(|_| ANSWER.to_owned());
+    std::fs::write(&file, experiment(&py.python, &worker, &stub.url)).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_mosaic"))
         .args(["run", &file.to_string_lossy(), "--out"])
         .arg(dir.path().join("runs"))
@@ -149,7 +102,7 @@ fn a_python_worker_and_an_llm_agent_exchange_recorded_messages() {
             assert!(!prompt.contains(&format!("{said} ok")), "not cut: {prompt}");
         }
     }
-    let bodies: Vec<Value> = bodies.try_iter().collect();
+    let bodies: Vec<Value> = stub.bodies.try_iter().collect();
     assert_eq!(bodies.len() as u64, STEPS, "one request a step");
     for body in &bodies {
         assert_eq!(body["reasoning_effort"], "low", "{body}");

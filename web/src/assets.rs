@@ -13,11 +13,48 @@ pub(crate) struct Asset {
 /// The page itself.
 pub(crate) const INDEX: &str = include_str!("../assets/index.html");
 
+/// The page's scripts, loaded in this order: `common.js` holds what the others share.
 const ASSETS: &[Asset] = &[
+    Asset {
+        name: "common.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../assets/common.js"),
+    },
     Asset {
         name: "app.js",
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("../assets/app.js"),
+    },
+    // uPlot (MIT, see vendor/uPlot.LICENSE), as published on npm (`uplot@1.6.31`).
+    Asset {
+        name: "uPlot.iife.min.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../assets/vendor/uPlot.iife.min.js"),
+    },
+    Asset {
+        name: "uPlot.min.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_bytes!("../assets/vendor/uPlot.min.css"),
+    },
+    Asset {
+        name: "uPlot.LICENSE",
+        content_type: "text/plain; charset=utf-8",
+        body: include_bytes!("../assets/vendor/uPlot.LICENSE"),
+    },
+    Asset {
+        name: "charts.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../assets/charts.js"),
+    },
+    Asset {
+        name: "runs.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../assets/runs.js"),
+    },
+    Asset {
+        name: "viewer.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../assets/viewer.js"),
     },
     Asset {
         name: "app.css",

@@ -9,9 +9,12 @@
 //! - **Recording**: with [`ServeConfig::record`], every episode played is recorded into a
 //!   run directory (the layout `mosaic run` writes), which the runs browser, `mosaic
 //!   report` and `mosaic replay` read like any other run.
-//! - **Runs browser**: the recorded runs of a directory, their episode and per-agent
-//!   tables, a returns plot, and a frame-by-frame replay of any episode, rebuilt from the
-//!   recorded actions and checked against the recorded rewards.
+//! - **Runs browser**: the recorded runs of a directory (sorted, filtered by text, status
+//!   and date), paired comparisons of runs, their episode and per-agent tables,
+//!   interactive charts of returns (and a training run's curves), and an episode viewer:
+//!   a frame-by-frame replay of any episode, rebuilt from the recorded actions and
+//!   checked against the recorded rewards, beside each agent's recorded decisions
+//!   (actions, an LLM's reasoning, messages, scratchpad) and a timeline of the messages.
 //!
 //! The page is plain HTML, CSS and JavaScript embedded in the binary; live updates travel
 //! as server-sent events, controls as small JSON posts. See `docs/manual-mode.md`.
@@ -32,6 +35,8 @@
 //! ```
 
 mod assets;
+mod charts;
+mod episode;
 mod live;
 mod record;
 mod routes;

@@ -4,7 +4,7 @@
 //! | method | path | what |
 //! |---|---|---|
 //! | GET | `/` | the page |
-//! | GET | `/assets/{file}` | its script, style sheet and icon |
+//! | GET | `/assets/{file}` | its scripts, style sheets and icon |
 //! | GET | `/api/live` | the experiment's operator configurations and agents |
 //! | GET | `/api/live/state` | the board now |
 //! | GET | `/api/live/events` | the board after every change (server-sent events) |
@@ -16,7 +16,8 @@
 //! | POST | `/api/live/choose` `{operator, agent, action}` | a human player's move |
 //! | GET | `/api/runs` | the recorded runs |
 //! | GET | `/api/runs/{run}` | a run's report and episodes |
-//! | GET | `/api/runs/{run}/plots/{returns,distribution}` | its plots (SVG) |
+//! | GET | `/api/runs/{run}/charts` | what its charts draw: returns per episode, training curves |
+//! | GET | `/api/runs/{run}/episodes/{operator}/{episode}` | an episode's records step by step, and its messages |
 //! | GET | `/api/runs/{run}/replay/{operator}/{episode}` | a replay's timeline |
 //! | GET | `/api/runs/{run}/replay/{operator}/{episode}/frames/{step}` | its frames (PNG) |
 
@@ -217,7 +218,11 @@ pub(crate) fn bind(
                 web::scope("/api/runs")
                     .route("", web::get().to(runs_list))
                     .route("/{run}", web::get().to(run_report))
-                    .route("/{run}/plots/{plot}", web::get().to(run_plot))
+                    .route("/{run}/charts", web::get().to(run_charts))
+                    .route(
+                        "/{run}/episodes/{operator}/{episode}",
+                        web::get().to(episode_view),
+                    )
                     .route("/{run}/replay/{operator}/{episode}", web::get().to(replay))
                     .route(
                         "/{run}/replay/{operator}/{episode}/frames/{step}",
@@ -450,19 +455,18 @@ async fn run_report(state: Data<AppState>, run: Path<String>) -> Result<HttpResp
     Ok(no_store().json(report.json()))
 }
 
-async fn run_plot(
-    state: Data<AppState>,
-    path: Path<(String, String)>,
-) -> Result<HttpResponse, ApiError> {
-    let (run, plot) = path.into_inner();
+async fn run_charts(state: Data<AppState>, run: Path<String>) -> Result<HttpResponse, ApiError> {
     let report = with_runs(&state, move |runs| runs.report(&run)).await?;
-    let svg = report.plot(&plot).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("no plot `{plot}` (returns, distribution)"),
-        )
-    })?;
-    Ok(no_store().content_type("image/svg+xml").body(svg.to_vec()))
+    Ok(no_store().json(report.charts()))
+}
+
+async fn episode_view(
+    state: Data<AppState>,
+    path: Path<(String, String, u32)>,
+) -> Result<HttpResponse, ApiError> {
+    let (run, operator, episode) = path.into_inner();
+    let view = with_runs(&state, move |runs| runs.episode(&run, &operator, episode)).await?;
+    Ok(no_store().json(view))
 }
 
 async fn replay(

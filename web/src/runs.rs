@@ -1,7 +1,7 @@
-//! The runs browser: recorded runs, their reports and plots, and frame-by-frame replays.
+//! The runs browser: recorded runs, their reports, and frame-by-frame replays.
 //!
-//! Reports and plots are the recorder's (`mosaic_recorder::report`, `plot`), built once
-//! per run state and kept. A replay rebuilds the episode's environment from the run's
+//! Reports are the recorder's (`mosaic_recorder::report`), built once per run state and
+//! kept; the page draws its charts from them. A replay rebuilds the episode's environment from the run's
 //! `run.json` (environment name and settings) and runs the recorder's replay check (seed,
 //! recorded actions, recorded rewards and terminations), rendering every step; a replay
 //! that shows frames is one that reproduces the run. Frames are PNG encoded once and kept
@@ -12,13 +12,15 @@
 //! configured (same name and settings) in the loaded experiment.
 
 use crate::ServeConfig;
+use crate::charts::TrainingError;
+use crate::episode::EpisodeView;
 use mosaic_core::EnvRegistry;
 use mosaic_core::record::{EpisodeRecord, StepRecord};
 use mosaic_core::{EnvSpec, Environment, OperatorSpec, Paradigm, Settings, render_marked_or_plain};
 use mosaic_recorder::paired::{ConfigSamples, compare_configs, samples_by_operator};
 use mosaic_recorder::replay::{ReplayError, ReplayObserver, ReplayedStep};
 use mosaic_recorder::run_dir::MANIFEST_FILE;
-use mosaic_recorder::{RecorderError, RunDir, RunStatus, Unit, list_runs, plot, report};
+use mosaic_recorder::{RecorderError, RunDir, RunStatus, Unit, list_runs, report};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
@@ -27,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Replays kept in memory.
 const REPLAY_CACHE: usize = 8;
-/// Run reports (with their plots) kept in memory.
+/// Run reports kept in memory.
 const REPORT_CACHE: usize = 16;
 /// At most this many runs are compared at once.
 const MAX_COMPARED: usize = 8;
@@ -72,9 +74,6 @@ pub(crate) enum RunsError {
     /// Replaying the recorded actions did not reproduce the record.
     #[error("the replay does not reproduce the record: {0}")]
     Replay(#[from] ReplayError),
-    /// The plots could not be drawn.
-    #[error("plots: {0}")]
-    Plot(String),
     /// A comparison asked for neither several different runs nor two operators of one run.
     #[error(
         "compare 2 to {MAX_COMPARED} different runs (`?runs=A,B`), or two operators of one run (`?runs=A&operators=X,Y`)"
@@ -112,6 +111,14 @@ pub(crate) enum RunsError {
         /// The other run.
         b: String,
     },
+    /// The training curves of a training run could not be read.
+    #[error("training run `{run}`: {source}")]
+    Training {
+        /// The run.
+        run: String,
+        /// What went wrong.
+        source: crate::charts::TrainingError,
+    },
     /// The run could not be read.
     #[error(transparent)]
     Recorder(#[from] RecorderError),
@@ -131,7 +138,12 @@ impl RunsError {
             | RunsError::DifferentExperiments { .. }
             | RunsError::NothingInCommon { .. } => 422,
             RunsError::Recorder(e) if e.is_bad_input() => 422,
-            RunsError::Env { .. } | RunsError::Plot(_) | RunsError::Recorder(_) => 500,
+            RunsError::Training {
+                source: TrainingError::Line { .. },
+                ..
+            } => 422,
+            RunsError::Training { .. } => 500,
+            RunsError::Env { .. } | RunsError::Recorder(_) => 500,
         }
     }
 }
@@ -184,32 +196,28 @@ impl Replay {
 
 type ReplayKey = (PathBuf, String, u32);
 
-/// A run's report as the page gets it, with the recorder's plots.
+/// A run's report as the page gets it.
 pub(crate) struct BuiltReport {
     /// The run's state when the report was built: a run still being written gets a new
     /// report once it has progressed.
     stamp: (RunStatus, usize),
     json: Value,
-    plots: BTreeMap<&'static str, Vec<u8>>,
+    charts: Value,
 }
 
 impl BuiltReport {
-    /// The page's view: manifest, progress, report, episodes.
+    /// The page's view: manifest, progress, report (with each operator's returns per
+    /// episode, which the page charts), episodes.
     pub(crate) fn json(&self) -> &Value {
         &self.json
     }
 
-    /// The plot called `name` (`returns` or `distribution`), SVG.
-    pub(crate) fn plot(&self, name: &str) -> Option<&[u8]> {
-        self.plots.get(name).map(Vec::as_slice)
+    /// What the page charts: `returns` (per operator configuration, per episode), and
+    /// `training` (the curves of a training run, else null).
+    pub(crate) fn charts(&self) -> &Value {
+        &self.charts
     }
 }
-
-/// The plots the page shows, by name, with the recorder's file names.
-const PLOTS: [(&str, &str); 2] = [
-    ("returns", plot::RETURNS_FILE),
-    ("distribution", plot::DISTRIBUTION_FILE),
-];
 
 /// The runs browser's state.
 pub(crate) struct Runs {
@@ -445,8 +453,8 @@ impl Runs {
         Ok(RunDir::open(&path)?)
     }
 
-    /// The report of run `name`: built by the recorder, plots included; rebuilt when the
-    /// run has progressed since.
+    /// The report of run `name`: built by the recorder; rebuilt when the run has progressed
+    /// since.
     pub(crate) fn report(&self, name: &str) -> Result<Arc<BuiltReport>, RunsError> {
         let run = self.resolve(name)?;
         let _reading = lock(&self.reading);
@@ -465,7 +473,15 @@ impl Runs {
         if let Some(episodes) = episodes.as_array_mut() {
             episodes.iter_mut().for_each(crate::seed_as_text);
         }
-        let plots = draw_plots(&report)?;
+        let training =
+            crate::charts::training(run.path()).map_err(|source| RunsError::Training {
+                run: name.to_owned(),
+                source,
+            })?;
+        let charts = json!({
+            "returns": crate::charts::returns(&report),
+            "training": training,
+        });
         let manifest = run.manifest();
         let built = Arc::new(BuiltReport {
             stamp,
@@ -481,7 +497,7 @@ impl Runs {
                 "report": report,
                 "episodes": episodes,
             }),
-            plots,
+            charts,
         });
         remember(
             &self.reports,
@@ -533,6 +549,35 @@ impl Runs {
         Ok(replay)
     }
 
+    /// The episode viewer's data for episode `episode` of `operator` in run `name`: read
+    /// from the step records, so it needs no environment (see [`crate::episode`]).
+    pub(crate) fn episode(
+        &self,
+        name: &str,
+        operator: &str,
+        episode: u32,
+    ) -> Result<EpisodeView, RunsError> {
+        let run = self.resolve(name)?;
+        let missing = || RunsError::NoSuchEpisode {
+            run: name.to_owned(),
+            operator: operator.to_owned(),
+            episode,
+        };
+        let spec = run
+            .manifest()
+            .experiment
+            .operators
+            .iter()
+            .find(|o| o.id == operator)
+            .ok_or_else(missing)?;
+        let _reading = lock(&self.reading);
+        let records = run.records()?;
+        let unit = Unit::new(operator, episode);
+        let record = records.episode(&unit)?.ok_or_else(missing)?;
+        let steps = records.steps_of(&unit)?;
+        Ok(crate::episode::view(spec, &record, &steps))
+    }
+
     fn registry_for(&self, spec: &OperatorSpec) -> Result<&EnvRegistry, RunsError> {
         if self.replay_envs.get(&spec.env).is_some() {
             return Ok(&self.replay_envs);
@@ -550,21 +595,6 @@ impl Runs {
             })
         }
     }
-}
-
-/// The recorder's plots of `report`, drawn into a scratch directory and read back.
-fn draw_plots(report: &report::Report) -> Result<BTreeMap<&'static str, Vec<u8>>, RunsError> {
-    let scratch = tempfile::tempdir().map_err(|e| RunsError::Plot(e.to_string()))?;
-    plot::write_plots(report, scratch.path())?;
-    PLOTS
-        .iter()
-        .map(|(name, file)| {
-            let path = scratch.path().join(file);
-            std::fs::read(&path)
-                .map(|svg| (*name, svg))
-                .map_err(|e| RunsError::Plot(format!("{file}: {e}")))
-        })
-        .collect()
 }
 
 /// Writes the seeds that did not pair as text, as every seed the page gets (seeds are

@@ -1,5 +1,6 @@
-//! Manual mode and replays in a real browser: Debian's chromium driven by Playwright
-//! (`tests/browser/manual.mjs`). The browser and playwright-core come from
+//! Manual mode, the runs browser, the episode viewer and the charts in a real browser:
+//! Debian's chromium driven by Playwright (`tests/browser/manual.mjs`, `runs.mjs`,
+//! `episodes.mjs`, `charts.mjs`). The browser and playwright-core come from
 //! `scripts/setup/browser.sh` (run here unless `MOSAIC_CHROMIUM` and
 //! `MOSAIC_PLAYWRIGHT_DIR` are set already). Screenshots are saved in
 //! `<target>/web-artifacts/`. What the browser played is recorded; once the server has
@@ -358,6 +359,9 @@ fn many_runs(dir: &Path, count: usize) {
     std::fs::remove_dir_all(&template).unwrap();
 }
 
+/// When `run-other` of the runs-list test started: 14 November 2023, days before the others.
+const OTHER_STARTED_MS: u64 = 1_700_000_000_000;
+
 #[test]
 fn the_runs_list_sorts_filters_and_compares_in_a_real_browser() {
     const MANY: usize = 1000;
@@ -382,6 +386,12 @@ fn the_runs_list_sorts_filters_and_compares_in_a_real_browser() {
     record_run(&few, "run-a", spec("walks", "random"));
     record_run(&few, "run-b", spec("walks", "cycling"));
     record_run(&few, "run-other", spec("elsewhere", "random"));
+    // Started on an earlier day, for the date filter.
+    let manifest_path = few.join("run-other").join("run.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["started"] = json!(OTHER_STARTED_MS);
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
     let many = work.path().join("many");
     let made = std::time::Instant::now();
     many_runs(&many, MANY);
@@ -411,9 +421,79 @@ fn the_runs_list_sorts_filters_and_compares_in_a_real_browser() {
             .env("MOSAIC_MANY_COUNT", MANY.to_string())
             .env("MOSAIC_EMPTY_URL", url(&empty_server))
             .env("MOSAIC_EMPTY_DIR", "empty")
+            .env("MOSAIC_OTHER_STARTED_MS", OTHER_STARTED_MS.to_string())
             .env("MOSAIC_NO_DIR_URL", url(&no_dir_server))
             .env("MOSAIC_ARTIFACTS", &artifacts);
     });
     let bytes = std::fs::read(artifacts.join("runs-compare.png")).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+}
+
+#[test]
+fn an_episode_is_viewed_step_by_step_in_a_real_browser() {
+    const RUN: &str = "run-talk";
+    let tools = browser_tools();
+    let work = tempfile::tempdir().unwrap();
+    let artifacts = artifacts_dir();
+    std::fs::create_dir_all(&artifacts).unwrap();
+    common::record_talking_run(work.path(), RUN);
+    let serve = |replayable: bool| {
+        let mut config = ServeConfig::new(
+            common::registry(),
+            mosaic_actors::DeciderRegistry::baselines(),
+        );
+        config.bind = "127.0.0.1:0".parse().unwrap();
+        config.runs_dir = Some(work.path().to_owned());
+        if replayable {
+            config.replay_envs = common::registry();
+        }
+        serve_in_background(config).unwrap()
+    };
+    let (server, no_replay) = (serve(true), serve(false));
+    run_script("episodes.mjs", &tools, |node| {
+        node.env("MOSAIC_URL", format!("http://{}", server.addr))
+            .env("MOSAIC_NO_REPLAY_URL", format!("http://{}", no_replay.addr))
+            .env("MOSAIC_RUN", RUN)
+            .env("MOSAIC_ARTIFACTS", &artifacts);
+    });
+    let bytes = std::fs::read(artifacts.join("episode-viewer.png")).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+}
+
+#[test]
+fn charts_hover_smooth_and_zoom_in_a_real_browser() {
+    const TRAINING: &str = "run-train";
+    const RUN: &str = "run-walks";
+    let tools = browser_tools();
+    let work = tempfile::tempdir().unwrap();
+    let artifacts = artifacts_dir();
+    std::fs::create_dir_all(&artifacts).unwrap();
+    common::record_training_run(work.path(), TRAINING);
+    // Random walkers against cycling ones: returns that vary from episode to episode.
+    let spec: ExperimentSpec = serde_json::from_value(json!({
+        "name": "walks",
+        "episodes": 40,
+        "seeds": {"plan": "procedural", "base": 5},
+        "max_steps": 15,
+        "operators": [
+            {"id": "pair", "env": "walk", "agents": {"red": {"kind": "random"}, "blue": {"kind": "cycling"}}}
+        ]
+    }))
+    .unwrap();
+    record_run(work.path(), RUN, spec);
+    let mut config = ServeConfig::new(
+        common::registry(),
+        mosaic_actors::DeciderRegistry::baselines(),
+    );
+    config.bind = "127.0.0.1:0".parse().unwrap();
+    config.runs_dir = Some(work.path().to_owned());
+    let server = serve_in_background(config).unwrap();
+    run_script("charts.mjs", &tools, |node| {
+        node.env("MOSAIC_URL", format!("http://{}", server.addr))
+            .env("MOSAIC_TRAINING_RUN", TRAINING)
+            .env("MOSAIC_RUN", RUN)
+            .env("MOSAIC_ARTIFACTS", &artifacts);
+    });
+    let bytes = std::fs::read(artifacts.join("charts.png")).unwrap();
     assert_eq!(&bytes[1..4], b"PNG");
 }

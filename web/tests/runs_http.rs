@@ -87,13 +87,29 @@ fn runs_are_listed_tabled_and_replayed_step_by_step() {
         .sum::<f64>()
         / 2.0;
     assert!((red["mean_return"]["mean"].as_f64().unwrap() - red_mean).abs() < 1e-9);
-    for plot in ["returns", "distribution"] {
-        let svg = get(addr, &format!("/api/runs/run-a/plots/{plot}"));
-        assert_eq!(svg.status, 200, "{plot}");
-        assert!(svg.head.contains("image/svg+xml"));
-        assert!(svg.text().contains("<svg"), "{plot}");
+    // The charts' data: each operator's return (the sum over its agents) per episode.
+    let charts = json_of(&get(addr, "/api/runs/run-a/charts"));
+    assert!(charts["training"].is_null(), "not a training run");
+    for (series, operator) in charts["returns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["pair", "turns"])
+    {
+        assert_eq!(series["label"], operator);
+        let expected: Vec<serde_json::Value> = recorded
+            .episodes
+            .iter()
+            .filter(|e| e.operator_id == operator)
+            .map(|e| {
+                let total: f64 = e.agents.iter().map(|a| a.total_reward).sum();
+                json!([f64::from(e.episode_index), total])
+            })
+            .collect();
+        assert_eq!(series["points"], json!(expected), "{operator}");
     }
-    assert_eq!(get(addr, "/api/runs/run-a/plots/pie").status, 404);
+    assert_eq!(get(addr, "/api/runs/run-ghost/charts").status, 200);
+    assert_eq!(get(addr, "/api/runs/run-none/charts").status, 404);
 
     for operator in ["pair", "turns"] {
         let episode = &recorded
@@ -314,4 +330,267 @@ fn runs_compare_paired_by_seed_with_the_recorders_statistics() {
         assert!(message.contains(says), "{path}: {message}");
         assert!(!message.contains(&shown), "{path}: {message}");
     }
+}
+
+#[test]
+fn an_episode_is_viewed_step_by_step_with_its_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = common::record_talking_run(dir.path(), "run-talk");
+    let mut config = config(None);
+    config.runs_dir = Some(dir.path().to_owned());
+    config.token = Some(TOKEN.into());
+    let server = serve_in_background(config).unwrap();
+    let addr = server.addr;
+
+    for episode in &recorded.episodes {
+        let (operator, index) = (&episode.operator_id, episode.episode_index);
+        let view = json_of(&get(
+            addr,
+            &format!("/api/runs/run-talk/episodes/{operator}/{index}"),
+        ));
+        let steps = recorded.episode_steps(operator, index);
+        assert_eq!(view["steps"], episode.steps);
+        assert_eq!(
+            view["seed"],
+            episode.seed.to_string(),
+            "seeds travel as text"
+        );
+        let end = match (episode.terminated, episode.truncated) {
+            (true, _) => "terminated",
+            (false, true) => "truncated",
+            (false, false) => "",
+        };
+        assert_eq!(view["end"], end);
+        if operator == "talk" {
+            assert_eq!(end, "truncated", "the agents stay: the step limit ends it");
+        }
+        let agents: Vec<&str> = view["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(agents, ["red", "blue"]);
+        let timeline = view["timeline"].as_array().unwrap();
+        assert_eq!(timeline.len(), steps.len());
+
+        // The messages, as the records say they were posted, in step then agent order.
+        let mut expected = Vec::new();
+        for records in &steps {
+            for r in records.iter() {
+                let decision = r.decision.clone().unwrap_or_default();
+                if let Some(text) = decision["message"].as_str() {
+                    expected.push(json!({
+                        "step": r.step_index,
+                        "from": r.agent_id,
+                        "to": decision.get("message_to").cloned().unwrap_or_default(),
+                        "text": text,
+                    }));
+                }
+            }
+        }
+        let messages = view["messages"].as_array().unwrap();
+        let got: Vec<_> = messages
+            .iter()
+            .map(
+                |m| json!({"step": m["step"], "from": m["from"], "to": m["to"], "text": m["text"]}),
+            )
+            .collect();
+        assert_eq!(got, expected, "{operator} {index}");
+        if operator == "quiet" {
+            assert!(messages.is_empty());
+        } else {
+            assert!(
+                messages.len() >= 4,
+                "two of three answers talk: {messages:?}"
+            );
+            assert!(
+                messages.iter().any(|m| m["to"] == "blue"),
+                "an addressed one"
+            );
+            assert!(messages.iter().any(|m| m["to"].is_null()), "a broadcast");
+        }
+        for (m, message) in messages.iter().enumerate() {
+            assert_eq!(message["scope"], "all");
+            // Both agents decide at every step: the other one reads it at the next step.
+            let step = message["step"].as_u64().unwrap();
+            let other = if message["from"] == "red" {
+                "blue"
+            } else {
+                "red"
+            };
+            let readers = if step + 1 < u64::from(episode.steps) {
+                json!([{"agent": other, "step": step + 1}])
+            } else {
+                json!([])
+            };
+            assert_eq!(message["read_by"], readers, "message {m}: {message}");
+        }
+
+        for (shown, records) in timeline.iter().zip(&steps) {
+            let step = records[0].step_index;
+            assert_eq!(shown["step"], step);
+            let decisions = shown["agents"].as_array().unwrap();
+            assert_eq!(decisions.len(), records.len());
+            for (d, r) in decisions.iter().zip(records.iter()) {
+                assert_eq!(d["agent"], r.agent_id);
+                assert_eq!(d["action"], json!(r.action_label));
+                assert_eq!(d["reward"], json!(r.reward));
+                let decision = r.decision.clone().unwrap_or_default();
+                if operator == "quiet" {
+                    assert!(d["received"].is_null() && d["heard"].is_null(), "{d}");
+                    assert!(d["sent"].is_null() && d["scratchpad"].is_null(), "{d}");
+                    continue;
+                }
+                // The LLM's own fields: reasoning, answer and prompt in the details; the
+                // channel's and the scratchpad in their places.
+                assert_eq!(d["scratchpad"], decision["scratchpad"]);
+                assert!(
+                    d["scratchpad"].as_str().unwrap().starts_with("plan "),
+                    "{d}"
+                );
+                let detail = &d["detail"];
+                assert_eq!(detail["raw"], decision["raw"]);
+                assert_eq!(detail["think"], decision["think"]);
+                assert!(
+                    detail["think"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("weighing move")
+                );
+                assert_eq!(detail["prompt"], decision["prompt"]);
+                assert_eq!(detail["parse_ok"], true);
+                for lifted in ["message", "message_to", "received", "scratchpad"] {
+                    assert!(detail.get(lifted).is_none(), "{lifted} in {detail}");
+                }
+                let sent = d["sent"].as_u64().map(|i| &messages[i as usize]);
+                match decision["message"].as_str() {
+                    Some(text) => {
+                        let sent = sent.expect("the message it sent");
+                        assert_eq!((&sent["text"], &sent["step"]), (&json!(text), &json!(step)));
+                    }
+                    None => assert!(sent.is_none(), "{d}"),
+                }
+                // What it read: the recorded count, named.
+                assert_eq!(d["received"], decision["received"]);
+                let heard: Vec<u64> = d["heard"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("named: {d}"))
+                    .iter()
+                    .map(|i| i.as_u64().unwrap())
+                    .collect();
+                assert_eq!(heard.len() as u64, decision["received"].as_u64().unwrap());
+                for i in heard {
+                    let message = &messages[i as usize];
+                    assert_eq!(message["step"].as_u64().unwrap() + 1, u64::from(step));
+                    assert_ne!(message["from"], r.agent_id.as_str());
+                }
+            }
+        }
+    }
+
+    // Errors: JSON with a fitting status.
+    for (path, status, says) in [
+        (
+            "/api/runs/run-talk/episodes/talk/9",
+            404,
+            "no complete episode 9",
+        ),
+        ("/api/runs/run-talk/episodes/nobody/0", 404, "`nobody`"),
+        (
+            "/api/runs/run-none/episodes/talk/0",
+            404,
+            "no run `run-none`",
+        ),
+        ("/api/runs/run-talk/episodes/talk/x", 404, "not found"),
+    ] {
+        let answer = get(addr, path);
+        assert_eq!(answer.status, status, "{path}: {}", answer.text());
+        let message = json_of(&answer)["error"].as_str().unwrap().to_owned();
+        assert!(message.contains(says), "{path}: {message}");
+    }
+}
+
+#[test]
+fn a_training_run_charts_its_curves_against_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = common::record_training_run(dir.path(), "run-train");
+    let serve = || {
+        let mut served = config(None);
+        served.runs_dir = Some(dir.path().to_owned());
+        served.token = Some(TOKEN.into());
+        serve_in_background(served).unwrap()
+    };
+    let server = serve();
+
+    let updates: Vec<serde_json::Value> =
+        std::fs::read_to_string(outcome.dir.join("updates.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    assert_eq!(updates.len() as u64, outcome.updates);
+    assert_eq!(
+        updates[0]["groups"],
+        json!(["agent_0"]),
+        "lines name the groups"
+    );
+    let charts = json_of(&get(server.addr, "/api/runs/run-train/charts"));
+    let training = charts["training"]
+        .as_array()
+        .expect("a training run's curves");
+    let chart = |id: &str| {
+        training
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no chart {id}: {training:?}"))
+    };
+    // The points of the figure at `pointer` in each update line that has one.
+    let points_of = |pointer: &str| -> serde_json::Value {
+        updates
+            .iter()
+            .filter_map(|u| Some(json!([u["step"].as_f64()?, u.pointer(pointer)?.as_f64()?])))
+            .collect()
+    };
+    let returns = &chart("mean_return")["series"][0];
+    assert_eq!(returns["label"], "agent_0");
+    assert_eq!(returns["points"], points_of("/mean_return/0"));
+    assert!(
+        returns["points"].as_array().unwrap().len() >= 4,
+        "short episodes end in most updates: {returns}"
+    );
+    assert_eq!(
+        chart("loss_value")["series"][0]["points"],
+        points_of("/losses/0/value")
+    );
+    assert_eq!(
+        chart("learning_rate")["series"][0]["points"],
+        points_of("/learning_rate")
+    );
+    for id in ["loss_policy", "entropy", "approx_kl", "steps_per_s"] {
+        assert_eq!(
+            chart(id)["series"][0]["points"].as_array().unwrap().len(),
+            updates.len(),
+            "{id}"
+        );
+    }
+    // The training episodes' returns, as any run's.
+    let episodes = charts["returns"][0]["points"].as_array().unwrap();
+    assert_eq!(episodes.len() as u64, outcome.episodes);
+
+    // A line that is not an update is named.
+    let path = outcome.dir.join("updates.jsonl");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("{\"no\": \"step\"}\n");
+    std::fs::write(&path, text).unwrap();
+    // A new report is built only when the run progressed: serve the directory afresh.
+    drop(server);
+    let server = serve();
+    let answer = get(server.addr, "/api/runs/run-train/charts");
+    assert_eq!(answer.status, 422, "{}", answer.text());
+    let message = json_of(&answer)["error"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains(&format!("updates.jsonl line {}", updates.len() + 1)),
+        "{message}"
+    );
 }

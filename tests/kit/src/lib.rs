@@ -1,5 +1,7 @@
 //! What mosaic's test suites share, so each crate's tests use one copy:
 //!
+//! - [`chat_stub`]: a chat-completions server answering as a test says, for language-model
+//!   agents recorded without a model;
 //! - [`setup`]: the tools the set-up scripts install (Python venvs, the browser, the local
 //!   model server), found through their variables or by running the script once;
 //! - [`python`]: the Python environment of the external-worker tests;
@@ -11,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod chat_stub;
 pub mod collect;
 pub mod python;
 pub mod race;

@@ -191,12 +191,8 @@ try {
   await page.locator('#run-report table').first().waitFor();
   assert.equal(await page.locator('#run-report section.operator-report').count(), 2, 'one report table per operator');
   assert.equal(await page.locator('#run-report tr[data-group^="agent:"]').count(), 4, 'a row per agent');
-  await page.waitForFunction(() => [...document.querySelectorAll('#run-plots img')].every(
-    (img) => img.complete && img.naturalWidth > 0));
-  assert.equal(await page.locator('#run-plots img').count(), 2, 'the returns plots');
-  const plotWidths = await page.locator('#run-plots img').evaluateAll(
-    (imgs) => imgs.map((img) => img.getBoundingClientRect().width / img.naturalWidth));
-  assert.ok(plotWidths.every((scale) => scale > 0.95), `plots at their own size, text readable (${plotWidths})`);
+  await page.locator('#run-plots figure.chart canvas').nth(1).waitFor();
+  assert.equal(await page.locator('#run-plots figure.chart').count(), 2, 'the returns charts');
   await page.click(`tr[data-episode="${replayOperator}/${replayEpisode}"] .replay-button`);
   await page.locator('#replay').waitFor({ state: 'visible' });
   const replayImage = '#replay-frame';
@@ -260,7 +256,8 @@ try {
   assert.deepEqual(groups, ['operator:pair', 'team:red', 'team:blue', 'agent:red', 'agent:blue'], 'the report\'s order');
   assert.match(await page.textContent('tr[data-episode="pair/0"]'), /abandoned by reset/);
   assert.doesNotMatch(await page.textContent('tr[data-episode="pair/0"]'), /error:/);
-  assert.equal(await page.locator('#run-plots img').count(), 0, 'no empty plots');
+  await page.waitForSelector('#run-plots [data-testid="no-plots"]');
+  assert.equal(await page.locator('#run-plots figure.chart').count(), 0, 'no empty charts');
   assert.match(await page.textContent('#run-plots'), /Nothing to plot yet/);
   log('abandoned episodes reported with partial figures; no empty plots');
 
@@ -300,8 +297,8 @@ try {
   assert.deepEqual(pageErrors, [], 'no script errors on the page');
   const leaking = requested.filter((address) => address.includes('token'));
   assert.deepEqual(leaking, [], 'no address the page used holds the token');
-  assert.ok(requested.some((a) => a.includes('/frame')) && requested.some((a) => a.includes('/plots/')),
-    'frames and plots were loaded');
+  assert.ok(requested.some((a) => a.includes('/frame')) && requested.some((a) => a.includes('/charts')),
+    'frames and charts were loaded');
 } catch (error) {
   // What the page said, to tell a failed check from a failed request.
   for (const selector of ['#live-error', '#runs-error']) {

@@ -9,6 +9,7 @@ import { launch, need } from './launch.mjs';
 const url = need('MOSAIC_URL');
 const manyUrl = need('MOSAIC_MANY_URL');
 const manyCount = Number(need('MOSAIC_MANY_COUNT'));
+const otherStarted = Number(need('MOSAIC_OTHER_STARTED_MS'));
 const emptyUrl = need('MOSAIC_EMPTY_URL');
 const emptyDir = need('MOSAIC_EMPTY_DIR');
 const noDirUrl = need('MOSAIC_NO_DIR_URL');
@@ -60,6 +61,31 @@ try {
   await page.selectOption('#runs-status', 'complete');
   await shownCount(3);
   await page.selectOption('#runs-status', '');
+
+  // ---- date filter: days in the browser's time zone, both ends included --------------------
+  const day = (ms, days = 0) => {
+    const d = new Date(ms);
+    const shifted = new Date(d.getFullYear(), d.getMonth(), d.getDate() + days);
+    const two = (n) => String(n).padStart(2, '0');
+    return `${shifted.getFullYear()}-${two(shifted.getMonth() + 1)}-${two(shifted.getDate())}`;
+  };
+  await page.fill('#runs-from', day(otherStarted, 1));
+  await shownCount(2);
+  assert.deepEqual((await shown()).sort(), ['run-a', 'run-b'], 'started after run-other\'s day');
+  await page.fill('#runs-from', day(otherStarted));
+  await page.fill('#runs-to', day(otherStarted));
+  await shownCount(1);
+  assert.deepEqual(await shown(), ['run-other'], 'that day only, its last second included');
+  assert.match(await page.textContent('#runs-count'), /1 of 3 runs/);
+  await page.fill('#runs-filter', 'walks');
+  await shownCount(0);
+  assert.match(await page.textContent('[data-testid="no-match"]'), /No run matches/);
+  await page.fill('#runs-filter', '');
+  await page.fill('#runs-from', '');
+  await page.fill('#runs-to', day(otherStarted, -1));
+  await shownCount(0);
+  await page.fill('#runs-to', '');
+  await shownCount(3);
 
   // ---- compare two runs -------------------------------------------------------------------
   assert.ok(await page.isDisabled('#runs-compare'), 'nothing selected, nothing to compare');

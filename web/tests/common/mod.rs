@@ -169,7 +169,18 @@ fn manifest(run_id: &str, spec: &mosaic_core::ExperimentSpec) -> mosaic_core::re
     }
 }
 
-/// Runs `spec` in script mode (walk environments, baseline operators), recording into
+/// The baseline decider kinds plus `llm` (for runs of language-model agents answered by a
+/// `mosaic_test_kit::chat_stub`).
+fn deciders() -> mosaic_actors::DeciderRegistry {
+    let mut deciders = mosaic_actors::DeciderRegistry::baselines();
+    mosaic_llm::register(
+        &mut deciders,
+        std::sync::Arc::new(mosaic_llm::LlmResources::new()),
+    );
+    deciders
+}
+
+/// Runs `spec` in script mode (walk environments, baseline and `llm` operators), recording into
 /// `sinks` when given, and collects every step's records (by operator, episode and step)
 /// and the roll-ups.
 fn run_with(
@@ -191,7 +202,7 @@ fn run_with(
             spec.clone(),
             mosaic_core::RunId::from(run_id),
             std::sync::Arc::new(registry()),
-            std::sync::Arc::new(mosaic_actors::DeciderRegistry::baselines()),
+            std::sync::Arc::new(deciders()),
         );
         let mut episodes = Vec::new();
         runner
@@ -297,4 +308,74 @@ pub(crate) fn expected_frames(
         frames.push(env.render().unwrap().to_png().unwrap());
     }
     frames
+}
+
+/// The `n`th answer of the talking runs' stub model: a `<think>` block, then stay, a note
+/// in the scratchpad, and a message addressed to `blue` (from `red`; `blue` cannot address
+/// itself, so its `@blue` stays in a broadcast), a broadcast, or nothing, in turn.
+fn talk_answer(n: u32) -> String {
+    let message = match n % 3 {
+        0 => format!(r#", "message": "@blue note {n}""#),
+        1 => format!(r#", "message": "note {n}""#),
+        _ => String::new(),
+    };
+    format!(
+        r#"<think>weighing move {n}</think>{{"action": "stay", "scratchpad": "plan {n}"{message}}}"#
+    )
+}
+
+/// Records run `run_id` of two operators on the walk world: `talk`, two language-model
+/// agents (answered by a stub model, see [`talk_answer`]) that message everyone, and
+/// `quiet`, two random agents that never talk.
+pub(crate) fn record_talking_run(runs_dir: &std::path::Path, run_id: &str) -> Recorded {
+    let answers = std::sync::atomic::AtomicU32::new(0);
+    let stub = mosaic_test_kit::chat_stub::start(move |_| {
+        talk_answer(answers.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    });
+    let llm = serde_json::json!({
+        "kind": "llm",
+        "backend": {"base_url": stub.url, "model": "stub"},
+        "channel": "all",
+        "record_prompt": true,
+        "http_retries": 0,
+    });
+    let spec: mosaic_core::ExperimentSpec = serde_json::from_value(serde_json::json!({
+        "name": "talking",
+        "episodes": 2,
+        "seeds": {"plan": "procedural", "base": 21},
+        "max_steps": 6,
+        "operators": [
+            {"id": "talk", "env": "walk", "agents": {"*": llm}},
+            {"id": "quiet", "env": "walk", "agents": {"*": {"kind": "random"}}}
+        ]
+    }))
+    .unwrap();
+    record_run(runs_dir, run_id, spec)
+}
+
+/// Trains a policy briefly (`mosaic train`'s trainer: PPO on MiniGrid DoorKey 5x5 cut at
+/// 10 steps, 8 updates of 64 steps) into run `run_id` of `runs_dir`.
+pub(crate) fn record_training_run(
+    runs_dir: &std::path::Path,
+    run_id: &str,
+) -> mosaic_rl::train::TrainOutcome {
+    mosaic_rl::train::Trainer::builder("web-training", "gridworld")
+        .env_setting("task", "doorkey")
+        .env_setting("size", 5)
+        .env_setting("max_steps", 10)
+        .learn("*")
+        .seed(3)
+        .total_steps(512)
+        .parallel(2, 1)
+        .rollout(32)
+        .checkpoint_every(2)
+        .build()
+        .unwrap()
+        .run(&mosaic_rl::train::TrainOptions {
+            dir: runs_dir.join(run_id),
+            run_id: run_id.into(),
+            versions: Default::default(),
+            progress: false,
+        })
+        .unwrap()
 }

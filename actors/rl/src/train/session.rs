@@ -38,6 +38,10 @@ pub(super) struct UpdateLine {
     update: u64,
     step: u64,
     learning_rate: f64,
+    /// The learning groups' names, in the order of `mean_return` and `losses` (absent in
+    /// the lines of runs trained before it was written).
+    #[serde(default)]
+    groups: Vec<String>,
     /// Per group: mean return of the episodes that ended in this update (null: none did).
     mean_return: Vec<Option<f64>>,
     losses: Vec<serde_json::Value>,
@@ -143,6 +147,7 @@ impl Session<'_> {
                 update,
                 step: self.state.steps,
                 learning_rate: lr,
+                groups: self.setup.groups.iter().map(|g| g.name.clone()).collect(),
                 mean_return: mean_return.clone(),
                 losses: losses
                     .iter()
