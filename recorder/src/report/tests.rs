@@ -260,10 +260,12 @@ fn matrix_and_aggregates_come_from_the_episodes() {
 fn requests_count_http_attempts_and_fall_back_to_re_prompts() {
     let mut stats = LlmStats::default();
     // Two re-prompts, and one of the three requests needed a second HTTP attempt.
-    assert!(stats.add_decision(&serde_json::json!({"retries": 2, "http_attempts": 4})));
+    let decision =
+        |json: &'static str| serde_json::from_str::<steps::DecisionFields>(json).unwrap();
+    assert!(stats.add_decision(&decision(r#"{"retries": 2, "http_attempts": 4}"#)));
     assert_eq!(stats.requests, 4);
     // A record written before `http_attempts` existed: one request plus its re-prompts.
-    assert!(stats.add_decision(&serde_json::json!({"retries": 1})));
+    assert!(stats.add_decision(&decision(r#"{"retries": 1}"#)));
     assert_eq!(stats.requests, 6);
     assert_eq!(stats.retries, 3);
 }
