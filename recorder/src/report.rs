@@ -25,6 +25,7 @@ pub mod aggregates;
 mod format;
 mod llm;
 pub mod matrix;
+mod scan;
 mod steps;
 
 pub use llm::{LlmDecision, LlmStats};
@@ -43,6 +44,7 @@ use mosaic_core::record::EpisodeRecord;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+#[cfg(feature = "parquet")]
 pub(crate) use steps::DecisionFields;
 use steps::StepFigures;
 
@@ -232,47 +234,65 @@ pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
 pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Result<Report> {
     let summary = run.summary_with(records)?;
     let episodes = records.episodes()?;
-    let mut figures = StepFigures::read(records)?;
-    episodes.iter().for_each(|e| figures.errors.add_episode(e));
-    let operator_ids: Vec<String> = run
-        .manifest()
-        .experiment
+    let experiment = &run.manifest().experiment;
+    let operator_ids: Vec<String> = experiment
         .operators
         .iter()
         .map(|op| op.id.clone())
         .collect();
-    let mut samples = Vec::new();
-    let mut by_operator = Vec::new();
-    let operators = run
-        .manifest()
-        .experiment
+    let by_operator: Vec<(&str, &str, Vec<&EpisodeRecord>)> = experiment
         .operators
         .iter()
         .map(|op| {
-            let mine: Vec<&EpisodeRecord> =
-                episodes.iter().filter(|e| e.operator_id == op.id).collect();
-            samples.push((op.id.as_str(), ConfigSamples::of(mine.iter().copied())));
-            let mut report = operator_report(&op.id, &op.env, &mine, &figures);
-            fill_channels(&mut report, &mine, &figures);
-            by_operator.push((op.id.as_str(), op.env.as_str(), mine));
+            let mine = episodes.iter().filter(|e| e.operator_id == op.id).collect();
+            (op.id.as_str(), op.env.as_str(), mine)
+        })
+        .collect();
+    let samples: Vec<(&str, ConfigSamples)> = by_operator
+        .iter()
+        .map(|(id, _, mine)| (*id, ConfigSamples::of(mine.iter().copied())))
+        .collect();
+    // The figures from the episode records alone are resampled on a thread of their own
+    // while the step records are read.
+    let (figures, (paired, aggregates, matrix)) = std::thread::scope(|scope| {
+        let from_episodes = scope.spawn(|| {
+            let paired: Vec<ConfigComparison> = match samples.split_first() {
+                Some(((baseline, base), others)) => others
+                    .iter()
+                    .map(|(id, other)| compare_configs((baseline, base), (id, other), None))
+                    .collect(),
+                None => Vec::new(),
+            };
+            (
+                paired,
+                operator_aggregates(&samples, options.gamma),
+                build_matrix(&by_operator),
+            )
+        });
+        let figures = StepFigures::read(records);
+        let from_episodes = from_episodes
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (figures, from_episodes)
+    });
+    let mut figures = figures?;
+    episodes.iter().for_each(|e| figures.errors.add_episode(e));
+    let operators = by_operator
+        .iter()
+        .map(|(id, env, mine)| {
+            let mut report = operator_report(id, env, mine, &figures);
+            fill_channels(&mut report, mine, &figures);
             report
         })
         .collect();
-    let paired = match samples.split_first() {
-        Some(((baseline, base), others)) => others
-            .iter()
-            .map(|(id, other)| compare_configs((baseline, base), (id, other), None))
-            .collect(),
-        None => Vec::new(),
-    };
     Ok(Report {
         run: summary,
         live: records.is_live(),
         operators,
         errors: figures.errors.finish(&operator_ids),
         paired,
-        aggregates: operator_aggregates(&samples, options.gamma),
-        matrix: build_matrix(&by_operator),
+        aggregates,
+        matrix,
     })
 }
 

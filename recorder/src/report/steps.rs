@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The fields of a step record the report reads.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 pub(crate) struct ReportStep<'a> {
     #[serde(borrow)]
     pub(crate) schema: Cow<'a, str>,
@@ -398,7 +398,7 @@ impl StepFigures {
     fn add_unit(&mut self, unit: &UnitLines) -> Result<()> {
         // Notes are compared within an episode: one reader per unit.
         let mut notes = ChannelReader::default();
-        unit.decode_each(|step: ReportStep| {
+        unit.decode_each_quick(super::scan::report_step, |step: ReportStep| {
             self.add(&step, &mut notes);
             Ok(())
         })

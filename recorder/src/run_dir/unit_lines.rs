@@ -53,7 +53,15 @@ pub(crate) struct UnitLines {
 
 /// The non-empty lines of `bytes`.
 fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
-    bytes.split(|b| *b == b'\n').filter(|line| !line.is_empty())
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', bytes)
+        .chain(std::iter::once(bytes.len()))
+        .map(move |end| {
+            let line = &bytes[start..end];
+            start = end + 1;
+            line
+        })
+        .filter(|line| !line.is_empty())
 }
 
 impl UnitLines {
@@ -90,18 +98,35 @@ impl UnitLines {
     }
 
     /// Calls `each` with every record decoded as `T`, in order.
-    pub(crate) fn decode_each<'a, T>(&'a self, mut each: impl FnMut(T) -> Result<()>) -> Result<()>
+    pub(crate) fn decode_each<'a, T>(&'a self, each: impl FnMut(T) -> Result<()>) -> Result<()>
+    where
+        T: Deserialize<'a> + StepSchema,
+    {
+        self.decode_each_quick(|_| None, each)
+    }
+
+    /// [`UnitLines::decode_each`], reading each line with `quick` first: `serde_json`
+    /// decodes the lines it gives way on (`None`).
+    pub(crate) fn decode_each_quick<'a, T>(
+        &'a self,
+        quick: impl Fn(&'a [u8]) -> Option<T>,
+        mut each: impl FnMut(T) -> Result<()>,
+    ) -> Result<()>
     where
         T: Deserialize<'a> + StepSchema,
     {
         match &self.origin {
             Origin::Store(path) => {
                 for line in lines(&self.bytes) {
-                    let record =
-                        serde_json::from_slice(line).map_err(|e| RecorderError::CorruptStore {
-                            path: path.clone(),
-                            message: format!("unreadable step record: {e}"),
-                        })?;
+                    let record = match quick(line) {
+                        Some(record) => record,
+                        None => serde_json::from_slice(line).map_err(|e| {
+                            RecorderError::CorruptStore {
+                                path: path.clone(),
+                                message: format!("unreadable step record: {e}"),
+                            }
+                        })?,
+                    };
                     each(record)?;
                 }
             }
@@ -110,12 +135,16 @@ impl UnitLines {
                 for &(end, first_line) in spans {
                     for (i, line) in lines(&self.bytes[start..end]).enumerate() {
                         let line_number = first_line + i as u64;
-                        let record: T =
-                            serde_json::from_slice(line).map_err(|e| RecorderError::Malformed {
-                                path: path.clone(),
-                                line: line_number,
-                                message: e.to_string(),
-                            })?;
+                        let record: T = match quick(line) {
+                            Some(record) => record,
+                            None => serde_json::from_slice(line).map_err(|e| {
+                                RecorderError::Malformed {
+                                    path: path.clone(),
+                                    line: line_number,
+                                    message: e.to_string(),
+                                }
+                            })?,
+                        };
                         readable(record.schema(), STEP_SCHEMA).map_err(|u| {
                             RecorderError::UnsupportedSchema {
                                 path: path.clone(),
