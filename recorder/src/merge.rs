@@ -49,6 +49,7 @@
 
 use crate::error::RecorderError;
 use crate::jsonl::{Compression, Durability, JsonlWriter};
+use crate::progress::ProgressWriter;
 use crate::run_dir::{RunDir, parent_dir, sync_parent};
 use crate::store::{RunStore, Unit};
 use mosaic_core::ExperimentSpec;
@@ -595,6 +596,8 @@ fn write_merged(
             path: episodes_path.clone(),
             source,
         })?;
+    // Listing the merged run then needs neither its store nor its logs.
+    ProgressWriter::open(&episodes_path)?.save(true)?;
     store.flush()?;
     Ok((order.len() as u64, step_records))
 }

@@ -4,12 +4,12 @@
 //! Three tables, written into one directory:
 //!
 //! - `steps.parquet`: one row per step record, the fields of
-//!   [`StepRecord`]; `events` is a list of JSON texts, `decision` JSON text;
+//!   [`mosaic_core::record::StepRecord`]; `events` is a list of JSON texts, `decision` JSON text;
 //! - `episodes.parquet`: one row per episode record; the per-agent results are list
 //!   columns in agent order (`agent_id`, `team`, `paradigm`, `kind`, `total_reward`,
 //!   `outcome`, `decisions`, `timeouts`, `errors`); `metrics` and `restarts` JSON text;
 //! - `llm_usage.parquet`: one row per LLM decision (a step record whose `decision` has
-//!   the LLM fields the report reads, see [`LlmDecision`]): tokens, parse outcome,
+//!   the LLM fields the report reads, see [`crate::report::LlmDecision`]): tokens, parse outcome,
 //!   re-prompts, cache hits, latency, HTTP attempts and the message sent.
 //!
 //! Integers keep their widths (`u32` indices, `u64` seeds and times), optional fields are
@@ -17,8 +17,8 @@
 //! the run's size.
 
 use crate::RecorderError;
-use crate::report::LlmDecision;
-use crate::run_dir::Records;
+use crate::report::DecisionFields;
+use crate::run_dir::{Records, StepSchema, Text};
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::basic::{Compression, ZstdLevel};
 use ::parquet::errors::ParquetError;
@@ -29,8 +29,10 @@ use arrow_array::builder::{
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
-use mosaic_core::DecisionSource;
-use mosaic_core::record::{EpisodeRecord, StepRecord};
+use mosaic_core::record::EpisodeRecord;
+use mosaic_core::{DecisionSource, Event, Paradigm};
+use serde::Deserialize;
+use std::borrow::Cow;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -90,66 +92,228 @@ pub const LLM_USAGE_FILE: &str = "llm_usage.parquet";
 
 /// Writes the records of the complete units into `dir` (created if missing) as the three
 /// tables; returns their row counts.
+///
+/// The step records are decoded and their columns built on this thread while another
+/// encodes and compresses the batches built before into the files.
 pub fn export_parquet(records: &Records, dir: &Path) -> Result<ParquetCounts, ParquetExportError> {
     std::fs::create_dir_all(dir).map_err(|source| ParquetExportError::Io {
         path: dir.to_owned(),
         source,
     })?;
-    let mut steps = TableWriter::<StepColumns>::create(&dir.join(STEPS_FILE))?;
-    let mut llm = TableWriter::<LlmColumns>::create(&dir.join(LLM_USAGE_FILE))?;
-    // The step callback reports recorder errors only: the writers' errors wait here.
-    let mut failure: Option<ParquetExportError> = None;
-    records.for_each_step(|step| {
-        if failure.is_none()
-            && let Err(e) = steps.push(step).and_then(|()| llm.push(step))
-        {
-            failure = Some(e);
-        }
-        Ok(())
+    let steps_file = TableFile::create::<StepColumns>(&dir.join(STEPS_FILE))?;
+    let llm_file = TableFile::create::<LlmColumns>(&dir.join(LLM_USAGE_FILE))?;
+    let (steps, llm_usage) = std::thread::scope(|scope| {
+        let (send, receive) = std::sync::mpsc::sync_channel::<(StepTable, RecordBatch)>(2);
+        let writer = scope.spawn(move || {
+            let (mut steps_file, mut llm_file) = (steps_file, llm_file);
+            for (table, batch) in receive {
+                match table {
+                    StepTable::Steps => steps_file.write(&batch)?,
+                    StepTable::Llm => llm_file.write(&batch)?,
+                }
+            }
+            Ok::<_, ParquetExportError>((steps_file.close()?, llm_file.close()?))
+        });
+        let built = build_step_batches(records, &send);
+        drop(send);
+        let written = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        // The writer's error first: building stops when the writer has.
+        let counts = written?;
+        built?;
+        Ok::<_, ParquetExportError>(counts)
     })?;
+    let mut episodes = TableFile::create::<EpisodeColumns>(&dir.join(EPISODES_FILE))?;
+    let mut columns = Batches::<EpisodeColumns>::default();
+    for episode in records.episodes()? {
+        if let Some(batch) = columns.push(&episode)? {
+            episodes.write(&batch)?;
+        }
+    }
+    if let Some(batch) = columns.finish()? {
+        episodes.write(&batch)?;
+    }
+    Ok(ParquetCounts {
+        steps,
+        episodes: episodes.close()?,
+        llm_usage,
+    })
+}
+
+/// The tables made from step records.
+enum StepTable {
+    Steps,
+    Llm,
+}
+
+/// Builds the batches of the steps and LLM usage tables and hands them to `send`.
+fn build_step_batches(
+    records: &Records,
+    send: &std::sync::mpsc::SyncSender<(StepTable, RecordBatch)>,
+) -> Result<(), ParquetExportError> {
+    let mut steps = Batches::<StepColumns>::default();
+    let mut llm = Batches::<LlmColumns>::default();
+    // The decoding callbacks report recorder errors only: the others wait here.
+    let mut failure: Option<ParquetExportError> = None;
+    let mut writer_gone = false;
+    let mut hand =
+        |table: StepTable, batch: Result<Option<RecordBatch>, ParquetExportError>| match batch {
+            Ok(Some(batch)) => {
+                writer_gone = send.send((table, batch)).is_err();
+                !writer_gone
+            }
+            Ok(None) => true,
+            Err(e) => {
+                failure.get_or_insert(e);
+                false
+            }
+        };
+    let read = records.for_each_unit_lines(|unit| {
+        unit.decode_each(|step: ExportStep| {
+            if hand(StepTable::Steps, steps.push(&step)) && hand(StepTable::Llm, llm.push(&step)) {
+                Ok(())
+            } else {
+                // Stops the reading; the error given is the one that stopped it.
+                Err(RecorderError::io(
+                    Path::new(STEPS_FILE),
+                    std::io::Error::other("the Parquet export stopped"),
+                ))
+            }
+        })
+    });
+    if read.is_ok() {
+        let _ = hand(StepTable::Steps, steps.finish()) && hand(StepTable::Llm, llm.finish());
+    }
     if let Some(e) = failure {
         return Err(e);
     }
-    let mut episodes = TableWriter::<EpisodeColumns>::create(&dir.join(EPISODES_FILE))?;
-    for episode in records.episodes()? {
-        episodes.push(&episode)?;
+    // The writer failed: its error is given by the caller.
+    if writer_gone {
+        return Ok(());
     }
-    Ok(ParquetCounts {
-        steps: steps.close()?,
-        episodes: episodes.close()?,
-        llm_usage: llm.close()?,
-    })
+    read?;
+    Ok(())
+}
+
+/// A step record as the export reads it: text borrowed from its line where it needs no
+/// unescaping, every field as [`mosaic_core::record::StepRecord`] has it.
+#[derive(Deserialize)]
+struct ExportStep<'a> {
+    #[serde(borrow)]
+    schema: Cow<'a, str>,
+    #[serde(borrow)]
+    run_id: Cow<'a, str>,
+    #[serde(borrow)]
+    operator_id: Cow<'a, str>,
+    #[serde(borrow)]
+    episode_id: Cow<'a, str>,
+    episode_index: u32,
+    seed: u64,
+    step_index: u32,
+    #[serde(borrow)]
+    agent_id: Cow<'a, str>,
+    paradigm: Paradigm,
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    action: Option<u32>,
+    #[serde(default, borrow)]
+    action_label: Option<Text<'a>>,
+    #[serde(default)]
+    decision_source: Option<DecisionSource>,
+    reward: f32,
+    terminated: bool,
+    truncated: bool,
+    #[serde(default, borrow)]
+    observation: Option<Text<'a>>,
+    #[serde(default)]
+    events: Vec<Event>,
+    #[serde(default)]
+    decision: Option<serde_json::Value>,
+    #[serde(default)]
+    decision_us: u64,
+    #[serde(default)]
+    timestamp: u64,
+}
+
+impl StepSchema for ExportStep<'_> {
+    fn schema(&self) -> &str {
+        &self.schema
+    }
 }
 
 /// Builders of one table's columns.
 trait Columns: Default {
-    /// What a row is made from.
-    type Row: ?Sized;
     /// The table's schema.
     fn schema() -> Schema;
-    /// Appends `row`; `false` when the row does not belong in the table.
-    fn append(&mut self, row: &Self::Row) -> bool;
     /// The built columns, in schema order; the builders start again empty.
     fn finish(&mut self) -> Vec<ArrayRef>;
 }
 
-/// A Parquet file being written batch by batch.
-struct TableWriter<C: Columns> {
-    path: PathBuf,
+/// Columns made of rows of type `R`.
+trait Append<R: ?Sized> {
+    /// Appends `row`; `false` when the row does not belong in the table.
+    fn append(&mut self, row: &R) -> bool;
+}
+
+/// A table's columns being built, handed out in record batches of [`BATCH_ROWS`].
+struct Batches<C: Columns> {
     schema: SchemaRef,
-    writer: ArrowWriter<File>,
     columns: C,
     pending: usize,
+}
+
+impl<C: Columns> Default for Batches<C> {
+    fn default() -> Self {
+        Self {
+            schema: Arc::new(C::schema()),
+            columns: C::default(),
+            pending: 0,
+        }
+    }
+}
+
+impl<C: Columns> Batches<C> {
+    /// Appends `row`; the batch, once it is full.
+    fn push<R: ?Sized>(&mut self, row: &R) -> Result<Option<RecordBatch>, ParquetExportError>
+    where
+        C: Append<R>,
+    {
+        if self.columns.append(row) {
+            self.pending += 1;
+            if self.pending == BATCH_ROWS {
+                return self.finish();
+            }
+        }
+        Ok(None)
+    }
+
+    /// The rows appended since the last batch, if any.
+    fn finish(&mut self) -> Result<Option<RecordBatch>, ParquetExportError> {
+        if self.pending == 0 {
+            return Ok(None);
+        }
+        self.pending = 0;
+        Ok(Some(RecordBatch::try_new(
+            Arc::clone(&self.schema),
+            self.columns.finish(),
+        )?))
+    }
+}
+
+/// A Parquet file being written batch by batch.
+struct TableFile {
+    path: PathBuf,
+    writer: ArrowWriter<File>,
     written: u64,
 }
 
-impl<C: Columns> TableWriter<C> {
-    fn create(path: &Path) -> Result<Self, ParquetExportError> {
+impl TableFile {
+    fn create<C: Columns>(path: &Path) -> Result<Self, ParquetExportError> {
         let file = File::create(path).map_err(|source| ParquetExportError::Io {
             path: path.to_owned(),
             source,
         })?;
-        let schema = Arc::new(C::schema());
         let parquet = |source| ParquetExportError::Parquet {
             path: path.to_owned(),
             source,
@@ -160,46 +324,27 @@ impl<C: Columns> TableWriter<C> {
             ))
             .build();
         let writer =
-            ArrowWriter::try_new(file, Arc::clone(&schema), Some(properties)).map_err(parquet)?;
-        Ok(TableWriter {
+            ArrowWriter::try_new(file, Arc::new(C::schema()), Some(properties)).map_err(parquet)?;
+        Ok(TableFile {
             path: path.to_owned(),
-            schema,
             writer,
-            columns: C::default(),
-            pending: 0,
             written: 0,
         })
     }
 
-    fn push(&mut self, row: &C::Row) -> Result<(), ParquetExportError> {
-        if self.columns.append(row) {
-            self.pending += 1;
-            if self.pending == BATCH_ROWS {
-                self.flush()?;
-            }
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), ParquetExportError> {
-        if self.pending == 0 {
-            return Ok(());
-        }
-        let batch = RecordBatch::try_new(Arc::clone(&self.schema), self.columns.finish())?;
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), ParquetExportError> {
         self.writer
-            .write(&batch)
+            .write(batch)
             .map_err(|source| ParquetExportError::Parquet {
                 path: self.path.clone(),
                 source,
             })?;
-        self.written += self.pending as u64;
-        self.pending = 0;
+        self.written += batch.num_rows() as u64;
         Ok(())
     }
 
-    /// Writes what is left and the footer; returns the rows written.
-    fn close(mut self) -> Result<u64, ParquetExportError> {
-        self.flush()?;
+    /// Writes the footer; returns the rows written.
+    fn close(self) -> Result<u64, ParquetExportError> {
         self.writer
             .close()
             .map_err(|source| ParquetExportError::Parquet {
@@ -254,8 +399,6 @@ struct StepColumns {
 }
 
 impl Columns for StepColumns {
-    type Row = StepRecord;
-
     fn schema() -> Schema {
         Schema::new(vec![
             field("run_id", DataType::Utf8, false),
@@ -279,37 +422,6 @@ impl Columns for StepColumns {
             field("decision_us", DataType::UInt64, false),
             field("timestamp", DataType::UInt64, false),
         ])
-    }
-
-    fn append(&mut self, s: &StepRecord) -> bool {
-        self.run_id.append_value(&s.run_id);
-        self.operator_id.append_value(&s.operator_id);
-        self.episode_id.append_value(&s.episode_id);
-        self.episode_index.append_value(s.episode_index);
-        self.seed.append_value(s.seed);
-        self.step_index.append_value(s.step_index);
-        self.agent_id.append_value(&s.agent_id);
-        self.paradigm.append_value(s.paradigm.name());
-        self.kind.append_value(&s.kind);
-        self.action.append_option(s.action);
-        self.action_label.append_option(s.action_label.as_deref());
-        self.decision_source
-            .append_option(s.decision_source.map(source_name));
-        self.reward.append_value(s.reward);
-        self.terminated.append_value(s.terminated);
-        self.truncated.append_value(s.truncated);
-        self.observation.append_option(s.observation.as_deref());
-        for event in &s.events {
-            self.events
-                .values()
-                .append_option(serde_json::to_string(event).ok());
-        }
-        self.events.append(true);
-        self.decision
-            .append_option(s.decision.as_ref().map(serde_json::Value::to_string));
-        self.decision_us.append_value(s.decision_us);
-        self.timestamp.append_value(s.timestamp);
-        true
     }
 
     fn finish(&mut self) -> Vec<ArrayRef> {
@@ -338,6 +450,41 @@ impl Columns for StepColumns {
     }
 }
 
+impl Append<ExportStep<'_>> for StepColumns {
+    fn append(&mut self, s: &ExportStep) -> bool {
+        self.run_id.append_value(&s.run_id);
+        self.operator_id.append_value(&s.operator_id);
+        self.episode_id.append_value(&s.episode_id);
+        self.episode_index.append_value(s.episode_index);
+        self.seed.append_value(s.seed);
+        self.step_index.append_value(s.step_index);
+        self.agent_id.append_value(&s.agent_id);
+        self.paradigm.append_value(s.paradigm.name());
+        self.kind.append_value(&s.kind);
+        self.action.append_option(s.action);
+        self.action_label
+            .append_option(s.action_label.as_ref().map(|t| &t.0));
+        self.decision_source
+            .append_option(s.decision_source.map(source_name));
+        self.reward.append_value(s.reward);
+        self.terminated.append_value(s.terminated);
+        self.truncated.append_value(s.truncated);
+        self.observation
+            .append_option(s.observation.as_ref().map(|t| &t.0));
+        for event in &s.events {
+            self.events
+                .values()
+                .append_option(serde_json::to_string(event).ok());
+        }
+        self.events.append(true);
+        self.decision
+            .append_option(s.decision.as_ref().map(serde_json::Value::to_string));
+        self.decision_us.append_value(s.decision_us);
+        self.timestamp.append_value(s.timestamp);
+        true
+    }
+}
+
 /// Columns of `llm_usage.parquet`.
 #[derive(Default)]
 struct LlmColumns {
@@ -359,8 +506,6 @@ struct LlmColumns {
 }
 
 impl Columns for LlmColumns {
-    type Row = StepRecord;
-
     fn schema() -> Schema {
         Schema::new(vec![
             field("run_id", DataType::Utf8, false),
@@ -381,28 +526,6 @@ impl Columns for LlmColumns {
         ])
     }
 
-    fn append(&mut self, s: &StepRecord) -> bool {
-        let Some(llm) = s.decision.as_ref().and_then(LlmDecision::read) else {
-            return false;
-        };
-        self.run_id.append_value(&s.run_id);
-        self.operator_id.append_value(&s.operator_id);
-        self.episode_index.append_value(s.episode_index);
-        self.seed.append_value(s.seed);
-        self.step_index.append_value(s.step_index);
-        self.agent_id.append_value(&s.agent_id);
-        self.kind.append_value(&s.kind);
-        self.prompt_tokens.append_option(llm.prompt_tokens);
-        self.completion_tokens.append_option(llm.completion_tokens);
-        self.parse_ok.append_option(llm.parse_ok);
-        self.retries.append_option(llm.retries);
-        self.cache_hits.append_option(llm.cache_hits);
-        self.latency_ms.append_option(llm.latency_ms);
-        self.http_attempts.append_option(llm.http_attempts);
-        self.message.append_option(llm.message);
-        true
-    }
-
     fn finish(&mut self) -> Vec<ArrayRef> {
         vec![
             Arc::new(self.run_id.finish()),
@@ -421,6 +544,34 @@ impl Columns for LlmColumns {
             Arc::new(self.http_attempts.finish()),
             Arc::new(self.message.finish()),
         ]
+    }
+}
+
+impl Append<ExportStep<'_>> for LlmColumns {
+    fn append(&mut self, s: &ExportStep) -> bool {
+        let Some(decision) = &s.decision else {
+            return false;
+        };
+        let fields = DecisionFields::of_value(decision);
+        let Some(llm) = fields.llm() else {
+            return false;
+        };
+        self.run_id.append_value(&s.run_id);
+        self.operator_id.append_value(&s.operator_id);
+        self.episode_index.append_value(s.episode_index);
+        self.seed.append_value(s.seed);
+        self.step_index.append_value(s.step_index);
+        self.agent_id.append_value(&s.agent_id);
+        self.kind.append_value(&s.kind);
+        self.prompt_tokens.append_option(llm.prompt_tokens);
+        self.completion_tokens.append_option(llm.completion_tokens);
+        self.parse_ok.append_option(llm.parse_ok);
+        self.retries.append_option(llm.retries);
+        self.cache_hits.append_option(llm.cache_hits);
+        self.latency_ms.append_option(llm.latency_ms);
+        self.http_attempts.append_option(llm.http_attempts);
+        self.message.append_option(llm.message);
+        true
     }
 }
 
@@ -454,8 +605,6 @@ struct EpisodeColumns {
 }
 
 impl Columns for EpisodeColumns {
-    type Row = EpisodeRecord;
-
     fn schema() -> Schema {
         Schema::new(vec![
             field("run_id", DataType::Utf8, false),
@@ -485,6 +634,37 @@ impl Columns for EpisodeColumns {
         ])
     }
 
+    fn finish(&mut self) -> Vec<ArrayRef> {
+        vec![
+            Arc::new(self.run_id.finish()),
+            Arc::new(self.operator_id.finish()),
+            Arc::new(self.episode_id.finish()),
+            Arc::new(self.episode_index.finish()),
+            Arc::new(self.seed.finish()),
+            Arc::new(self.env.finish()),
+            Arc::new(self.steps.finish()),
+            Arc::new(self.terminated.finish()),
+            Arc::new(self.truncated.finish()),
+            Arc::new(self.agent_id.finish()),
+            Arc::new(self.team.finish()),
+            Arc::new(self.paradigm.finish()),
+            Arc::new(self.kind.finish()),
+            Arc::new(self.total_reward.finish()),
+            Arc::new(self.outcome.finish()),
+            Arc::new(self.decisions.finish()),
+            Arc::new(self.timeouts.finish()),
+            Arc::new(self.errors.finish()),
+            Arc::new(self.metrics.finish()),
+            Arc::new(self.error.finish()),
+            Arc::new(self.restarts.finish()),
+            Arc::new(self.duration_ms.finish()),
+            Arc::new(self.steps_per_s.finish()),
+            Arc::new(self.timestamp.finish()),
+        ]
+    }
+}
+
+impl Append<EpisodeRecord> for EpisodeColumns {
     fn append(&mut self, e: &EpisodeRecord) -> bool {
         self.run_id.append_value(&e.run_id);
         self.operator_id.append_value(&e.operator_id);
@@ -533,35 +713,6 @@ impl Columns for EpisodeColumns {
         self.steps_per_s.append_value(e.steps_per_s);
         self.timestamp.append_value(e.timestamp);
         true
-    }
-
-    fn finish(&mut self) -> Vec<ArrayRef> {
-        vec![
-            Arc::new(self.run_id.finish()),
-            Arc::new(self.operator_id.finish()),
-            Arc::new(self.episode_id.finish()),
-            Arc::new(self.episode_index.finish()),
-            Arc::new(self.seed.finish()),
-            Arc::new(self.env.finish()),
-            Arc::new(self.steps.finish()),
-            Arc::new(self.terminated.finish()),
-            Arc::new(self.truncated.finish()),
-            Arc::new(self.agent_id.finish()),
-            Arc::new(self.team.finish()),
-            Arc::new(self.paradigm.finish()),
-            Arc::new(self.kind.finish()),
-            Arc::new(self.total_reward.finish()),
-            Arc::new(self.outcome.finish()),
-            Arc::new(self.decisions.finish()),
-            Arc::new(self.timeouts.finish()),
-            Arc::new(self.errors.finish()),
-            Arc::new(self.metrics.finish()),
-            Arc::new(self.error.finish()),
-            Arc::new(self.restarts.finish()),
-            Arc::new(self.duration_ms.finish()),
-            Arc::new(self.steps_per_s.finish()),
-            Arc::new(self.timestamp.finish()),
-        ]
     }
 }
 

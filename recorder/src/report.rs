@@ -25,6 +25,8 @@ pub mod aggregates;
 mod format;
 mod llm;
 pub mod matrix;
+mod scan;
+mod steps;
 
 pub use llm::{LlmDecision, LlmStats};
 
@@ -32,16 +34,19 @@ use crate::error::Result;
 use crate::paired::{ConfigComparison, ConfigSamples, compare_configs};
 use crate::run_dir::{Records, RunDir, RunSummary};
 use crate::stats::{MeanCi, Outcomes, bootstrap_mean};
-use agents::{ChannelReader, ChannelStats, ErrorGroup, ErrorReader};
+use agents::{ChannelStats, ErrorGroup};
 use aggregates::{OperatorAggregates, aggregates_markdown, operator_aggregates};
 pub use format::{csv_field, escape_controls, fmt_rate};
 use format::{fmt_ci, fmt_opt, pct, steps_per_second};
 use matrix::{Matrix, build_matrix};
 use mosaic_core::Outcome;
-use mosaic_core::record::{EpisodeRecord, StepRecord};
+use mosaic_core::record::EpisodeRecord;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+#[cfg(feature = "parquet")]
+pub(crate) use steps::DecisionFields;
+use steps::StepFigures;
 
 /// Whom a row of an operator's table is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -229,107 +234,91 @@ pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
 pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Result<Report> {
     let summary = run.summary_with(records)?;
     let episodes = records.episodes()?;
-    let mut llm: BTreeMap<(String, String), LlmStats> = BTreeMap::new();
-    let mut channels = AgentChannels::default();
-    let mut errors = ErrorReader::default();
-    records.for_each_step(|step: &StepRecord| {
-        if step.decision.is_some() || step.decision_source.is_some() {
-            let key = (step.operator_id.clone(), step.agent_id.clone());
-            let mut stats = llm.get(&key).copied().unwrap_or_default();
-            if stats.add_step(step) {
-                llm.insert(key, stats);
-            }
-        }
-        channels.add(step);
-        errors.add_step(step);
-        Ok(())
-    })?;
-    episodes.iter().for_each(|e| errors.add_episode(e));
-    let operator_ids: Vec<String> = run
-        .manifest()
-        .experiment
+    let experiment = &run.manifest().experiment;
+    let operator_ids: Vec<String> = experiment
         .operators
         .iter()
         .map(|op| op.id.clone())
         .collect();
-    let mut samples = Vec::new();
-    let mut by_operator = Vec::new();
-    let operators = run
-        .manifest()
-        .experiment
+    let by_operator: Vec<(&str, &str, Vec<&EpisodeRecord>)> = experiment
         .operators
         .iter()
         .map(|op| {
-            let mine: Vec<&EpisodeRecord> =
-                episodes.iter().filter(|e| e.operator_id == op.id).collect();
-            samples.push((op.id.as_str(), ConfigSamples::of(mine.iter().copied())));
-            let mut report = operator_report(&op.id, &op.env, &mine, &llm);
-            channels.fill(&mut report, &mine);
-            by_operator.push((op.id.as_str(), op.env.as_str(), mine));
+            let mine = episodes.iter().filter(|e| e.operator_id == op.id).collect();
+            (op.id.as_str(), op.env.as_str(), mine)
+        })
+        .collect();
+    let samples: Vec<(&str, ConfigSamples)> = by_operator
+        .iter()
+        .map(|(id, _, mine)| (*id, ConfigSamples::of(mine.iter().copied())))
+        .collect();
+    // The figures from the episode records alone are resampled on a thread of their own
+    // while the step records are read.
+    let (figures, (paired, aggregates, matrix)) = std::thread::scope(|scope| {
+        let from_episodes = scope.spawn(|| {
+            let paired: Vec<ConfigComparison> = match samples.split_first() {
+                Some(((baseline, base), others)) => others
+                    .iter()
+                    .map(|(id, other)| compare_configs((baseline, base), (id, other), None))
+                    .collect(),
+                None => Vec::new(),
+            };
+            (
+                paired,
+                operator_aggregates(&samples, options.gamma),
+                build_matrix(&by_operator),
+            )
+        });
+        let figures = StepFigures::read(records);
+        let from_episodes = from_episodes
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (figures, from_episodes)
+    });
+    let mut figures = figures?;
+    episodes.iter().for_each(|e| figures.errors.add_episode(e));
+    let operators = by_operator
+        .iter()
+        .map(|(id, env, mine)| {
+            let mut report = operator_report(id, env, mine, &figures);
+            fill_channels(&mut report, mine, &figures);
             report
         })
         .collect();
-    let paired = match samples.split_first() {
-        Some(((baseline, base), others)) => others
-            .iter()
-            .map(|(id, other)| compare_configs((baseline, base), (id, other), None))
-            .collect(),
-        None => Vec::new(),
-    };
     Ok(Report {
         run: summary,
         live: records.is_live(),
         operators,
-        errors: errors.finish(&operator_ids),
+        errors: figures.errors.finish(&operator_ids),
         paired,
-        aggregates: operator_aggregates(&samples, options.gamma),
-        matrix: build_matrix(&by_operator),
+        aggregates,
+        matrix,
     })
 }
 
-/// Message and scratchpad figures per (operator, agent).
-#[derive(Default)]
-struct AgentChannels {
-    reader: ChannelReader,
-    stats: BTreeMap<(String, String), ChannelStats>,
-}
-
-impl AgentChannels {
-    fn add(&mut self, step: &StepRecord) {
-        let key = (step.operator_id.clone(), step.agent_id.clone());
-        let mut stats = self.stats.get(&key).copied().unwrap_or_default();
-        if self.reader.add(step, &mut stats) {
-            self.stats.insert(key, stats);
+/// Puts the message and scratchpad figures of `figures` into the agent rows of `report`,
+/// and their sums into its team and operator rows.
+fn fill_channels(report: &mut OperatorReport, episodes: &[&EpisodeRecord], figures: &StepFigures) {
+    let team_of: BTreeMap<&str, &str> = episodes
+        .iter()
+        .flat_map(|e| &e.agents)
+        .filter_map(|a| a.team.as_deref().map(|t| (a.agent_id.as_str(), t)))
+        .collect();
+    let mut sums: BTreeMap<(GroupKind, String), ChannelStats> = BTreeMap::new();
+    for (agent, stats) in figures.channels(&report.operator_id) {
+        let mut targets = vec![
+            (GroupKind::Agent, agent.to_owned()),
+            (GroupKind::Operator, report.operator_id.clone()),
+        ];
+        if let Some(team) = team_of.get(agent) {
+            targets.push((GroupKind::Team, (*team).to_owned()));
+        }
+        for target in targets {
+            sums.entry(target).or_default().merge(stats);
         }
     }
-
-    /// Puts the figures into the agent rows of `report`, and their sums into its team
-    /// and operator rows.
-    fn fill(&self, report: &mut OperatorReport, episodes: &[&EpisodeRecord]) {
-        let team_of: BTreeMap<&str, &str> = episodes
-            .iter()
-            .flat_map(|e| &e.agents)
-            .filter_map(|a| a.team.as_deref().map(|t| (a.agent_id.as_str(), t)))
-            .collect();
-        let mut sums: BTreeMap<(GroupKind, String), ChannelStats> = BTreeMap::new();
-        for ((operator, agent), stats) in &self.stats {
-            if *operator != report.operator_id {
-                continue;
-            }
-            let mut targets = vec![
-                (GroupKind::Agent, agent.clone()),
-                (GroupKind::Operator, operator.clone()),
-            ];
-            if let Some(team) = team_of.get(agent.as_str()) {
-                targets.push((GroupKind::Team, (*team).to_owned()));
-            }
-            for target in targets {
-                sums.entry(target).or_default().merge(stats);
-            }
-        }
-        for group in &mut report.groups {
-            group.channel = sums.get(&(group.kind, group.name.clone())).copied();
-        }
+    for group in &mut report.groups {
+        group.channel = sums.get(&(group.kind, group.name.clone())).copied();
     }
 }
 
@@ -337,7 +326,7 @@ fn operator_report(
     operator_id: &str,
     env: &str,
     episodes: &[&EpisodeRecord],
-    llm: &BTreeMap<(String, String), LlmStats>,
+    figures: &StepFigures,
 ) -> OperatorReport {
     let ok: Vec<&&EpisodeRecord> = episodes.iter().filter(|e| e.error.is_none()).collect();
     let mut all = GroupAcc::default();
@@ -393,8 +382,8 @@ fn operator_report(
         }
     }
     for (agent_id, acc) in &mut agents {
-        if let Some(stats) = llm.get(&(operator_id.to_owned(), agent_id.clone())) {
-            acc.llm = *stats;
+        if let Some(stats) = figures.llm(operator_id, agent_id) {
+            acc.llm = stats;
             acc.has_llm = true;
         }
     }

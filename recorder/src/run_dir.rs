@@ -746,11 +746,13 @@ pub fn list_runs(dir: &Path) -> Result<Vec<Result<RunSummary>>> {
 mod keep;
 mod logs;
 mod records;
+mod unit_lines;
 
 use keep::{Keep, StepProbe, for_each_line, rewrite_keeping};
 
 use records::distinct_units;
 pub use records::{Records, StepIndex};
+pub(crate) use unit_lines::{StepSchema, Text, UnitLines, fold_units, fold_workers};
 
 #[cfg(test)]
 mod tests;

@@ -30,6 +30,7 @@ mod writer;
 pub use writer::StoreWriter;
 
 use crate::error::{RecorderError, Result};
+use crate::run_dir::UnitLines;
 use chunk::{ChunkHeader, chunk_key, compress_chunk};
 use mosaic_core::record::{
     CHECKPOINT_SCHEMA, EpisodeCheckpoint, EpisodeRecord, RunManifest, StepRecord,
@@ -442,11 +443,35 @@ impl RunStore {
         &self,
         mut each: impl FnMut(StepRecord) -> Result<()>,
     ) -> Result<()> {
+        self.for_each_complete_unit_lines(|lines| {
+            UnitLines::from_store(lines, self.path.clone()).decode_each(&mut each)
+        })
+    }
+
+    /// Calls `each` with the JSON lines of the step records of every complete unit (each
+    /// line ending in a newline), in operator then episode order.
+    pub(crate) fn for_each_complete_unit_lines(
+        &self,
+        mut each: impl FnMut(Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
         for key in self.units.iter().keys() {
             let key = key.map_err(self.err())?;
+            let mut lines = Vec::new();
             for chunk in self.steps.scan_prefix(&key).values() {
-                self.decode_chunk(&chunk.map_err(self.err())?, &mut each)?;
+                let chunk = chunk.map_err(self.err())?;
+                match ChunkHeader::parse(&chunk).map_err(|m| self.corrupt_chunk(m))? {
+                    Some(header) => header
+                        .decompress_into(&chunk, &mut lines)
+                        .map_err(|m| self.corrupt_chunk(m))?,
+                    None => {
+                        lines.extend_from_slice(&chunk);
+                        if lines.last().is_some_and(|b| *b != b'\n') {
+                            lines.push(b'\n');
+                        }
+                    }
+                }
             }
+            each(lines)?;
         }
         Ok(())
     }

@@ -166,3 +166,48 @@ fn listing_from_progress_files_answers_what_the_stores_answer() {
     assert_eq!(summary, from_records(run.path()));
     drop(store);
 }
+
+#[test]
+fn a_merged_run_lists_from_its_progress_file() {
+    use mosaic_core::record::{RunManifest, RunPart, Shard, ShardTag};
+    use mosaic_recorder::{Unit, merge};
+    let dir = tempfile::tempdir().unwrap();
+    let whole = synthetic::manifest("merged", &["a", "b"], 3, 10);
+    let mut shards = Vec::new();
+    for index in 0..2 {
+        let manifest = RunManifest {
+            shard: Some(ShardTag {
+                experiment: merge::experiment_identity(&whole.experiment),
+                part: RunPart::Shard(Shard::new(index, 2).unwrap()),
+            }),
+            ..whole.clone()
+        };
+        let path = dir.path().join("shards").join(index.to_string());
+        let (run, store) = RunDir::create(&path, &manifest).unwrap();
+        let share = store.planned_units();
+        let episodes: Vec<SyntheticEpisode> = synthetic::run_episodes(&manifest, 4, 2)
+            .into_iter()
+            .filter(|e| {
+                share.contains(&Unit::new(
+                    e.record.operator_id.clone(),
+                    e.record.episode_index,
+                ))
+            })
+            .collect();
+        write(&run, &store, &episodes, 0, true);
+        drop(store);
+        synthetic::wait_for_unlock(&path.join("store")).unwrap();
+        shards.push(path);
+    }
+    let runs = dir.path().join("runs");
+    let merged = merge::merge(&shards, &runs.join("merged")).unwrap();
+    assert_eq!(merged.units, 6);
+    synthetic::wait_for_unlock(&merged.run.path().join("store")).unwrap();
+    assert!(mosaic_recorder::progress::is_fresh(merged.run.path()));
+    let quick = listed(&runs);
+    assert_eq!(quick, [from_records(merged.run.path())]);
+    assert_eq!(
+        (quick[0].status, quick[0].done, quick[0].planned),
+        (RunStatus::Complete, 6, 6)
+    );
+}

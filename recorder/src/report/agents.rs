@@ -23,11 +23,11 @@
 //! "First" is the occurrence with the lowest (episode index, step), whatever order the
 //! records are read in.
 
+use super::steps::{DecisionFields, ReportStep};
 use super::{GroupKind, LlmStats, OperatorReport, csv_field, pct};
 use mosaic_core::DecisionSource;
-use mosaic_core::record::{EpisodeRecord, StepRecord};
+use mosaic_core::record::EpisodeRecord;
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
@@ -83,19 +83,20 @@ impl ChannelStats {
 /// note per episode (as a hash) to count updates.
 #[derive(Default)]
 pub(super) struct ChannelReader {
-    last_note: BTreeMap<(String, u32, String), u64>,
+    /// Operator, episode index, agent and the hash of its last note.
+    last_note: Vec<(String, u32, String, u64)>,
 }
 
 impl ChannelReader {
     /// Adds one step record's decision to `stats`; `false` when it has none of the fields.
-    pub(super) fn add(&mut self, step: &StepRecord, stats: &mut ChannelStats) -> bool {
+    pub(super) fn add(&mut self, step: &ReportStep, stats: &mut ChannelStats) -> bool {
         let Some(decision) = &step.decision else {
             return false;
         };
         // Agents that neither talk nor keep notes record nulls and zeros: no row for them.
-        let message = decision.get("message").and_then(Value::as_str);
-        let note = decision.get("scratchpad").and_then(Value::as_str);
-        let received = decision.get("received").and_then(Value::as_u64);
+        let message = decision.message.as_deref();
+        let note = decision.scratchpad.as_deref();
+        let received = decision.received;
         if message.is_none() && note.is_none() && received.unwrap_or(0) == 0 {
             return false;
         }
@@ -103,19 +104,34 @@ impl ChannelReader {
         if let Some(text) = message.filter(|m| !m.is_empty()) {
             stats.sent += 1;
             stats.sent_chars += text.chars().count() as u64;
-            stats.addressed += u64::from(decision.get("message_to").is_some_and(Value::is_string));
+            stats.addressed += u64::from(decision.addressed);
         }
         stats.received += received.unwrap_or(0);
         if let Some(note) = note {
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
             note.hash(&mut hasher);
             let hash = hasher.finish();
-            let key = (
-                step.operator_id.clone(),
-                step.episode_index,
-                step.agent_id.clone(),
-            );
-            if self.last_note.insert(key, hash) != Some(hash) {
+            let known = self
+                .last_note
+                .iter_mut()
+                .find(|(operator, episode, agent, _)| {
+                    *episode == step.episode_index
+                        && *agent == step.agent_id
+                        && *operator == step.operator_id
+                });
+            let changed = match known {
+                Some((_, _, _, last)) => std::mem::replace(last, hash) != hash,
+                None => {
+                    self.last_note.push((
+                        step.operator_id.to_string(),
+                        step.episode_index,
+                        step.agent_id.to_string(),
+                        hash,
+                    ));
+                    true
+                }
+            };
+            if changed {
                 stats.scratchpad_updates += 1;
                 stats.scratchpad_chars += note.chars().count() as u64;
             }
@@ -210,7 +226,7 @@ impl ErrorReader {
     }
 
     /// Notes a step record's decision if it fell back after an error or a timeout.
-    pub(super) fn add_step(&mut self, step: &StepRecord) {
+    pub(super) fn add_step(&mut self, step: &ReportStep) {
         let kind = match step.decision_source {
             Some(DecisionSource::Error) => ErrorKind::Decision,
             Some(DecisionSource::Timeout) => ErrorKind::Timeout,
@@ -223,6 +239,28 @@ impl ErrorReader {
             (step.episode_index, Some(step.step_index)),
             || decision_message(step.decision.as_ref()),
         );
+    }
+
+    /// Adds the groups of `other`, read from other units.
+    pub(super) fn merge(&mut self, other: ErrorReader) {
+        for (key, theirs) in other.groups {
+            match self.groups.entry(key) {
+                std::collections::btree_map::Entry::Vacant(entry) => {
+                    entry.insert(theirs);
+                }
+                std::collections::btree_map::Entry::Occupied(mut entry) => {
+                    let mine = entry.get_mut();
+                    mine.count += theirs.count;
+                    if (theirs.first_episode, theirs.first_step)
+                        < (mine.first_episode, mine.first_step)
+                    {
+                        mine.first_episode = theirs.first_episode;
+                        mine.first_step = theirs.first_step;
+                        mine.first_message = theirs.first_message;
+                    }
+                }
+            }
+        }
     }
 
     /// Notes an episode that failed.
@@ -256,22 +294,17 @@ impl ErrorReader {
 }
 
 /// Why a decision fell back: its `error`, else its last format error.
-fn decision_message(decision: Option<&Value>) -> String {
+fn decision_message(decision: Option<&DecisionFields>) -> String {
     let Some(decision) = decision else {
         return "(no details recorded)".into();
     };
-    if let Some(error) = decision.get("error").and_then(Value::as_str) {
-        return error.to_owned();
+    if let Some(error) = &decision.error {
+        return error.to_string();
     }
-    decision
-        .get("format_errors")
-        .and_then(Value::as_array)
-        .and_then(|errors| errors.last())
-        .and_then(Value::as_str)
-        .map_or_else(
-            || "(no details recorded)".into(),
-            |e| format!("unusable answer: {e}"),
-        )
+    decision.last_format_error.as_ref().map_or_else(
+        || "(no details recorded)".into(),
+        |e| format!("unusable answer: {e}"),
+    )
 }
 
 /// The agent rows (and the operator row, with several agents) of a figure.
@@ -635,9 +668,11 @@ mod tests {
         let mut reader = ChannelReader::default();
         let mut stats = ChannelStats::default();
         record.decision = Some(json!({"message": null, "scratchpad": null, "received": 0}));
-        assert!(!reader.add(&record, &mut stats));
+        let line = serde_json::to_string(&record).unwrap();
+        assert!(!reader.add(&serde_json::from_str(&line).unwrap(), &mut stats));
         record.decision = Some(json!({"message": "", "scratchpad": null, "received": 0}));
-        assert!(reader.add(&record, &mut stats));
+        let line = serde_json::to_string(&record).unwrap();
+        assert!(reader.add(&serde_json::from_str(&line).unwrap(), &mut stats));
         assert_eq!((stats.decisions, stats.sent), (1, 0));
     }
 
@@ -651,7 +686,12 @@ mod tests {
             record.decision = Some(json!({ "error": error }));
             record
         };
-        let records = [step(1, 0, "late"), step(0, 5, "early"), step(0, 7, "later")];
+        let lines = [step(1, 0, "late"), step(0, 5, "early"), step(0, 7, "later")]
+            .map(|record| serde_json::to_string(&record).unwrap());
+        let records: Vec<ReportStep> = lines
+            .iter()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
         let first = |order: &[usize]| {
             let mut reader = ErrorReader::default();
             order.iter().for_each(|&i| reader.add_step(&records[i]));
@@ -659,6 +699,14 @@ mod tests {
         };
         let forward = first(&[0, 1, 2]);
         assert_eq!(forward, first(&[2, 1, 0]));
+        // Read in parts (as units on several threads) and merged: the same.
+        let mut merged = ErrorReader::default();
+        merged.add_step(&records[2]);
+        let mut other = ErrorReader::default();
+        other.add_step(&records[0]);
+        other.add_step(&records[1]);
+        merged.merge(other);
+        assert_eq!(forward, merged.finish(&["a".into()]).remove(0));
         assert_eq!(
             (forward.count, forward.first_episode, forward.first_step),
             (3, 0, Some(5))

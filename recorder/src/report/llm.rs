@@ -1,7 +1,7 @@
 //! The LLM figures of the report, read from the step records' `decision` details (the
 //! contract in the parent module's docs).
 
-use mosaic_core::record::StepRecord;
+use super::steps::{DecisionFields, ReportStep};
 use mosaic_core::{DecisionSource, Paradigm};
 use serde::Serialize;
 
@@ -35,7 +35,8 @@ pub struct LlmStats {
     pub messages: u64,
 }
 
-/// The LLM fields of one decision's details (the contract in the module docs).
+/// The LLM fields of one decision's details (the contract in the module docs), when it
+/// has any of the token, parse, retry and message fields.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LlmDecision<'a> {
     /// `usage.prompt_tokens`.
@@ -56,37 +57,10 @@ pub struct LlmDecision<'a> {
     pub message: Option<&'a str>,
 }
 
-impl<'a> LlmDecision<'a> {
-    /// The LLM fields of `decision`; `None` when it holds none of the token, parse, retry
-    /// and message fields (not an LLM decision).
-    pub fn read(decision: &'a serde_json::Value) -> Option<LlmDecision<'a>> {
-        let number = |v: Option<&serde_json::Value>| v.and_then(serde_json::Value::as_u64);
-        let usage = decision.get("usage");
-        let read = LlmDecision {
-            prompt_tokens: number(usage.and_then(|u| u.get("prompt_tokens"))),
-            completion_tokens: number(usage.and_then(|u| u.get("completion_tokens"))),
-            parse_ok: decision
-                .get("parse_ok")
-                .and_then(serde_json::Value::as_bool),
-            retries: number(decision.get("retries")),
-            cache_hits: number(decision.get("cache_hits")),
-            latency_ms: number(decision.get("latency_ms")),
-            http_attempts: number(decision.get("http_attempts")),
-            message: decision.get("message").and_then(serde_json::Value::as_str),
-        };
-        let any = read.prompt_tokens.is_some()
-            || read.completion_tokens.is_some()
-            || read.parse_ok.is_some()
-            || read.retries.is_some()
-            || read.message.is_some();
-        any.then_some(read)
-    }
-}
-
 impl LlmStats {
     /// Counts one step record: a language-model agent's decision that missed its deadline,
     /// or the LLM fields of any decision. `false` when it is neither.
-    pub(crate) fn add_step(&mut self, step: &StepRecord) -> bool {
+    pub(crate) fn add_step(&mut self, step: &ReportStep) -> bool {
         if matches!(step.paradigm, Paradigm::Llm | Paradigm::Vlm)
             && step.decision_source == Some(DecisionSource::Timeout)
         {
@@ -99,8 +73,8 @@ impl LlmStats {
     }
 
     /// Reads the details of one decision; `false` when they hold none of the fields.
-    pub(crate) fn add_decision(&mut self, decision: &serde_json::Value) -> bool {
-        let Some(read) = LlmDecision::read(decision) else {
+    pub(crate) fn add_decision(&mut self, decision: &DecisionFields) -> bool {
+        let Some(read) = decision.llm() else {
             return false;
         };
         self.decisions += 1;

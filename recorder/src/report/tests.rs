@@ -260,10 +260,125 @@ fn matrix_and_aggregates_come_from_the_episodes() {
 fn requests_count_http_attempts_and_fall_back_to_re_prompts() {
     let mut stats = LlmStats::default();
     // Two re-prompts, and one of the three requests needed a second HTTP attempt.
-    assert!(stats.add_decision(&serde_json::json!({"retries": 2, "http_attempts": 4})));
+    let decision =
+        |json: &'static str| serde_json::from_str::<steps::DecisionFields>(json).unwrap();
+    assert!(stats.add_decision(&decision(r#"{"retries": 2, "http_attempts": 4}"#)));
     assert_eq!(stats.requests, 4);
     // A record written before `http_attempts` existed: one request plus its re-prompts.
-    assert!(stats.add_decision(&serde_json::json!({"retries": 1})));
+    assert!(stats.add_decision(&decision(r#"{"retries": 1}"#)));
     assert_eq!(stats.requests, 6);
     assert_eq!(stats.retries, 3);
+}
+
+/// A run whose decisions exercise every way the report reads them: escaped text, fields
+/// of the wrong type, details that are no object, nested usage, format errors whose last
+/// entry is no text, timeouts, decision and episode errors, notes that change.
+fn varied_run(path: &std::path::Path) -> (RunDir, crate::RunStore) {
+    use mosaic_core::DecisionSource;
+    use serde_json::json;
+    let manifest = synthetic::manifest("varied", &["a", "b"], 3, 21);
+    let (run, store) = RunDir::create(path, &manifest).unwrap();
+    let mut writer = run.writer(&store, crate::Durability::Flush).unwrap();
+    let mut episodes = synthetic::run_episodes(&manifest, 14, 4);
+    for (e, episode) in episodes.iter_mut().enumerate() {
+        for (s, step) in episode.steps.iter_mut().enumerate() {
+            let green = &mut step[0];
+            let decision = match (s + e) % 12 {
+                0 => Some(json!({
+                    "message": "naïve \"quoted\" \\ text\nnext",
+                    "message_to": "blue_0",
+                    "scratchpad": "plan é",
+                    "received": 2,
+                    "usage": {"prompt_tokens": 40, "completion_tokens": 4},
+                    "parse_ok": true,
+                })),
+                1 => Some(json!({
+                    "usage": "many",
+                    "parse_ok": "yes",
+                    "retries": -1,
+                    "latency_ms": 12.5,
+                    "cache_hits": 3,
+                    "http_attempts": 2,
+                    "message": 7,
+                })),
+                2 => Some(json!("just text")),
+                3 => None,
+                4 => {
+                    green.decision_source = Some(DecisionSource::Error);
+                    Some(json!({"format_errors": ["no action", 3], "retries": 1}))
+                }
+                5 => {
+                    green.decision_source = Some(DecisionSource::Error);
+                    Some(json!({"error": "boom | \u{1} \"here\"", "format_errors": ["x"]}))
+                }
+                6 => {
+                    green.decision_source = Some(DecisionSource::Timeout);
+                    None
+                }
+                7 => Some(json!({"message": null, "scratchpad": null, "received": 0})),
+                8 => Some(json!({
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "extra": {"deep": [1, 2, {"x": "y"}]}},
+                    "scratchpad": "plan é",
+                    "message": "",
+                    "latency_ms": 30,
+                })),
+                9 => Some(json!({"scratchpad": "plan B", "received": 3, "retries": 2})),
+                10 => {
+                    green.decision_source = Some(DecisionSource::Error);
+                    Some(json!({"format_errors": ["first", "the last \u{7f}"]}))
+                }
+                _ => green.decision.take(),
+            };
+            green.decision = decision;
+            let blue = &mut step[1];
+            if s == 3 {
+                blue.decision_source = Some(DecisionSource::Timeout);
+                blue.decision = Some(json!({"error": "late"}));
+            }
+            if s == 10 {
+                blue.decision = Some(json!({"message": "hi", "message_to": 5}));
+            }
+            if s == 11 {
+                blue.decision_source = Some(DecisionSource::Error);
+            }
+        }
+        if e == 4 {
+            episode.record.error = Some("environment synthetic: boom".into());
+        }
+    }
+    synthetic::record_episodes(&mut writer, &episodes, 0).unwrap();
+    writer.close().unwrap();
+    (run, store)
+}
+
+/// Every render of `report`, the run's directory left out.
+fn renders(report: &Report, dir: &std::path::Path) -> String {
+    let json = report
+        .render(Format::Json)
+        .replace(&dir.display().to_string(), "RUN");
+    [
+        report.render(Format::Markdown),
+        report.render(Format::Csv),
+        json,
+    ]
+    .join("\n----\n")
+}
+
+#[test]
+fn renders_the_varied_run_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("varied");
+    let (run, store) = varied_run(&path);
+    let from_store = build(&run, &Records::Store(Box::new(store))).unwrap();
+    synthetic::wait_for_unlock(&path.join("store")).unwrap();
+    let from_logs = build(&run, &run.records().unwrap()).unwrap();
+    assert!(matches!(
+        run.records().unwrap(),
+        Records::Logs { writing: false, .. }
+    ));
+    let expected = include_str!("testdata/varied-run.txt");
+    for (source, report) in [("store", from_store), ("logs", from_logs)] {
+        let actual = renders(&report, dir.path());
+        assert!(actual == expected, "from the {source}:\n{actual}");
+    }
 }

@@ -11,10 +11,10 @@
 //! when the index is built, and its spans are read from there.
 
 use super::keep::StepProbe;
+use super::unit_lines::UnitLines;
 use crate::error::{RecorderError, Result};
 use crate::jsonl::{Compression, TornTail, open_lines};
-use crate::schema::readable;
-use mosaic_core::record::{STEP_SCHEMA, StepRecord};
+use mosaic_core::record::StepRecord;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read as _};
@@ -146,13 +146,14 @@ impl LogIndex {
         self.torn_tail.as_ref()
     }
 
-    /// Calls `each` with every indexed step record, unit by unit in the store's order.
-    pub(super) fn for_each(&self, mut each: impl FnMut(&StepRecord) -> Result<()>) -> Result<()> {
+    /// Calls `each` with the lines of every indexed unit, in the store's order.
+    pub(super) fn for_each_unit(
+        &self,
+        mut each: impl FnMut(UnitLines) -> Result<()>,
+    ) -> Result<()> {
         let file = self.open()?;
-        let file = file.as_ref();
-        let mut buf = Vec::new();
         for spans in self.units.values() {
-            self.read_spans(file, spans, &mut buf, &mut each)?;
+            each(self.read_spans(file.as_ref(), spans)?)?;
         }
         Ok(())
     }
@@ -162,15 +163,11 @@ impl LogIndex {
     pub(super) fn unit(&self, order: UnitOrder) -> Result<Vec<StepRecord>> {
         let mut records = Vec::new();
         if let Some(spans) = self.units.get(&order) {
-            self.read_spans(
-                self.open()?.as_ref(),
-                spans,
-                &mut Vec::new(),
-                &mut |record: &StepRecord| {
-                    records.push(record.clone());
+            self.read_spans(self.open()?.as_ref(), spans)?
+                .decode_each(|record: StepRecord| {
+                    records.push(record);
                     Ok(())
-                },
-            )?;
+                })?;
         }
         Ok(records)
     }
@@ -184,28 +181,26 @@ impl LogIndex {
         Ok(Some(file))
     }
 
-    fn read_spans(
-        &self,
-        file: Option<&File>,
-        spans: &[Span],
-        buf: &mut Vec<u8>,
-        each: &mut dyn FnMut(&StepRecord) -> Result<()>,
-    ) -> Result<()> {
+    /// The lines of `spans`.
+    fn read_spans(&self, file: Option<&File>, spans: &[Span]) -> Result<UnitLines> {
+        let mut lines = UnitLines::from_log(self.path.clone());
         for span in spans {
             let len = usize::try_from(span.len).map_err(|_| RecorderError::Malformed {
                 path: self.path.clone(),
                 line: span.first_line,
                 message: "a span of lines too long for memory".into(),
             })?;
+            let buf = lines.bytes_mut();
             match (file, &self.decoded) {
                 (Some(file), _) => {
-                    buf.resize(len, 0);
-                    file.read_exact_at(buf, span.offset)
+                    let start = buf.len();
+                    buf.resize(start + len, 0);
+                    file.read_exact_at(&mut buf[start..], span.offset)
                         .map_err(|e| RecorderError::io(&self.path, e))?;
                 }
                 (None, decoded) => {
                     let start = usize::try_from(span.offset).unwrap_or(usize::MAX);
-                    let lines = decoded
+                    let span_lines = decoded
                         .as_deref()
                         .and_then(|bytes| bytes.get(start..start.saturating_add(len)))
                         .ok_or_else(|| RecorderError::Malformed {
@@ -213,36 +208,12 @@ impl LogIndex {
                             line: span.first_line,
                             message: "a span of lines past the end of the decoded log".into(),
                         })?;
-                    buf.clear();
-                    buf.extend_from_slice(lines);
+                    buf.extend_from_slice(span_lines);
                 }
             }
-            for (i, line) in buf
-                .split(|b| *b == b'\n')
-                .filter(|line| !line.is_empty())
-                .enumerate()
-            {
-                each(&self.parse(span.first_line + i as u64, line)?)?;
-            }
+            lines.end_log_span(span.first_line);
         }
-        Ok(())
-    }
-
-    fn parse(&self, line: u64, bytes: &[u8]) -> Result<StepRecord> {
-        let record: StepRecord =
-            serde_json::from_slice(bytes).map_err(|e| RecorderError::Malformed {
-                path: self.path.clone(),
-                line,
-                message: e.to_string(),
-            })?;
-        readable(&record.schema, STEP_SCHEMA).map_err(|u| RecorderError::UnsupportedSchema {
-            path: self.path.clone(),
-            line,
-            found: record.schema.clone(),
-            expected: u.expected,
-            major: u.major,
-        })?;
-        Ok(record)
+        Ok(lines)
     }
 }
 

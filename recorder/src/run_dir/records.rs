@@ -2,6 +2,7 @@
 //! opening it, from the JSON-lines logs through an index of the step log.
 
 use super::logs;
+use super::unit_lines::UnitLines;
 use crate::error::Result;
 use crate::jsonl::TornTail;
 use crate::store::{RunStore, Unit};
@@ -163,16 +164,27 @@ impl Records {
         &self,
         mut each: impl FnMut(&StepRecord) -> Result<()>,
     ) -> Result<Option<TornTail>> {
+        self.for_each_unit_lines(|lines| lines.decode_each(|record: StepRecord| each(&record)))
+    }
+
+    /// Calls `each` with the step lines of every complete unit, in the store's order.
+    /// Returns the torn tail of `steps.jsonl`, if the file being written ends in one.
+    pub(crate) fn for_each_unit_lines(
+        &self,
+        mut each: impl FnMut(UnitLines) -> Result<()>,
+    ) -> Result<Option<TornTail>> {
         match self {
             Records::Store(store) => {
-                store.for_each_complete_step(|record| each(&record))?;
+                store.for_each_complete_unit_lines(|lines| {
+                    each(UnitLines::from_store(lines, store.path().to_owned()))
+                })?;
                 Ok(None)
             }
             Records::Logs {
                 steps_path, index, ..
             } => {
                 let index = index.get(steps_path)?;
-                index.for_each(each)?;
+                index.for_each_unit(each)?;
                 Ok(index.torn_tail().cloned())
             }
         }

@@ -40,6 +40,17 @@ impl ChunkHeader {
 
     /// The JSON lines of the compressed `chunk` this header was read from.
     pub(super) fn decompress(self, chunk: &[u8]) -> std::result::Result<Vec<u8>, String> {
+        let mut lines = Vec::new();
+        self.decompress_into(chunk, &mut lines)?;
+        Ok(lines)
+    }
+
+    /// Appends the JSON lines of the compressed `chunk` this header was read from to `out`.
+    pub(super) fn decompress_into(
+        self,
+        chunk: &[u8],
+        out: &mut Vec<u8>,
+    ) -> std::result::Result<(), String> {
         let block = &chunk[CHUNK_HEADER..];
         let len = self.len as usize;
         // A corrupt length must not make us allocate more than the block can hold.
@@ -49,9 +60,10 @@ impl ChunkHeader {
                 block.len()
             ));
         }
-        let mut lines = vec![0; len];
-        match lz4_flex::block::decompress_into(block, &mut lines) {
-            Ok(n) if n == len => Ok(lines),
+        let start = out.len();
+        out.resize(start + len, 0);
+        match lz4_flex::block::decompress_into(block, &mut out[start..]) {
+            Ok(n) if n == len => Ok(()),
             Ok(n) => Err(format!("{n} bytes decompressed, {len} expected")),
             Err(e) => Err(e.to_string()),
         }
