@@ -351,7 +351,8 @@ fn every_reader_leaves_a_writable_finished_run_as_it_was() {
     for path in [
         "/api/runs",
         "/api/runs/one",
-        "/api/runs/one/plots/returns",
+        "/api/runs/one/charts",
+        "/api/runs/one/episodes/scripted_green/0",
         "/api/runs/one/replay/scripted_green/0",
     ] {
         let (status, body) = served.get(path);
