@@ -40,6 +40,7 @@ pub mod merge;
 pub mod paired;
 #[cfg(feature = "parquet")]
 pub mod parquet;
+mod paths;
 mod plan;
 pub mod plot;
 pub mod pool;
@@ -52,6 +53,7 @@ pub mod stats;
 mod step_line;
 pub mod store;
 pub mod synthetic;
+mod unit_lines;
 pub mod writer;
 
 pub use error::{RecorderError, Result};

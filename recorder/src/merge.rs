@@ -49,8 +49,9 @@
 
 use crate::error::RecorderError;
 use crate::jsonl::{Compression, Durability, JsonlWriter};
+use crate::paths::{parent_dir, sync_parent};
 use crate::progress::ProgressWriter;
-use crate::run_dir::{RunDir, parent_dir, sync_parent};
+use crate::run_dir::RunDir;
 use crate::store::{RunStore, Unit};
 use mosaic_core::ExperimentSpec;
 use mosaic_core::record::{RunManifest, RunPart, Shard};

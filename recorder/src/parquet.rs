@@ -18,7 +18,8 @@
 
 use crate::RecorderError;
 use crate::report::DecisionFields;
-use crate::run_dir::{Records, StepSchema, Text};
+use crate::run_dir::Records;
+use crate::unit_lines::{StepSchema, Text};
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::basic::{Compression, ZstdLevel};
 use ::parquet::errors::ParquetError;
@@ -553,7 +554,7 @@ impl Append<ExportStep<'_>> for LlmColumns {
             return false;
         };
         let fields = DecisionFields::of_value(decision);
-        let Some(llm) = fields.llm() else {
+        let Some(llm) = crate::report::LlmDecision::of(&fields) else {
             return false;
         };
         self.run_id.append_value(&s.run_id);

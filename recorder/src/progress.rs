@@ -92,7 +92,7 @@ impl ProgressWriter {
             lines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
         }
         Ok(Self {
-            path: crate::run_dir::parent_dir(episodes).join(PROGRESS_FILE),
+            path: crate::paths::parent_dir(episodes).join(PROGRESS_FILE),
             episodes: episodes.to_owned(),
             lines,
             // The first save waits too: short runs save only when they close, and no
@@ -131,20 +131,23 @@ impl ProgressWriter {
     }
 }
 
-/// The episode records in the run directory `dir`'s `episodes.jsonl`, if its
-/// `progress.json` is there and still fresh (`None` otherwise: read the store or the log).
-pub(crate) fn episode_lines(dir: &Path) -> Option<u64> {
-    let bytes = std::fs::read(dir.join(PROGRESS_FILE)).ok()?;
+/// The episode records in the run's `episodes.jsonl` at `episodes`, if the
+/// `progress.json` beside it is there and still fresh (`None` otherwise: read the store or
+/// the log).
+pub(crate) fn episode_lines(episodes: &Path) -> Option<u64> {
+    let path = crate::paths::parent_dir(episodes).join(PROGRESS_FILE);
+    let bytes = std::fs::read(path).ok()?;
     let progress: Progress = serde_json::from_slice(&bytes).ok()?;
     let readable = crate::schema::readable(&progress.schema, SCHEMA).is_ok();
-    let (bytes, modified, ends) = stamp(&dir.join(crate::run_dir::EPISODES_FILE)).ok()?;
+    let (bytes, modified, ends) = stamp(episodes).ok()?;
     let fresh = bytes == progress.episodes_bytes
         && modified == progress.episodes_modified_ns
         && ends == progress.episodes_ends;
     (readable && fresh).then_some(progress.episode_lines)
 }
 
-/// Whether the run directory `dir` has a fresh `progress.json` (listing it needs no store).
-pub fn is_fresh(dir: &Path) -> bool {
-    episode_lines(dir).is_some()
+/// Whether the run whose `episodes.jsonl` is at `episodes` has a fresh `progress.json`
+/// beside it (listing it needs no store).
+pub fn is_fresh(episodes: &Path) -> bool {
+    episode_lines(episodes).is_some()
 }

@@ -26,6 +26,7 @@ mod format;
 mod llm;
 pub mod matrix;
 mod scan;
+mod step_fields;
 mod steps;
 
 pub use llm::{LlmDecision, LlmStats};
@@ -45,7 +46,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 #[cfg(feature = "parquet")]
-pub(crate) use steps::DecisionFields;
+pub(crate) use step_fields::DecisionFields;
 use steps::StepFigures;
 
 /// Whom a row of an operator's table is about.

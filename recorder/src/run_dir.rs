@@ -2,6 +2,7 @@
 
 use crate::error::{RecorderError, Result};
 use crate::jsonl::{Compression, Durability, JsonlReader, JsonlWriter};
+use crate::paths::{parent_dir, sync_parent};
 use crate::schema::{Record, readable};
 use crate::store::{RunStore, Unit};
 use crate::writer::RunWriter;
@@ -393,7 +394,7 @@ impl RunDir {
     /// The summary from `progress.json`, if it is fresh: what [`RunDir::summary_with`]
     /// answers, without the store.
     fn quick_summary(&self) -> Result<Option<RunSummary>> {
-        let Some(done) = crate::progress::episode_lines(&self.path) else {
+        let Some(done) = crate::progress::episode_lines(&self.episodes_path()) else {
             return Ok(None);
         };
         let done = usize::try_from(done).unwrap_or(usize::MAX);
@@ -672,27 +673,12 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     sync_parent(path)
 }
 
-/// The directory holding `path` (`.` for a bare name).
-pub(crate) fn parent_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    }
-}
-
 /// The hidden sibling where a new run at `path` is staged before it is renamed into place.
 fn staging_dir(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map_or_else(|| "run".into(), |name| name.to_string_lossy().into_owned());
     parent_dir(path).join(format!(".{name}.creating-{}", std::process::id()))
-}
-
-pub(crate) fn sync_parent(path: &Path) -> Result<()> {
-    let parent = parent_dir(path);
-    File::open(parent)
-        .and_then(|dir| dir.sync_all())
-        .map_err(|e| RecorderError::io(parent, e))
 }
 
 /// Parses a whole-file JSON document (like `run.json`) with its schema checked.
@@ -746,13 +732,11 @@ pub fn list_runs(dir: &Path) -> Result<Vec<Result<RunSummary>>> {
 mod keep;
 mod logs;
 mod records;
-mod unit_lines;
 
 use keep::{Keep, StepProbe, for_each_line, rewrite_keeping};
 
 use records::distinct_units;
 pub use records::{Records, StepIndex};
-pub(crate) use unit_lines::{StepSchema, Text, UnitLines, fold_units, fold_workers};
 
 #[cfg(test)]
 mod tests;

@@ -30,7 +30,7 @@ mod writer;
 pub use writer::StoreWriter;
 
 use crate::error::{RecorderError, Result};
-use crate::run_dir::UnitLines;
+use crate::unit_lines::UnitLines;
 use chunk::{ChunkHeader, chunk_key, compress_chunk};
 use mosaic_core::record::{
     CHECKPOINT_SCHEMA, EpisodeCheckpoint, EpisodeRecord, RunManifest, StepRecord,

@@ -94,7 +94,7 @@ fn listing_from_progress_files_answers_what_the_stores_answer() {
         writer.write_step(step).unwrap();
     }
     drop((writer, store));
-    assert!(mosaic_recorder::progress::is_fresh(run.path()));
+    assert!(mosaic_recorder::progress::is_fresh(&run.episodes_path()));
 
     // Cut short between commits: its progress file counts fewer lines than it has.
     let behind = manifest("behind");
@@ -203,7 +203,9 @@ fn a_merged_run_lists_from_its_progress_file() {
     let merged = merge::merge(&shards, &runs.join("merged")).unwrap();
     assert_eq!(merged.units, 6);
     synthetic::wait_for_unlock(&merged.run.path().join("store")).unwrap();
-    assert!(mosaic_recorder::progress::is_fresh(merged.run.path()));
+    assert!(mosaic_recorder::progress::is_fresh(
+        &merged.run.episodes_path()
+    ));
     let quick = listed(&runs);
     assert_eq!(quick, [from_records(merged.run.path())]);
     assert_eq!(

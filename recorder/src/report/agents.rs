@@ -23,7 +23,7 @@
 //! "First" is the occurrence with the lowest (episode index, step), whatever order the
 //! records are read in.
 
-use super::steps::{DecisionFields, ReportStep};
+use super::step_fields::{DecisionFields, ReportStep};
 use super::{GroupKind, LlmStats, OperatorReport, csv_field, pct};
 use mosaic_core::DecisionSource;
 use mosaic_core::record::EpisodeRecord;

@@ -1,7 +1,7 @@
 //! The LLM figures of the report, read from the step records' `decision` details (the
 //! contract in the parent module's docs).
 
-use super::steps::{DecisionFields, ReportStep};
+use super::step_fields::{DecisionFields, ReportStep};
 use mosaic_core::{DecisionSource, Paradigm};
 use serde::Serialize;
 
@@ -57,6 +57,29 @@ pub struct LlmDecision<'a> {
     pub message: Option<&'a str>,
 }
 
+impl<'a> LlmDecision<'a> {
+    /// The LLM fields of a decision's details; `None` when none of the token, parse, retry
+    /// and message fields is there (not an LLM decision).
+    pub(crate) fn of(fields: &'a DecisionFields<'_>) -> Option<Self> {
+        let read = LlmDecision {
+            prompt_tokens: fields.prompt_tokens,
+            completion_tokens: fields.completion_tokens,
+            parse_ok: fields.parse_ok,
+            retries: fields.retries,
+            cache_hits: fields.cache_hits,
+            latency_ms: fields.latency_ms,
+            http_attempts: fields.http_attempts,
+            message: fields.message.as_deref(),
+        };
+        let any = read.prompt_tokens.is_some()
+            || read.completion_tokens.is_some()
+            || read.parse_ok.is_some()
+            || read.retries.is_some()
+            || read.message.is_some();
+        any.then_some(read)
+    }
+}
+
 impl LlmStats {
     /// Counts one step record: a language-model agent's decision that missed its deadline,
     /// or the LLM fields of any decision. `false` when it is neither.
@@ -74,7 +97,7 @@ impl LlmStats {
 
     /// Reads the details of one decision; `false` when they hold none of the fields.
     pub(crate) fn add_decision(&mut self, decision: &DecisionFields) -> bool {
-        let Some(read) = decision.llm() else {
+        let Some(read) = LlmDecision::of(decision) else {
             return false;
         };
         self.decisions += 1;

@@ -6,7 +6,7 @@
 //! negative number in a decision's details, a field given twice, invalid JSON) gives
 //! `None`, and the line is decoded by `serde_json`, which reads it or names what is wrong.
 
-use super::steps::{DecisionFields, ReportStep};
+use super::step_fields::{DecisionFields, ReportStep};
 use mosaic_core::{DecisionSource, Paradigm};
 use serde::de::{DeserializeOwned, IntoDeserializer};
 use std::borrow::Cow;

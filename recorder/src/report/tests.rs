@@ -261,7 +261,7 @@ fn requests_count_http_attempts_and_fall_back_to_re_prompts() {
     let mut stats = LlmStats::default();
     // Two re-prompts, and one of the three requests needed a second HTTP attempt.
     let decision =
-        |json: &'static str| serde_json::from_str::<steps::DecisionFields>(json).unwrap();
+        |json: &'static str| serde_json::from_str::<step_fields::DecisionFields>(json).unwrap();
     assert!(stats.add_decision(&decision(r#"{"retries": 2, "http_attempts": 4}"#)));
     assert_eq!(stats.requests, 4);
     // A record written before `http_attempts` existed: one request plus its re-prompts.

@@ -1,9 +1,9 @@
 //! Which records of a run directory's logs are kept when incomplete units are discarded,
 //! and the rewrite that keeps them.
 
-use super::sync_parent;
 use crate::error::{RecorderError, Result};
 use crate::jsonl::{Compression, Durability, JsonlWriter};
+use crate::paths::sync_parent;
 use crate::store::{RunStore, Unit};
 use std::collections::HashMap;
 use std::fs;

@@ -11,9 +11,9 @@
 //! when the index is built, and its spans are read from there.
 
 use super::keep::StepProbe;
-use super::unit_lines::UnitLines;
 use crate::error::{RecorderError, Result};
 use crate::jsonl::{Compression, TornTail, open_lines};
+use crate::unit_lines::UnitLines;
 use mosaic_core::record::StepRecord;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;

@@ -2,13 +2,14 @@
 //! opening it, from the JSON-lines logs through an index of the step log.
 
 use super::logs;
-use super::unit_lines::UnitLines;
-use crate::error::Result;
+use crate::error::{RecorderError, Result};
 use crate::jsonl::TornTail;
 use crate::store::{RunStore, Unit};
+use crate::unit_lines::UnitLines;
 use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// The records of a run's complete units.
 #[derive(Debug)]
@@ -97,6 +98,71 @@ pub(super) fn distinct_units(episodes: &[EpisodeRecord]) -> usize {
 }
 
 impl Records {
+    /// Folds the units of these records into one state per worker thread (`workers` of them, at
+    /// least one), made by `init`; this thread reads the units and hands each, whole, to a
+    /// free worker. Returns the states (to be merged: which worker got which unit is not
+    /// fixed) and the torn tail of the log, if any. Stops at the first error.
+    pub(crate) fn fold_units<S: Send>(
+        &self,
+        workers: usize,
+        init: impl Fn() -> S + Sync,
+        fold: impl Fn(&mut S, &UnitLines) -> Result<()> + Sync,
+    ) -> Result<(Vec<S>, Option<TornTail>)> {
+        // A few units queued per worker keep them busy while this thread reads.
+        let (send, receive) = std::sync::mpsc::sync_channel::<UnitLines>(2 * workers.max(1));
+        let receive = Mutex::new(receive);
+        let failure: Mutex<Option<RecorderError>> = Mutex::new(None);
+        let work = || {
+            let mut state = init();
+            let mut failed = false;
+            loop {
+                // The lock is held while waiting only: one worker takes the next unit.
+                let next = match receive.lock() {
+                    Ok(receiver) => receiver.recv(),
+                    Err(_) => break,
+                };
+                let Ok(unit) = next else { break };
+                // After a failure the units still queued are drained, not folded: the reader
+                // must not wait on a full queue.
+                if failed {
+                    continue;
+                }
+                if let Err(e) = fold(&mut state, &unit) {
+                    failed = true;
+                    if let Ok(mut failure) = failure.lock() {
+                        failure.get_or_insert(e);
+                    }
+                }
+            }
+            state
+        };
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers.max(1)).map(|_| scope.spawn(work)).collect();
+            let read = self.for_each_unit_lines(|unit| {
+                if let Some(e) = failure.lock().ok().and_then(|mut f| f.take()) {
+                    return Err(e);
+                }
+                // The workers receive until the channel closes: sending cannot fail.
+                let _ = send.send(unit);
+                Ok(())
+            });
+            drop(send);
+            let states: Vec<S> = handles
+                .into_iter()
+                .map(|handle| {
+                    handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect();
+            let torn_tail = read?;
+            if let Some(e) = failure.lock().ok().and_then(|mut f| f.take()) {
+                return Err(e);
+            }
+            Ok((states, torn_tail))
+        })
+    }
+
     /// Whether the records come from a run still being written.
     pub fn is_live(&self) -> bool {
         matches!(self, Records::Logs { writing: true, .. })

@@ -8,14 +8,11 @@
 //! thread reads (and decompresses) the next ones.
 
 use crate::error::{RecorderError, Result};
-use crate::jsonl::TornTail;
-use crate::run_dir::Records;
 use crate::schema::readable;
 use mosaic_core::record::{STEP_SCHEMA, StepRecord};
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 /// A decoded step record, or a view of one: its schema tag, checked on records read from
 /// the log (a store holds records of this version only).
@@ -162,71 +159,6 @@ impl UnitLines {
         }
         Ok(())
     }
-}
-
-/// Folds the units of `records` into one state per worker thread (`workers` of them, at
-/// least one), made by `init`; this thread reads the units and hands each, whole, to a
-/// free worker. Returns the states (to be merged: which worker got which unit is not
-/// fixed) and the torn tail of the log, if any. Stops at the first error.
-pub(crate) fn fold_units<S: Send>(
-    records: &Records,
-    workers: usize,
-    init: impl Fn() -> S + Sync,
-    fold: impl Fn(&mut S, &UnitLines) -> Result<()> + Sync,
-) -> Result<(Vec<S>, Option<TornTail>)> {
-    // A few units queued per worker keep them busy while this thread reads.
-    let (send, receive) = std::sync::mpsc::sync_channel::<UnitLines>(2 * workers.max(1));
-    let receive = Mutex::new(receive);
-    let failure: Mutex<Option<RecorderError>> = Mutex::new(None);
-    let work = || {
-        let mut state = init();
-        let mut failed = false;
-        loop {
-            // The lock is held while waiting only: one worker takes the next unit.
-            let next = match receive.lock() {
-                Ok(receiver) => receiver.recv(),
-                Err(_) => break,
-            };
-            let Ok(unit) = next else { break };
-            // After a failure the units still queued are drained, not folded: the reader
-            // must not wait on a full queue.
-            if failed {
-                continue;
-            }
-            if let Err(e) = fold(&mut state, &unit) {
-                failed = true;
-                if let Ok(mut failure) = failure.lock() {
-                    failure.get_or_insert(e);
-                }
-            }
-        }
-        state
-    };
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers.max(1)).map(|_| scope.spawn(work)).collect();
-        let read = records.for_each_unit_lines(|unit| {
-            if let Some(e) = failure.lock().ok().and_then(|mut f| f.take()) {
-                return Err(e);
-            }
-            // The workers receive until the channel closes: sending cannot fail.
-            let _ = send.send(unit);
-            Ok(())
-        });
-        drop(send);
-        let states: Vec<S> = handles
-            .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect();
-        let torn_tail = read?;
-        if let Some(e) = failure.lock().ok().and_then(|mut f| f.take()) {
-            return Err(e);
-        }
-        Ok((states, torn_tail))
-    })
 }
 
 /// A JSON string, borrowed from the line when it needs no unescaping.
