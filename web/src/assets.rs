@@ -13,59 +13,40 @@ pub(crate) struct Asset {
 /// The page itself.
 pub(crate) const INDEX: &str = include_str!("../assets/index.html");
 
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+
+/// An [`Asset`] named `name`, read from `assets/` at `path` (by default `name`).
+macro_rules! asset {
+    ($name:literal, $content_type:expr) => {
+        asset!($name, $name, $content_type)
+    };
+    ($name:literal, $path:literal, $content_type:expr) => {
+        Asset {
+            name: $name,
+            content_type: $content_type,
+            body: include_bytes!(concat!("../assets/", $path)),
+        }
+    };
+}
+
 /// The page's scripts, loaded in this order: `common.js` holds what the others share.
 const ASSETS: &[Asset] = &[
-    Asset {
-        name: "common.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("../assets/common.js"),
-    },
-    Asset {
-        name: "app.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("../assets/app.js"),
-    },
+    asset!("common.js", JS),
+    asset!("app.js", JS),
     // uPlot (MIT, see vendor/uPlot.LICENSE), as published on npm (`uplot@1.6.31`).
-    Asset {
-        name: "uPlot.iife.min.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("../assets/vendor/uPlot.iife.min.js"),
-    },
-    Asset {
-        name: "uPlot.min.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_bytes!("../assets/vendor/uPlot.min.css"),
-    },
-    Asset {
-        name: "uPlot.LICENSE",
-        content_type: "text/plain; charset=utf-8",
-        body: include_bytes!("../assets/vendor/uPlot.LICENSE"),
-    },
-    Asset {
-        name: "charts.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("../assets/charts.js"),
-    },
-    Asset {
-        name: "runs.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("../assets/runs.js"),
-    },
-    Asset {
-        name: "viewer.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_bytes!("../assets/viewer.js"),
-    },
-    Asset {
-        name: "app.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_bytes!("../assets/app.css"),
-    },
-    Asset {
-        name: "favicon.svg",
-        content_type: "image/svg+xml",
-        body: include_bytes!("../assets/favicon.svg"),
-    },
+    asset!("uPlot.iife.min.js", "vendor/uPlot.iife.min.js", JS),
+    asset!("uPlot.min.css", "vendor/uPlot.min.css", CSS),
+    asset!(
+        "uPlot.LICENSE",
+        "vendor/uPlot.LICENSE",
+        "text/plain; charset=utf-8"
+    ),
+    asset!("charts.js", JS),
+    asset!("runs.js", JS),
+    asset!("viewer.js", JS),
+    asset!("app.css", CSS),
+    asset!("favicon.svg", "image/svg+xml"),
 ];
 
 /// The asset called `name`.
