@@ -516,13 +516,7 @@ mod tests {
             if index == 1 {
                 episode.record.error = Some("environment synthetic: boom".into());
             }
-            episode
-                .steps
-                .iter()
-                .for_each(|s| writer.write_step(s).unwrap());
-            writer.write_episode(&episode.record).unwrap();
-            writer.commit().unwrap();
-            writer.mark_complete(&episode.record).unwrap();
+            synthetic::record_episodes(&mut writer, std::slice::from_ref(&episode), 0).unwrap();
         }
         writer.close().unwrap();
         let report = build(&run, &Records::Store(Box::new(store))).unwrap();
@@ -632,13 +626,7 @@ mod tests {
                     }
                 }
             }
-            episode
-                .steps
-                .iter()
-                .for_each(|s| writer.write_step(s).unwrap());
-            writer.write_episode(&episode.record).unwrap();
-            writer.commit().unwrap();
-            writer.mark_complete(&episode.record).unwrap();
+            synthetic::record_episodes(&mut writer, std::slice::from_ref(&episode), 0).unwrap();
         }
         writer.close().unwrap();
         let report = build(&run, &Records::Store(Box::new(store))).unwrap();
