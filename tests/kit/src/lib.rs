@@ -20,3 +20,13 @@ pub mod race;
 pub mod records;
 pub mod setup;
 pub mod walk;
+
+/// The outcomes of a game of `agents` that `winner` won and every other agent lost.
+fn won_by(agents: usize, winner: usize) -> Vec<mosaic_core::Outcome> {
+    (0..agents)
+        .map(|a| match a == winner {
+            true => mosaic_core::Outcome::Win,
+            false => mosaic_core::Outcome::Loss,
+        })
+        .collect()
+}

@@ -169,17 +169,7 @@ impl Environment for Race {
 
     fn outcome(&self) -> Option<Vec<Outcome>> {
         let winner = (0..2).find(|a| self.positions[*a] >= self.length)?;
-        Some(
-            (0..2)
-                .map(|a| {
-                    if a == winner {
-                        Outcome::Win
-                    } else {
-                        Outcome::Loss
-                    }
-                })
-                .collect(),
-        )
+        Some(crate::won_by(2, winner))
     }
 }
 

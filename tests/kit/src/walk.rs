@@ -274,18 +274,7 @@ impl Environment for Walk {
     }
 
     fn outcome(&self) -> Option<Vec<Outcome>> {
-        let winner = self.winner?;
-        Some(
-            (0..self.spec.agents.len())
-                .map(|a| {
-                    if a == winner {
-                        Outcome::Win
-                    } else {
-                        Outcome::Loss
-                    }
-                })
-                .collect(),
-        )
+        Some(crate::won_by(self.spec.agents.len(), self.winner?))
     }
 }
 
