@@ -57,6 +57,11 @@ pub(crate) struct RunArgs {
     /// model.
     #[arg(long)]
     pub fail_on_model_failure: bool,
+    /// Only check the experiment: build every environment and agent once (settings,
+    /// checkpoints against their environment, model backends' settings), print what would
+    /// run and exit, recording nothing.
+    #[arg(long)]
+    pub check: bool,
     #[command(flatten)]
     pub families: FamilyArgs,
 }
@@ -151,6 +156,9 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     if let Some(lanes) = args.parallelism {
         experiment.spec_mut().parallelism = lanes.max(1);
     }
+    if args.check {
+        return check(&file, &experiment);
+    }
     let fail_on_model_failure = args.fail_on_model_failure;
     let options = args.families.apply(RunOptions {
         out: args.out,
@@ -178,6 +186,23 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         Err(RunFailure::Spec(error)) => Err(file.error_at(&error).into()),
         result => summarise(result, fail_on_model_failure),
     }
+}
+
+/// `mosaic run --check`: validates the experiment and says what a run would play.
+fn check(file: &ExperimentFile, experiment: &Experiment) -> Result<(), CliError> {
+    experiment
+        .validate()
+        .map_err(|error| CliError::from(file.error_at(&error)))?;
+    let spec = experiment.spec();
+    let operators: Vec<&str> = spec.operators.iter().map(|op| op.id.as_str()).collect();
+    print(&format!(
+        "{}: ok: `{}`, {} episodes of {} operator(s): {}\n",
+        file.path.display(),
+        spec.name,
+        spec.episodes,
+        operators.len(),
+        operators.join(", ")
+    ))
 }
 
 /// Finishes the run and prints its summary.

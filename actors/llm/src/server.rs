@@ -400,6 +400,11 @@ impl Actor for LlmServer {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1024);
+        // Stopped before it ever ran (an experiment checked and its actor system dropped):
+        // there is no runtime left to launch a process on, and no request to serve.
+        if ctx.state().stopping() {
+            return;
+        }
         if let Err(e) = self.config.check() {
             self.settle(Err(e));
             return;
