@@ -1,9 +1,10 @@
-//! `mosaic report RUN`: statistics of a run's complete episodes.
+//! `mosaic report RUN`: statistics of a run's complete episodes; `mosaic report RUN RUN...`:
+//! the configurations of several runs side by side.
 
 use super::{CliError, print};
 use mosaic_recorder::RunDir;
-use mosaic_recorder::report::{Format, ReportOptions, build_with};
-use std::path::PathBuf;
+use mosaic_recorder::report::{Format, ReportOptions, build_with, matrix};
+use std::path::{Path, PathBuf};
 
 /// Output format of a report.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -16,11 +17,14 @@ pub(crate) enum ReportFormat {
     Csv,
 }
 
-/// Reports on a run.
+/// Reports on a run, or puts the two-team configurations of several runs side by side.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReportArgs {
-    /// The run directory.
-    pub run: PathBuf,
+    /// The run directory; with more than one, a table of their configurations (one row per
+    /// run, or per operator of a run: what each team plays, win / draw / loss rates and
+    /// returns with intervals), e.g. of MOSAIC's configuration files run one by one.
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "md")]
     pub format: ReportFormat,
@@ -28,7 +32,8 @@ pub(crate) struct ReportArgs {
     #[arg(long)]
     pub plots: Option<PathBuf>,
     /// Print only the configuration matrix of two-team games: rows = what team A plays,
-    /// columns = what team B plays.
+    /// columns = what team B plays (with several runs: the same cells as a grid instead of
+    /// one row each).
     #[arg(long)]
     pub matrix: bool,
     /// Also give the optimality gap at this threshold γ (for normalised returns, e.g. 1).
@@ -38,19 +43,43 @@ pub(crate) struct ReportArgs {
 
 /// Prints the report; writes the plots when asked.
 pub(crate) fn run(args: &ReportArgs) -> Result<(), CliError> {
-    let run = RunDir::open(&args.run)?;
-    let records = run.records()?;
-    let report = build_with(&run, &records, ReportOptions { gamma: args.gamma })?;
     let format = match args.format {
         ReportFormat::Md => Format::Markdown,
         ReportFormat::Json => Format::Json,
         ReportFormat::Csv => Format::Csv,
     };
+    if let [run] = &args.runs[..] {
+        return report_one(run, args, format);
+    }
+    if args.plots.is_some() || args.gamma.is_some() {
+        return Err(CliError::Usage(
+            "--plots and --gamma are for the report of one run".to_owned(),
+        ));
+    }
+    let runs = args
+        .runs
+        .iter()
+        .map(|path| RunDir::open(path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let table = matrix::across_runs(&runs)?.ok_or_else(|| {
+        CliError::Usage("no operator of these runs plays a two-team game".to_owned())
+    })?;
+    print(&match args.matrix {
+        true => table.render(format),
+        false => table.render_rows(format),
+    })
+}
+
+/// The report of one run.
+fn report_one(path: &Path, args: &ReportArgs, format: Format) -> Result<(), CliError> {
+    let run = RunDir::open(path)?;
+    let records = run.records()?;
+    let report = build_with(&run, &records, ReportOptions { gamma: args.gamma })?;
     if args.matrix {
         let matrix = report.matrix.as_ref().ok_or_else(|| {
             CliError::Usage(format!(
                 "{}: no operator plays a two-team game, so there is no matrix",
-                args.run.display()
+                path.display()
             ))
         })?;
         print(&matrix.render(format))?;

@@ -5,8 +5,14 @@
 //!
 //! Team A is the team of the first agent in the episode records (e.g. `green` in soccer),
 //! team B the other one. Operators whose games do not have exactly two teams are left out.
+//!
+//! [`across_runs`] builds the same cells from several runs, one configuration per run (or
+//! per operator of a run): MOSAIC's configuration tables, one experiment file each, read
+//! side by side with [`Matrix::render_rows`].
 
 use super::{Format, csv_field, escape_controls};
+use crate::error::Result;
+use crate::run_dir::RunDir;
 use crate::stats::{MeanCi, bootstrap_mean};
 use mosaic_core::Outcome;
 use mosaic_core::record::EpisodeRecord;
@@ -140,6 +146,42 @@ pub(super) fn build_matrix(operators: &[(&str, &str, Vec<&EpisodeRecord>)]) -> O
     matrix
 }
 
+/// The matrix of several runs' operators, each cell labelled by its configuration: the
+/// run's experiment name, with `/operator` when the run has more than one operator (the
+/// run id instead of the name when two runs share a name). `None` when no operator of any
+/// run plays a two-team game.
+pub fn across_runs(runs: &[RunDir]) -> Result<Option<Matrix>> {
+    let mut episodes_of_runs = Vec::with_capacity(runs.len());
+    for run in runs {
+        episodes_of_runs.push(run.records()?.episodes()?);
+    }
+    let name_of = |run: &RunDir| run.manifest().experiment.name.clone();
+    let shared_name = |run: &RunDir| runs.iter().filter(|r| name_of(r) == name_of(run)).count() > 1;
+    let mut labelled: Vec<(String, &str, Vec<&EpisodeRecord>)> = Vec::new();
+    for (run, episodes) in runs.iter().zip(&episodes_of_runs) {
+        let manifest = run.manifest();
+        let name = if shared_name(run) {
+            manifest.run_id.clone()
+        } else {
+            name_of(run)
+        };
+        let operators = &manifest.experiment.operators;
+        for op in operators {
+            let label = match operators.len() {
+                1 => name.clone(),
+                _ => format!("{name}/{}", op.id),
+            };
+            let mine = episodes.iter().filter(|e| e.operator_id == op.id).collect();
+            labelled.push((label, op.env.as_str(), mine));
+        }
+    }
+    let operators: Vec<(&str, &str, Vec<&EpisodeRecord>)> = labelled
+        .iter()
+        .map(|(label, env, mine)| (label.as_str(), *env, mine.clone()))
+        .collect();
+    Ok(build_matrix(&operators))
+}
+
 /// What `team` plays: the decider kinds of its agents, e.g. `scripted` or `llm+random`.
 fn plays(episodes: &[&EpisodeRecord], team: &str) -> String {
     let kinds: BTreeSet<&str> = episodes
@@ -159,6 +201,41 @@ impl Matrix {
             Format::Json => serde_json::to_string_pretty(self).unwrap_or_default() + "\n",
             Format::Csv => escape_controls(&self.csv()),
         }
+    }
+
+    /// The cells as a long table, one configuration a row (what each team plays, the rates
+    /// and returns with their intervals): for many configurations of different shapes,
+    /// where the grid of [`Matrix::render`] would be mostly empty. JSON and CSV are the
+    /// same as [`Matrix::render`]'s.
+    pub fn render_rows(&self, format: Format) -> String {
+        match format {
+            Format::Markdown => escape_controls(&self.rows_markdown()),
+            Format::Json | Format::Csv => self.render(format),
+        }
+    }
+
+    fn rows_markdown(&self) -> String {
+        let (a, b) = (&self.row_team, &self.column_team);
+        let mut out = format!(
+            "## Configurations: team {a} against team {b}\n\nOne row per configuration: what each team plays, {a}'s win / draw / loss rates and both teams' mean returns, with 95% bootstrap intervals over seeds.\n\n| configuration | {a} plays | {b} plays | episodes | {a} wins | draws | {a} losses | return {a} | return {b} |\n|---|---|---|---|---|---|---|---|---|\n"
+        );
+        for cell in &self.cells {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+                cell.operator_id,
+                cell.row,
+                cell.column,
+                cell.episodes,
+                rate_text(cell.win),
+                rate_text(cell.draw),
+                rate_text(cell.loss),
+                value_text(cell.row_return),
+                value_text(cell.column_return)
+            );
+        }
+        out.push('\n');
+        out
     }
 
     fn csv(&self) -> String {
@@ -234,30 +311,34 @@ impl Matrix {
 
 impl MatrixCell {
     fn text(&self) -> String {
-        let rate = |ci: Option<MeanCi>| {
-            ci.map_or("–".to_owned(), |ci| {
-                format!(
-                    "{:.0}% [{:.0}, {:.0}]",
-                    ci.mean * 100.0,
-                    ci.low * 100.0,
-                    ci.high * 100.0
-                )
-            })
-        };
-        let value = |ci: Option<MeanCi>| {
-            ci.map_or("–".to_owned(), |ci| {
-                format!("{:.2} [{:.2}, {:.2}]", ci.mean, ci.low, ci.high)
-            })
-        };
         format!(
             "`{}` ({} ep.): W {} / D {} / L {}; return {} – {}",
             self.operator_id,
             self.episodes,
-            rate(self.win),
-            rate(self.draw),
-            rate(self.loss),
-            value(self.row_return),
-            value(self.column_return)
+            rate_text(self.win),
+            rate_text(self.draw),
+            rate_text(self.loss),
+            value_text(self.row_return),
+            value_text(self.column_return)
         )
     }
+}
+
+/// A rate in percent with its interval, e.g. `40% [20, 60]`.
+fn rate_text(ci: Option<MeanCi>) -> String {
+    ci.map_or("–".to_owned(), |ci| {
+        format!(
+            "{:.0}% [{:.0}, {:.0}]",
+            ci.mean * 100.0,
+            ci.low * 100.0,
+            ci.high * 100.0
+        )
+    })
+}
+
+/// A mean with its interval, e.g. `1.50 [1.00, 2.00]`.
+fn value_text(ci: Option<MeanCi>) -> String {
+    ci.map_or("–".to_owned(), |ci| {
+        format!("{:.2} [{:.2}, {:.2}]", ci.mean, ci.low, ci.high)
+    })
 }

@@ -257,6 +257,52 @@ fn matrix_and_aggregates_come_from_the_episodes() {
 }
 
 #[test]
+fn runs_side_by_side_are_labelled_by_experiment_and_operator() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |run_id: &str, operators: &[&str]| {
+        let manifest = synthetic::manifest(run_id, operators, 6, 40);
+        let (run, store) =
+            synthetic::write_run(&dir.path().join(run_id), &manifest, 20, 4).unwrap();
+        drop(store);
+        synthetic::wait_for_unlock(&run.store_path()).unwrap();
+        run
+    };
+    // "synthetic x" twice (labelled by run id), "synthetic a vs b" once (by operator).
+    let runs = [
+        write("first", &["x"]),
+        write("second", &["x"]),
+        write("pair", &["a", "b"]),
+    ];
+    let table = matrix::across_runs(&runs).unwrap().unwrap();
+    let labels: Vec<&str> = table.cells.iter().map(|c| c.operator_id.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "first",
+            "second",
+            "synthetic a vs b/a",
+            "synthetic a vs b/b"
+        ]
+    );
+    // The same episodes give the same cells whatever the run.
+    let (one, two) = (&table.cells[0], &table.cells[1]);
+    assert_eq!((one.win, one.row_return), (two.win, two.row_return));
+    assert_eq!(one.episodes, 6);
+    let md = table.render_rows(Format::Markdown);
+    assert!(
+        md.contains("| configuration | green plays | blue plays | episodes |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| `first` | llm+random | random | 6 | "),
+        "{md}"
+    );
+    assert_eq!(md.matches("\n| `").count(), 4, "{md}");
+    // JSON and CSV are the matrix's.
+    assert_eq!(table.render_rows(Format::Json), table.render(Format::Json));
+}
+
+#[test]
 fn requests_count_http_attempts_and_fall_back_to_re_prompts() {
     let mut stats = LlmStats::default();
     // Two re-prompts, and one of the three requests needed a second HTTP attempt.
