@@ -148,3 +148,64 @@ fn runs_compare_by_operator_and_unmatched_seeds_are_named() {
     let alone = mosaic(&["compare", path(&one)]);
     assert_eq!(alone.status.code(), Some(2));
 }
+
+/// A coordination-world experiment at the easy and hard difficulties, two short episodes
+/// each, every agent of `kind`.
+fn coordination_run(root: &Path, name: &str, kind: &str) -> std::path::PathBuf {
+    let file = root.join(format!("{name}.toml"));
+    let operator = |id: &str, preset: &str| {
+        format!(
+            "[[operators]]\nid = \"{id}\"\nenv = \"coord-world\"\nenv_settings = {{ preset = \"{preset}\", agents = 2, width = 16, height = 16, max_steps = 40 }}\nagents = {{ \"*\" = {{ kind = \"{kind}\" }} }}\n\n"
+        )
+    };
+    let experiment = format!(
+        "name = \"{name}\"\nepisodes = 2\nseeds = {{ plan = \"procedural\", base = 5 }}\n\n{}{}",
+        operator("easy", "easy"),
+        operator("hard", "hard")
+    );
+    std::fs::write(&file, experiment).unwrap();
+    let out = root.join("runs");
+    let run = mosaic(&["run", path(&file), "--out", path(&out), "--run-id", name]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    out.join(name)
+}
+
+#[test]
+fn runs_at_several_difficulties_make_one_table_by_alpha() {
+    let dir = tempfile::tempdir().unwrap();
+    let scripted = coordination_run(dir.path(), "scripted-team", "scripted");
+    let random = coordination_run(dir.path(), "random-team", "random");
+    let out = mosaic(&["report", path(&scripted), path(&random)]);
+    let md = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(md.contains("## Scores by difficulty α"), "{md}");
+    assert!(md.contains("| run | α = 0.3 | α = 0.9 |"), "{md}");
+    assert!(
+        md.contains("| `scripted-team` |") && md.contains("| `random-team` |"),
+        "{md}"
+    );
+    // No two-team game among them: no configuration table.
+    assert!(!md.contains("## Configurations"), "{md}");
+
+    let out = mosaic(&["report", path(&scripted), path(&random), "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let table = &json["difficulty"];
+    assert_eq!(table["alphas"], serde_json::json!([0.3, 0.9]));
+    // The scripted team's easy cell: the mean of its easy episodes' own Base%.
+    let episodes = std::fs::read_to_string(scripted.join("episodes.jsonl")).unwrap();
+    let easy: Vec<f64> = episodes
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|e| e["operator_id"] == "easy")
+        .map(|e| e["metrics"]["base_pct"].as_f64().unwrap())
+        .collect();
+    assert_eq!(easy.len(), 2);
+    let cell = &table["rows"][0]["cells"][0];
+    assert_eq!(cell["episodes"], 2);
+    let mean = cell["base_pct"]["mean"].as_f64().unwrap();
+    assert!((mean - (easy[0] + easy[1]) / 2.0).abs() < 1e-9, "{cell}");
+
+    // --matrix needs two-team games.
+    let refused = mosaic(&["report", path(&scripted), path(&random), "--matrix"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+}

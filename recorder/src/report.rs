@@ -22,10 +22,12 @@
 
 pub mod agents;
 pub mod aggregates;
+pub mod difficulty;
 mod format;
 mod llm;
 pub mod matrix;
 mod scan;
+pub mod side_by_side;
 mod step_fields;
 mod steps;
 

@@ -3,7 +3,8 @@
 
 use super::{CliError, print};
 use mosaic_recorder::RunDir;
-use mosaic_recorder::report::{Format, ReportOptions, build_with, matrix};
+use mosaic_recorder::report::side_by_side::side_by_side;
+use mosaic_recorder::report::{Format, ReportOptions, build_with};
 use std::path::{Path, PathBuf};
 
 /// Output format of a report.
@@ -20,9 +21,11 @@ pub(crate) enum ReportFormat {
 /// Reports on a run, or puts the two-team configurations of several runs side by side.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReportArgs {
-    /// The run directory; with more than one, a table of their configurations (one row per
-    /// run, or per operator of a run: what each team plays, win / draw / loss rates and
-    /// returns with intervals), e.g. of MOSAIC's configuration files run one by one.
+    /// The run directory. With more than one, the runs side by side: a table of their
+    /// two-team configurations (one row per run, or per operator of a run: what each team
+    /// plays, win / draw / loss rates and returns with intervals), e.g. MOSAIC's
+    /// configuration files run one by one, and of their scores by difficulty α (Base%,
+    /// Coord%, Total% per run and α, ALEM's Table 1).
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
     /// Output format.
@@ -61,13 +64,19 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), CliError> {
         .iter()
         .map(|path| RunDir::open(path))
         .collect::<Result<Vec<_>, _>>()?;
-    let table = matrix::across_runs(&runs)?.ok_or_else(|| {
-        CliError::Usage("no operator of these runs plays a two-team game".to_owned())
-    })?;
-    print(&match args.matrix {
-        true => table.render(format),
-        false => table.render_rows(format),
-    })
+    let tables = side_by_side(&runs)?;
+    if args.matrix {
+        let matrix = tables.configurations.as_ref().ok_or_else(|| {
+            CliError::Usage("no operator of these runs plays a two-team game".to_owned())
+        })?;
+        return print(&matrix.render(format));
+    }
+    if tables.is_empty() {
+        return Err(CliError::Usage(
+            "these runs have neither two-team games nor difficulty levels (`alpha`) to set side by side".to_owned(),
+        ));
+    }
+    print(&tables.render(format))
 }
 
 /// The report of one run.

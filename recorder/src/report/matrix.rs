@@ -6,13 +6,11 @@
 //! Team A is the team of the first agent in the episode records (e.g. `green` in soccer),
 //! team B the other one. Operators whose games do not have exactly two teams are left out.
 //!
-//! [`across_runs`] builds the same cells from several runs, one configuration per run (or
-//! per operator of a run): MOSAIC's configuration tables, one experiment file each, read
-//! side by side with [`Matrix::render_rows`].
+//! [`super::side_by_side`] builds the same cells from several runs, one configuration per
+//! run (or per operator of a run): MOSAIC's configuration tables, one experiment file each,
+//! read side by side with [`Matrix::render_rows`].
 
 use super::{Format, csv_field, escape_controls};
-use crate::error::Result;
-use crate::run_dir::RunDir;
 use crate::stats::{MeanCi, bootstrap_mean};
 use mosaic_core::Outcome;
 use mosaic_core::record::EpisodeRecord;
@@ -144,42 +142,6 @@ pub(super) fn build_matrix(operators: &[(&str, &str, Vec<&EpisodeRecord>)]) -> O
         });
     }
     matrix
-}
-
-/// The matrix of several runs' operators, each cell labelled by its configuration: the
-/// run's experiment name, with `/operator` when the run has more than one operator (the
-/// run id instead of the name when two runs share a name). `None` when no operator of any
-/// run plays a two-team game.
-pub fn across_runs(runs: &[RunDir]) -> Result<Option<Matrix>> {
-    let mut episodes_of_runs = Vec::with_capacity(runs.len());
-    for run in runs {
-        episodes_of_runs.push(run.records()?.episodes()?);
-    }
-    let name_of = |run: &RunDir| run.manifest().experiment.name.clone();
-    let shared_name = |run: &RunDir| runs.iter().filter(|r| name_of(r) == name_of(run)).count() > 1;
-    let mut labelled: Vec<(String, &str, Vec<&EpisodeRecord>)> = Vec::new();
-    for (run, episodes) in runs.iter().zip(&episodes_of_runs) {
-        let manifest = run.manifest();
-        let name = if shared_name(run) {
-            manifest.run_id.clone()
-        } else {
-            name_of(run)
-        };
-        let operators = &manifest.experiment.operators;
-        for op in operators {
-            let label = match operators.len() {
-                1 => name.clone(),
-                _ => format!("{name}/{}", op.id),
-            };
-            let mine = episodes.iter().filter(|e| e.operator_id == op.id).collect();
-            labelled.push((label, op.env.as_str(), mine));
-        }
-    }
-    let operators: Vec<(&str, &str, Vec<&EpisodeRecord>)> = labelled
-        .iter()
-        .map(|(label, env, mine)| (label.as_str(), *env, mine.clone()))
-        .collect();
-    Ok(build_matrix(&operators))
 }
 
 /// What `team` plays: the decider kinds of its agents, e.g. `scripted` or `llm+random`.

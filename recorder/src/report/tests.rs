@@ -273,7 +273,10 @@ fn runs_side_by_side_are_labelled_by_experiment_and_operator() {
         write("second", &["x"]),
         write("pair", &["a", "b"]),
     ];
-    let table = matrix::across_runs(&runs).unwrap().unwrap();
+    let both = side_by_side::side_by_side(&runs).unwrap();
+    // Synthetic episodes report no difficulty.
+    assert_eq!(both.difficulty, None);
+    let table = both.configurations.unwrap();
     let labels: Vec<&str> = table.cells.iter().map(|c| c.operator_id.as_str()).collect();
     assert_eq!(
         labels,
