@@ -1,6 +1,7 @@
 //! mosaic's analysis checked against the Python tools researchers use: the aggregates of
 //! `mosaic_recorder::aggregate` against the `rliable` package on the same scores (and the
-//! same bootstrap resamples).
+//! same bootstrap resamples); the turnover similarity of the lexical statistics against
+//! Python's `difflib`.
 //!
 //! The Python is the cached venv `analysis` made by `scripts/setup/python-envs.sh`
 //! (rliable, pyarrow, polars); setting `MOSAIC_PY_ANALYSIS` to an interpreter skips the
@@ -262,4 +263,50 @@ fn parquet_export_reads_back_in_pyarrow_and_polars() {
     assert_eq!(read["prompt_tokens"], prompt);
     let failures = llm.iter().filter(|d| d["parse_ok"] == false).count();
     assert_eq!(read["parse_failures"], failures);
+}
+
+#[test]
+fn sequence_ratio_is_difflibs_on_short_and_long_texts() {
+    // Pairs like consecutive messages: shared words, edits, repeats; some of 200 characters
+    // and more, where difflib's autojunk rule sets in.
+    let mut random = mosaic_core::rng::seeded(17);
+    let vocabulary = [
+        "go", "north", "wood", "Agent 1,", "(3, 4)", "now!", "T9:", "\n", "é", " ",
+    ];
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for length in [0usize, 1, 5, 20, 60, 120, 250, 400] {
+        for _ in 0..4 {
+            let text = |random: &mut mosaic_core::rng::Rng| -> String {
+                (0..length)
+                    .map(|_| vocabulary[rand::Rng::random_range(random, 0..vocabulary.len())])
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let a = text(&mut random);
+            let b = match rand::Rng::random_range(&mut random, 0..3) {
+                0 => text(&mut random),
+                1 => a.replacen("wood", "stone", 2),
+                _ => format!("{a} then wait"),
+            };
+            pairs.push((a, b));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pairs.json");
+    std::fs::write(&file, serde_json::to_string(&pairs).unwrap()).unwrap();
+    let theirs = run_python(
+        "import difflib, json, sys\n\
+         pairs = json.load(open(sys.argv[1]))\n\
+         print(json.dumps([difflib.SequenceMatcher(None, a, b).ratio() for a, b in pairs]))",
+        &[&file],
+    );
+    let theirs = numbers(&theirs);
+    assert_eq!(theirs.len(), pairs.len());
+    for ((a, b), expected) in pairs.iter().zip(theirs) {
+        let ours = mosaic_recorder::lexical::sequence_ratio(a, b);
+        assert!(
+            (ours - expected).abs() < 1e-12,
+            "{a:?} / {b:?}: {ours} vs {expected}"
+        );
+    }
 }

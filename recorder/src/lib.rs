@@ -36,6 +36,7 @@ pub mod compare;
 pub mod error;
 pub mod export;
 pub mod jsonl;
+pub mod lexical;
 pub mod merge;
 pub mod paired;
 #[cfg(feature = "parquet")]

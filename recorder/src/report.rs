@@ -30,6 +30,7 @@ mod scan;
 pub mod side_by_side;
 mod step_fields;
 mod steps;
+pub mod style;
 
 pub use llm::{LlmDecision, LlmStats};
 

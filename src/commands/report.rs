@@ -4,6 +4,7 @@
 use super::{CliError, print};
 use mosaic_recorder::RunDir;
 use mosaic_recorder::report::side_by_side::side_by_side;
+use mosaic_recorder::report::style;
 use mosaic_recorder::report::{Format, ReportOptions, build_with};
 use std::path::{Path, PathBuf};
 
@@ -39,6 +40,11 @@ pub(crate) struct ReportArgs {
     /// one row each).
     #[arg(long)]
     pub matrix: bool,
+    /// Print only the style of what each agent wrote (ALEM's Tables 11 and 9): its
+    /// messages to teammates and its scratchpad entries, by lexical probes (a pass of its
+    /// own over the step records).
+    #[arg(long, conflicts_with = "matrix")]
+    pub lexical: bool,
     /// Also give the optimality gap at this threshold γ (for normalised returns, e.g. 1).
     #[arg(long)]
     pub gamma: Option<f64>,
@@ -54,9 +60,9 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), CliError> {
     if let [run] = &args.runs[..] {
         return report_one(run, args, format);
     }
-    if args.plots.is_some() || args.gamma.is_some() {
+    if args.plots.is_some() || args.gamma.is_some() || args.lexical {
         return Err(CliError::Usage(
-            "--plots and --gamma are for the report of one run".to_owned(),
+            "--plots, --gamma and --lexical are for the report of one run".to_owned(),
         ));
     }
     let runs = args
@@ -83,6 +89,9 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), CliError> {
 fn report_one(path: &Path, args: &ReportArgs, format: Format) -> Result<(), CliError> {
     let run = RunDir::open(path)?;
     let records = run.records()?;
+    if args.lexical {
+        return print(&style::build(&records)?.render(format));
+    }
     let report = build_with(&run, &records, ReportOptions { gamma: args.gamma })?;
     if args.matrix {
         let matrix = report.matrix.as_ref().ok_or_else(|| {
