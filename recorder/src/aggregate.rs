@@ -189,7 +189,7 @@ impl Metric {
                 mean(&all[cut..all.len() - cut])
             }
             Metric::OptimalityGap { gamma } => {
-                let clipped: Vec<f64> = cells(scores).map(|s| s.min(*gamma)).collect();
+                let clipped: Vec<f64> = scores.values().iter().map(|s| s.min(*gamma)).collect();
                 gamma - mean(&clipped)
             }
         }
@@ -200,8 +200,8 @@ impl Metric {
 trait Cells {
     fn runs(&self) -> usize;
     fn tasks(&self) -> usize;
-    /// The score of `run` on `task`.
-    fn score(&self, run: usize, task: usize) -> f64;
+    /// All scores, run-major.
+    fn values(&self) -> &[f64];
     /// All scores, sorted by `f64::total_cmp`.
     fn sorted(&self) -> Vec<f64>;
     /// The scores of `task`, sorted by `f64::total_cmp`.
@@ -217,8 +217,8 @@ impl Cells for ScoreMatrix {
         self.tasks
     }
 
-    fn score(&self, run: usize, task: usize) -> f64 {
-        self.get(run, task)
+    fn values(&self) -> &[f64] {
+        &self.scores
     }
 
     fn sorted(&self) -> Vec<f64> {
@@ -234,36 +234,44 @@ impl Cells for ScoreMatrix {
     }
 }
 
-/// A stratified resample of a matrix, not copied: cell (n, m) is run `indices[n * tasks + m]`
-/// of task m. Its sorted scores come from counting how often each cell of the matrix is
-/// drawn and walking the matrix's cells in sorted order, instead of sorting: the same
-/// sequence, as values equal under `total_cmp` have the same bits.
+/// A stratified resample of a matrix: cell (n, m) is run `indices[n * tasks + m]` of task
+/// m. Its sorted scores come from counting how often each cell of the matrix is drawn and
+/// walking the matrix's cells in sorted order, instead of sorting: the same sequence, as
+/// values equal under `total_cmp` have the same bits.
 struct Resample<'a> {
     scores: &'a ScoreMatrix,
     /// The matrix's cells (run-major indices) sorted by score.
     order: &'a [usize],
-    indices: &'a [usize],
+    /// The resample's scores, run-major.
+    values: Vec<f64>,
     /// Draws of each cell of the matrix.
     counts: Vec<u32>,
 }
 
 impl<'a> Resample<'a> {
-    fn new(scores: &'a ScoreMatrix, order: &'a [usize], indices: &'a [usize]) -> Self {
+    fn new(scores: &'a ScoreMatrix, order: &'a [usize], indices: &[usize]) -> Self {
+        let tasks = scores.tasks;
         let mut counts = vec![0u32; scores.scores.len()];
-        for (cell, run) in indices.iter().enumerate() {
-            counts[run * scores.tasks + cell % scores.tasks] += 1;
-        }
+        let values = indices
+            .iter()
+            .enumerate()
+            .map(|(cell, run)| {
+                let drawn = run * tasks + cell % tasks;
+                counts[drawn] += 1;
+                scores.scores[drawn]
+            })
+            .collect();
         Resample {
             scores,
             order,
-            indices,
+            values,
             counts,
         }
     }
 
     /// The scores of the cells `order` lists that pass `keep`, each as often as drawn.
     fn expand(&self, keep: impl Fn(usize) -> bool) -> Vec<f64> {
-        let mut out = Vec::with_capacity(self.indices.len());
+        let mut out = Vec::with_capacity(self.values.len());
         for &cell in self.order.iter().filter(|cell| keep(**cell)) {
             let score = self.scores.scores[cell];
             out.extend(std::iter::repeat_n(score, self.counts[cell] as usize));
@@ -281,9 +289,8 @@ impl Cells for Resample<'_> {
         self.scores.tasks
     }
 
-    fn score(&self, run: usize, task: usize) -> f64 {
-        self.scores
-            .get(self.indices[run * self.scores.tasks + task], task)
+    fn values(&self) -> &[f64] {
+        &self.values
     }
 
     fn sorted(&self) -> Vec<f64> {
@@ -303,16 +310,18 @@ fn sorted_cells(scores: &ScoreMatrix) -> Vec<usize> {
     order
 }
 
-/// Every score of `scores`, run-major.
-fn cells(scores: &dyn Cells) -> impl Iterator<Item = f64> + '_ {
-    (0..scores.runs()).flat_map(move |n| (0..scores.tasks()).map(move |m| scores.score(n, m)))
-}
-
 /// The mean score of each task.
 fn task_means(scores: &dyn Cells) -> Vec<f64> {
+    let runs = scores.runs();
     (0..scores.tasks())
-        .map(|m| (0..scores.runs()).map(|n| scores.score(n, m)).sum::<f64>() / scores.runs() as f64)
+        .map(|m| column_of(scores, m).sum::<f64>() / runs as f64)
         .collect()
+}
+
+/// The scores of `task`, in run order.
+fn column_of(scores: &dyn Cells, task: usize) -> impl Iterator<Item = f64> + '_ {
+    let tasks = scores.tasks();
+    scores.values().iter().skip(task).step_by(tasks).copied()
 }
 
 fn mean(values: &[f64]) -> f64 {
@@ -325,7 +334,8 @@ pub fn score_distribution(scores: &ScoreMatrix, tau: f64) -> f64 {
 }
 
 fn distribution_of(scores: &dyn Cells, tau: f64) -> f64 {
-    cells(scores).filter(|s| *s > tau).count() as f64 / (scores.runs() * scores.tasks()) as f64
+    let values = scores.values();
+    values.iter().filter(|s| **s > tau).count() as f64 / values.len() as f64
 }
 
 /// The probability that a run of X scores higher than a run of Y on a task, averaged over
@@ -349,22 +359,18 @@ fn improvement_of(x: &dyn Cells, y: &dyn Cells) -> Result<f64, AggregateError> {
             y: y.tasks(),
         });
     }
-    let column =
-        |s: &dyn Cells, m: usize| -> Vec<f64> { (0..s.runs()).map(|n| s.score(n, m)).collect() };
     let per_task: Vec<f64> = (0..x.tasks())
         .map(|m| {
-            let xs = column(x, m);
-            if xs == column(y, m) {
+            if column_of(x, m).eq(column_of(y, m)) {
                 return 0.5;
             }
             // Pairs won plus half the tied ones, counted against Y sorted: each X run
             // finds its place by binary search, O((n_x + n_y) log n_y) instead of all pairs.
             let ys = y.sorted_column(m);
-            let wins: f64 = xs
-                .iter()
+            let wins: f64 = column_of(x, m)
                 .map(|a| {
-                    let below = ys.partition_point(|b| b < a);
-                    let up_to = ys.partition_point(|b| b <= a);
+                    let below = ys.partition_point(|b| *b < a);
+                    let up_to = ys.partition_point(|b| *b <= a);
                     below as f64 + 0.5 * (up_to - below) as f64
                 })
                 .sum();

@@ -37,14 +37,16 @@ pub(crate) struct Cursor<'a> {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any of the eight bytes of `word` ends a plain run of string bytes: a quote, a
-/// backslash or a control character (below 0x20). Exact as a yes or no.
-fn special(word: u64) -> bool {
-    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS != 0;
-    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS != 0;
+/// The bytes of `word` (little-endian) that end a plain run of string bytes, a quote, a
+/// backslash or a control character (below 0x20), flagged by their high bit. The lowest
+/// flag is exact (a flag can be false only above a true one, where a borrow carried), so
+/// the first such byte is at `trailing_zeros / 8`; none when zero.
+fn special(word: u64) -> u64 {
+    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
     below_space
-        || has_zero(word ^ (ONES * u64::from(b'"')))
-        || has_zero(word ^ (ONES * u64::from(b'\\')))
+        | zero_bytes(word ^ (ONES * u64::from(b'"')))
+        | zero_bytes(word ^ (ONES * u64::from(b'\\')))
 }
 
 /// `digits` (ASCII digits) as a `u64`, `None` beyond it.
@@ -173,10 +175,11 @@ impl<'a> Cursor<'a> {
         let mut i = self.pos + 1;
         let mut escaped = false;
         loop {
-            // Eight plain bytes at a time: most strings have no escapes.
+            // Eight bytes at a time to the next special one: most strings have no escapes.
             while let Some(chunk) = bytes.get(i..i + 8) {
-                let word = u64::from_le_bytes(chunk.try_into().ok()?);
-                if special(word) {
+                let flags = special(u64::from_le_bytes(chunk.try_into().ok()?));
+                if flags != 0 {
+                    i += (flags.trailing_zeros() / 8) as usize;
                     break;
                 }
                 i += 8;
@@ -505,13 +508,21 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn special_bytes_are_found_in_every_position() {
+    fn the_first_special_byte_is_found_in_every_position() {
+        let is_special = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+        let mut random = mosaic_core::rng::seeded(3);
         for position in 0..8 {
             for byte in 0..=255u8 {
+                // Plain bytes before it, anything after it.
                 let mut word = *b"abcdefgh";
                 word[position] = byte;
-                let expected = byte < 0x20 || byte == b'"' || byte == b'\\';
-                assert_eq!(special(u64::from_le_bytes(word)), expected, "{byte}");
+                for after in word.iter_mut().skip(position + 1) {
+                    *after = rand::Rng::random(&mut random);
+                }
+                let first = word.iter().position(|b| is_special(*b));
+                let flags = special(u64::from_le_bytes(word));
+                let found = (flags != 0).then(|| (flags.trailing_zeros() / 8) as usize);
+                assert_eq!(found, first, "{word:?}");
             }
         }
     }
