@@ -76,11 +76,13 @@ impl<'a> Cursor<'a> {
         self.bytes.get(self.pos).copied()
     }
 
+    #[cfg(feature = "parquet")]
     /// The bytes from `start` to here.
     pub(crate) fn since(&self, start: usize) -> &'a [u8] {
         &self.bytes[start..self.pos]
     }
 
+    #[cfg(feature = "parquet")]
     /// The text from `start` to here (both at the edges of JSON tokens).
     pub(crate) fn text_since(&self, start: usize) -> Option<&'a str> {
         self.text.get(start..self.pos)
@@ -285,6 +287,7 @@ impl<'a> Cursor<'a> {
         self.u64()?.try_into().ok()
     }
 
+    #[cfg(feature = "parquet")]
     /// `true` or `false`.
     pub(crate) fn bool(&mut self) -> Option<bool> {
         self.ws();
@@ -352,6 +355,7 @@ impl<'a> Cursor<'a> {
     }
 }
 
+#[cfg(feature = "parquet")]
 /// Whether `raw` (one valid JSON value, as [`Cursor::skip`] accepts it) is byte for byte
 /// what `serde_json` writes for the `serde_json::Value` it parses to: no whitespace, object
 /// keys in strictly ascending order (a map's order, with or without `preserve_order`),
@@ -362,6 +366,7 @@ pub(crate) fn is_canonical(raw: &[u8]) -> bool {
     canonical_value(raw, &mut at, 0) && at == raw.len()
 }
 
+#[cfg(feature = "parquet")]
 fn canonical_value(raw: &[u8], at: &mut usize, depth: usize) -> bool {
     if depth >= MAX_DEPTH {
         return false;
@@ -449,12 +454,14 @@ fn canonical_value(raw: &[u8], at: &mut usize, depth: usize) -> bool {
     }
 }
 
+#[cfg(feature = "parquet")]
 fn literal(raw: &[u8], at: &mut usize, word: &[u8]) -> bool {
     let matches = raw[*at..].starts_with(word);
     *at += word.len();
     matches
 }
 
+#[cfg(feature = "parquet")]
 /// Passes the string at `*at` when `serde_json` would write its text with the same
 /// escapes; whether it has any. `None` otherwise.
 fn canonical_string(raw: &[u8], at: &mut usize) -> Option<bool> {
@@ -505,7 +512,6 @@ fn canonical_string(raw: &[u8], at: &mut usize) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn the_first_special_byte_is_found_in_every_position() {
@@ -548,6 +554,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "parquet")]
     /// `is_canonical` says yes only for text serde_json writes the same.
     fn agrees(raw: &str) -> bool {
         let canonical = is_canonical(raw.as_bytes());
@@ -558,8 +565,10 @@ mod tests {
         canonical
     }
 
+    #[cfg(feature = "parquet")]
     #[test]
     fn canonical_text_is_what_serde_writes() {
+        use serde_json::json;
         let values = [
             json!({"usage": {"prompt_tokens": 3, "completion_tokens": 4}, "parse_ok": true,
                    "message": "line 1\nline \"2\"\t\u{1}\u{1f}\u{7f} é 😀 / \\",

@@ -48,6 +48,7 @@ pub(crate) use scan::{decision_fields, named, once};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+#[cfg(feature = "parquet")]
 pub(crate) use step_fields::DecisionFields;
 use steps::StepFigures;
 

@@ -76,7 +76,7 @@ impl<'a> DecisionFields<'a> {
     }
 
     /// The same fields, owning their text.
-    #[cfg(any(test, feature = "parquet"))]
+    #[cfg(feature = "parquet")]
     pub(crate) fn into_owned(self) -> DecisionFields<'static> {
         let own = |text: Option<Cow<'_, str>>| text.map(|t| Cow::Owned(t.into_owned()));
         DecisionFields {
