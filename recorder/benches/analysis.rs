@@ -4,7 +4,9 @@
 //! 200 steps × 4 agents, one LLM agent among them) into a run store, then times the report
 //! and, with the `parquet` feature, the Parquet export, and compares the Parquet files'
 //! size with the JSON lines of the same records (counted as they would be written, not
-//! written: the JSON of 10M records takes gigabytes of disk). Prints the figures.
+//! written: the JSON of 10M records takes gigabytes of disk). Prints the figures, each
+//! with the CPU time the process spent on it (all its threads; on a machine shared with
+//! other work, the wall time depends on their load, the CPU time much less).
 //!
 //! `cargo bench -p mosaic-recorder --features parquet --bench analysis`
 
@@ -47,7 +49,7 @@ fn main() {
     // them from it, not as `RunDir::records` reads a finished run (from the logs).
     let records = || Records::Store(Box::new(run.store().expect("store")));
     // Reading alone: every step record decoded from the store, nothing done with it.
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), cpu_seconds());
     let mut read = 0u64;
     records()
         .for_each_step(|_| {
@@ -57,29 +59,32 @@ fn main() {
         .expect("read");
     let seconds = start.elapsed().as_secs_f64();
     println!(
-        "reading the step records: {read} in {seconds:.2} s ({:.2} M records/s)",
+        "reading the step records: {read} in {seconds:.2} s, {:.2} s of CPU ({:.2} M records/s)",
+        cpu_seconds() - cpu,
         read as f64 / seconds / 1e6
     );
 
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), cpu_seconds());
     let report = build(&run, &records()).expect("report");
     let seconds = start.elapsed().as_secs_f64();
     println!(
-        "report::build: {written} step records, {} episodes in {seconds:.2} s ({:.2} M records/s)",
+        "report::build: {written} step records, {} episodes in {seconds:.2} s, {:.2} s of CPU ({:.2} M records/s)",
         report.operators.iter().map(|o| o.episodes).sum::<usize>(),
+        cpu_seconds() - cpu,
         written as f64 / seconds / 1e6
     );
 
     #[cfg(feature = "parquet")]
     {
         let out = dir.path().join("parquet");
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), cpu_seconds());
         let counts = mosaic_recorder::parquet::export_parquet(&records(), &out).expect("export");
         let seconds = start.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - cpu;
         let size = dir_size(&out);
         let rows = counts.steps + counts.episodes + counts.llm_usage;
         println!(
-            "parquet export: {} step + {} episode + {} LLM rows in {seconds:.2} s: {:.2} M step records/s ({:.2} M rows/s); {:.1} MB = {:.1}% of the {:.0} MB of JSON lines",
+            "parquet export: {} step + {} episode + {} LLM rows in {seconds:.2} s, {cpu:.2} s of CPU: {:.2} M step records/s ({:.2} M rows/s); {:.1} MB = {:.1}% of the {:.0} MB of JSON lines",
             counts.steps,
             counts.episodes,
             counts.llm_usage,
@@ -89,6 +94,22 @@ fn main() {
             100.0 * size as f64 / jsonl_bytes as f64,
             jsonl_bytes as f64 / 1e6
         );
+    }
+}
+
+/// CPU time of this process so far (user and system, all threads), from
+/// `/proc/self/stat` in clock ticks of 1/100 s; NaN where that cannot be read.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime and stime are the
+    // 12th and 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => f64::NAN,
     }
 }
 

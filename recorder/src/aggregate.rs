@@ -111,12 +111,6 @@ impl ScoreMatrix {
         &self.scores
     }
 
-    fn task_means(&self) -> Vec<f64> {
-        (0..self.tasks)
-            .map(|m| (0..self.runs).map(|n| self.get(n, m)).sum::<f64>() / self.runs as f64)
-            .collect()
-    }
-
     fn column(&self, task: usize) -> impl Iterator<Item = f64> + '_ {
         (0..self.runs).map(move |n| self.get(n, task))
     }
@@ -133,9 +127,15 @@ impl ScoreMatrix {
 
     /// Random stratified resampling indices (a run per cell, within its task).
     fn random_indices(&self, random: &mut impl rand::Rng) -> Vec<usize> {
-        (0..self.scores.len())
-            .map(|_| random.random_range(0..self.runs))
-            .collect()
+        let mut indices = Vec::with_capacity(self.scores.len());
+        self.fill_random_indices(random, &mut indices);
+        indices
+    }
+
+    /// [`ScoreMatrix::random_indices`] into `indices`.
+    fn fill_random_indices(&self, random: &mut impl rand::Rng, indices: &mut Vec<usize>) {
+        indices.clear();
+        indices.extend((0..self.scores.len()).map(|_| random.random_range(0..self.runs)));
     }
 }
 
@@ -167,10 +167,14 @@ impl Metric {
     /// assert_eq!(Metric::OptimalityGap { gamma: 1.0 }.of(&m), 0.25);
     /// ```
     pub fn of(&self, scores: &ScoreMatrix) -> f64 {
+        self.of_cells(scores)
+    }
+
+    fn of_cells(&self, scores: &dyn Cells) -> f64 {
         match self {
-            Metric::Mean => mean(&scores.task_means()),
+            Metric::Mean => mean(&task_means(scores)),
             Metric::Median => {
-                let mut means = scores.task_means();
+                let mut means = task_means(scores);
                 means.sort_by(f64::total_cmp);
                 let n = means.len();
                 if n % 2 == 1 {
@@ -180,17 +184,144 @@ impl Metric {
                 }
             }
             Metric::Iqm => {
-                let mut all = scores.scores.clone();
-                all.sort_by(f64::total_cmp);
+                let all = scores.sorted();
                 let cut = all.len() / 4;
                 mean(&all[cut..all.len() - cut])
             }
             Metric::OptimalityGap { gamma } => {
-                let clipped: Vec<f64> = scores.scores.iter().map(|s| s.min(*gamma)).collect();
+                let clipped: Vec<f64> = scores.values().iter().map(|s| s.min(*gamma)).collect();
                 gamma - mean(&clipped)
             }
         }
     }
+}
+
+/// A score matrix as the statistics read it: a matrix, or a resample of one.
+trait Cells {
+    fn runs(&self) -> usize;
+    fn tasks(&self) -> usize;
+    /// All scores, run-major.
+    fn values(&self) -> &[f64];
+    /// All scores, sorted by `f64::total_cmp`.
+    fn sorted(&self) -> Vec<f64>;
+    /// The scores of `task`, sorted by `f64::total_cmp`.
+    fn sorted_column(&self, task: usize) -> Vec<f64>;
+}
+
+impl Cells for ScoreMatrix {
+    fn runs(&self) -> usize {
+        self.runs
+    }
+
+    fn tasks(&self) -> usize {
+        self.tasks
+    }
+
+    fn values(&self) -> &[f64] {
+        &self.scores
+    }
+
+    fn sorted(&self) -> Vec<f64> {
+        let mut all = self.scores.clone();
+        all.sort_by(f64::total_cmp);
+        all
+    }
+
+    fn sorted_column(&self, task: usize) -> Vec<f64> {
+        let mut column: Vec<f64> = self.column(task).collect();
+        column.sort_by(f64::total_cmp);
+        column
+    }
+}
+
+/// A stratified resample of a matrix: cell (n, m) is run `indices[n * tasks + m]` of task
+/// m. Its sorted scores come from counting how often each cell of the matrix is drawn and
+/// walking the matrix's cells in sorted order, instead of sorting: the same sequence, as
+/// values equal under `total_cmp` have the same bits.
+struct Resample<'a> {
+    scores: &'a ScoreMatrix,
+    /// The matrix's cells (run-major indices) sorted by score.
+    order: &'a [usize],
+    /// The resample's scores, run-major.
+    values: Vec<f64>,
+    /// Draws of each cell of the matrix.
+    counts: Vec<u32>,
+}
+
+impl<'a> Resample<'a> {
+    fn new(scores: &'a ScoreMatrix, order: &'a [usize], indices: &[usize]) -> Self {
+        let tasks = scores.tasks;
+        let mut counts = vec![0u32; scores.scores.len()];
+        let values = indices
+            .iter()
+            .enumerate()
+            .map(|(cell, run)| {
+                let drawn = run * tasks + cell % tasks;
+                counts[drawn] += 1;
+                scores.scores[drawn]
+            })
+            .collect();
+        Resample {
+            scores,
+            order,
+            values,
+            counts,
+        }
+    }
+
+    /// The scores of the cells `order` lists that pass `keep`, each as often as drawn.
+    fn expand(&self, keep: impl Fn(usize) -> bool) -> Vec<f64> {
+        let mut out = Vec::with_capacity(self.values.len());
+        for &cell in self.order.iter().filter(|cell| keep(**cell)) {
+            let score = self.scores.scores[cell];
+            out.extend(std::iter::repeat_n(score, self.counts[cell] as usize));
+        }
+        out
+    }
+}
+
+impl Cells for Resample<'_> {
+    fn runs(&self) -> usize {
+        self.scores.runs
+    }
+
+    fn tasks(&self) -> usize {
+        self.scores.tasks
+    }
+
+    fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    fn sorted(&self) -> Vec<f64> {
+        self.expand(|_| true)
+    }
+
+    fn sorted_column(&self, task: usize) -> Vec<f64> {
+        let tasks = self.scores.tasks;
+        self.expand(|cell| cell % tasks == task)
+    }
+}
+
+/// The cells of `scores` (run-major indices) sorted by score.
+fn sorted_cells(scores: &ScoreMatrix) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scores.scores.len()).collect();
+    order.sort_by(|a, b| scores.scores[*a].total_cmp(&scores.scores[*b]));
+    order
+}
+
+/// The mean score of each task.
+fn task_means(scores: &dyn Cells) -> Vec<f64> {
+    let runs = scores.runs();
+    (0..scores.tasks())
+        .map(|m| column_of(scores, m).sum::<f64>() / runs as f64)
+        .collect()
+}
+
+/// The scores of `task`, in run order.
+fn column_of(scores: &dyn Cells, task: usize) -> impl Iterator<Item = f64> + '_ {
+    let tasks = scores.tasks();
+    scores.values().iter().skip(task).step_by(tasks).copied()
 }
 
 fn mean(values: &[f64]) -> f64 {
@@ -199,7 +330,12 @@ fn mean(values: &[f64]) -> f64 {
 
 /// The share of all scores above `tau` (a point of the performance profile).
 pub fn score_distribution(scores: &ScoreMatrix, tau: f64) -> f64 {
-    scores.scores.iter().filter(|s| **s > tau).count() as f64 / scores.scores.len() as f64
+    distribution_of(scores, tau)
+}
+
+fn distribution_of(scores: &dyn Cells, tau: f64) -> f64 {
+    let values = scores.values();
+    values.iter().filter(|s| **s > tau).count() as f64 / values.len() as f64
 }
 
 /// The probability that a run of X scores higher than a run of Y on a task, averaged over
@@ -213,30 +349,32 @@ pub fn score_distribution(scores: &ScoreMatrix, tau: f64) -> f64 {
 /// assert_eq!(probability_of_improvement(&x, &y).unwrap(), 4.5 / 6.0);
 /// ```
 pub fn probability_of_improvement(x: &ScoreMatrix, y: &ScoreMatrix) -> Result<f64, AggregateError> {
-    if x.tasks != y.tasks {
+    improvement_of(x, y)
+}
+
+fn improvement_of(x: &dyn Cells, y: &dyn Cells) -> Result<f64, AggregateError> {
+    if x.tasks() != y.tasks() {
         return Err(AggregateError::TaskMismatch {
-            x: x.tasks,
-            y: y.tasks,
+            x: x.tasks(),
+            y: y.tasks(),
         });
     }
-    let per_task: Vec<f64> = (0..x.tasks)
+    let per_task: Vec<f64> = (0..x.tasks())
         .map(|m| {
-            if x.column(m).eq(y.column(m)) {
+            if column_of(x, m).eq(column_of(y, m)) {
                 return 0.5;
             }
             // Pairs won plus half the tied ones, counted against Y sorted: each X run
             // finds its place by binary search, O((n_x + n_y) log n_y) instead of all pairs.
-            let mut ys: Vec<f64> = y.column(m).collect();
-            ys.sort_by(f64::total_cmp);
-            let wins: f64 = x
-                .column(m)
+            let ys = y.sorted_column(m);
+            let wins: f64 = column_of(x, m)
                 .map(|a| {
                     let below = ys.partition_point(|b| *b < a);
                     let up_to = ys.partition_point(|b| *b <= a);
                     below as f64 + 0.5 * (up_to - below) as f64
                 })
                 .sum();
-            wins / (x.runs * y.runs) as f64
+            wins / (x.runs() * y.runs()) as f64
         })
         .collect();
     Ok(mean(&per_task))
@@ -279,6 +417,24 @@ pub fn interval(
         .map(|_| scores.random_indices(&mut random))
         .collect();
     interval_with(scores, statistic, indices)
+}
+
+/// [`interval`] of a statistic of the report's (any of [`Cells`]): the same estimates,
+/// from resamples that are not copied and sort by counting.
+fn counted_interval(
+    scores: &ScoreMatrix,
+    statistic: impl Fn(&dyn Cells) -> Vec<f64>,
+) -> Vec<Estimate> {
+    let order = sorted_cells(scores);
+    let mut random = rng::seeded(BOOTSTRAP_SEED);
+    let mut indices = Vec::with_capacity(scores.scores.len());
+    let resampled: Vec<Vec<f64>> = (0..BOOTSTRAP_RESAMPLES)
+        .map(|_| {
+            scores.fill_random_indices(&mut random, &mut indices);
+            statistic(&Resample::new(scores, &order, &indices))
+        })
+        .collect();
+    percentile_intervals(statistic(scores), &resampled)
 }
 
 /// Each statistic of `point` with the percentile interval of its resampled values.
@@ -326,11 +482,22 @@ pub fn improvement_interval_with(
 
 /// [`improvement_interval_with`] over [`BOOTSTRAP_RESAMPLES`] seeded random resamples.
 pub fn improvement_interval(x: &ScoreMatrix, y: &ScoreMatrix) -> Result<Estimate, AggregateError> {
+    let point = probability_of_improvement(x, y)?;
+    let (x_order, y_order) = (sorted_cells(x), sorted_cells(y));
     let mut random = rng::seeded(BOOTSTRAP_SEED);
-    let indices: Vec<(Vec<usize>, Vec<usize>)> = (0..BOOTSTRAP_RESAMPLES)
-        .map(|_| (x.random_indices(&mut random), y.random_indices(&mut random)))
-        .collect();
-    improvement_interval_with(x, y, indices)
+    let (mut ix, mut iy) = (Vec::new(), Vec::new());
+    let resampled = (0..BOOTSTRAP_RESAMPLES)
+        .map(|_| {
+            x.fill_random_indices(&mut random, &mut ix);
+            y.fill_random_indices(&mut random, &mut iy);
+            improvement_of(
+                &Resample::new(x, &x_order, &ix),
+                &Resample::new(y, &y_order, &iy),
+            )
+            .map(|p| vec![p])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(percentile_intervals(vec![point], &resampled)[0])
 }
 
 /// The aggregates of one algorithm's scores.
@@ -356,7 +523,7 @@ pub struct Aggregates {
 pub fn aggregates(scores: &ScoreMatrix, gamma: Option<f64>) -> Aggregates {
     let mut metrics = vec![Metric::Iqm, Metric::Mean, Metric::Median];
     metrics.extend(gamma.map(|gamma| Metric::OptimalityGap { gamma }));
-    let estimates = interval(scores, |s| metrics.iter().map(|m| m.of(s)).collect());
+    let estimates = counted_interval(scores, |s| metrics.iter().map(|m| m.of_cells(s)).collect());
     Aggregates {
         runs: scores.runs,
         tasks: scores.tasks,
@@ -380,8 +547,8 @@ pub struct Profile {
 pub fn performance_profile(scores: &ScoreMatrix, taus: &[f64]) -> Profile {
     Profile {
         taus: taus.to_vec(),
-        fractions: interval(scores, |s| {
-            taus.iter().map(|tau| score_distribution(s, *tau)).collect()
+        fractions: counted_interval(scores, |s| {
+            taus.iter().map(|tau| distribution_of(s, *tau)).collect()
         }),
     }
 }
@@ -407,6 +574,70 @@ mod tests {
             .map(|i| (i % tasks) as f64 + random.random_range(0.0..1.0))
             .collect();
         ScoreMatrix::new(runs, tasks, scores).unwrap()
+    }
+
+    /// Estimates as bits: equal, signs of zero and NaNs included.
+    fn bits(estimates: &[Estimate]) -> Vec<[u64; 3]> {
+        estimates
+            .iter()
+            .map(|e| [e.point.to_bits(), e.low.to_bits(), e.high.to_bits()])
+            .collect()
+    }
+
+    #[test]
+    fn counted_resamples_give_the_copied_resamples_estimates() {
+        let mut random = rng::seeded(7);
+        // Ties, signed zeros, a NaN, several tasks.
+        let mut matrices = vec![matrix(50, 1, 1), matrix(9, 3, 2), matrix(1, 2, 3)];
+        let ties: Vec<f64> = (0..40)
+            .map(|i| match i % 4 {
+                0 => -0.0,
+                1 => 0.0,
+                2 => f64::from(random.random_range(0..3u8)),
+                _ => random.random_range(-1.0..1.0),
+            })
+            .collect();
+        matrices.push(ScoreMatrix::new(20, 2, ties.clone()).unwrap());
+        let mut with_nan = ties;
+        with_nan[5] = f64::NAN;
+        matrices.push(ScoreMatrix::new(40, 1, with_nan).unwrap());
+        let metrics = [
+            Metric::Iqm,
+            Metric::Mean,
+            Metric::Median,
+            Metric::OptimalityGap { gamma: 0.5 },
+        ];
+        for m in &matrices {
+            let copied = interval(m, |s| metrics.iter().map(|metric| metric.of(s)).collect());
+            let counted = counted_interval(m, |s| {
+                metrics.iter().map(|metric| metric.of_cells(s)).collect()
+            });
+            assert_eq!(bits(&copied), bits(&counted), "{m:?}");
+            let taus = thresholds(-1.0, 2.0, 7);
+            let copied = interval(m, |s| {
+                taus.iter().map(|tau| score_distribution(s, *tau)).collect()
+            });
+            assert_eq!(
+                bits(&copied),
+                bits(&performance_profile(m, &taus).fractions)
+            );
+            for other in matrices.iter().filter(|o| o.tasks == m.tasks) {
+                let mut random = rng::seeded(BOOTSTRAP_SEED);
+                let pairs: Vec<(Vec<usize>, Vec<usize>)> = (0..BOOTSTRAP_RESAMPLES)
+                    .map(|_| {
+                        (
+                            m.random_indices(&mut random),
+                            other.random_indices(&mut random),
+                        )
+                    })
+                    .collect();
+                assert_eq!(
+                    bits(&[improvement_interval_with(m, other, pairs).unwrap()]),
+                    bits(&[improvement_interval(m, other).unwrap()]),
+                    "{m:?} {other:?}"
+                );
+            }
+        }
     }
 
     #[test]

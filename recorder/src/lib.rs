@@ -35,6 +35,7 @@ pub mod aggregate;
 pub mod compare;
 pub mod error;
 pub mod export;
+mod json_walk;
 pub mod jsonl;
 pub mod lexical;
 pub mod merge;

@@ -26,7 +26,7 @@
 //! Functions take plain `(seed, value)` slices and return serialisable results, so the
 //! reports, the CLI and the web draw from the same code.
 
-use crate::stats::{BOOTSTRAP_SEED, MeanCi, bootstrap_mean};
+use crate::stats::{BOOTSTRAP_SEED, LANES, MeanCi, bootstrap_mean, empty_sum};
 use mosaic_core::Outcome;
 use mosaic_core::record::EpisodeRecord;
 use mosaic_core::rng;
@@ -136,20 +136,39 @@ pub fn sign_flip_test(differences: &[f64]) -> SignFlipTest {
             exact: true,
         };
     }
-    let mut random = rng::seeded(BOOTSTRAP_SEED);
-    let extreme = (0..TEST_RESAMPLES)
-        .filter(|_| {
-            let sum: f64 = differences
-                .iter()
-                .map(|d| if random.random_bool(0.5) { -d } else { *d })
-                .sum();
-            sum.abs() >= threshold
-        })
+    let extreme = sampled_sums(differences)
+        .iter()
+        .filter(|sum| sum.abs() >= threshold)
         .count();
     SignFlipTest {
         p_value: (extreme + 1) as f64 / (TEST_RESAMPLES + 1) as f64,
         exact: false,
     }
+}
+
+/// The sums of `differences` under [`TEST_RESAMPLES`] random sign patterns, drawn in order
+/// from one RNG seeded with [`BOOTSTRAP_SEED`] (a fair coin per difference, in order). Each
+/// sum adds the signed differences in order, as `Iterator::sum` would; [`LANES`] patterns
+/// are summed side by side, and a sign is flipped as negation does, on its bit.
+fn sampled_sums(differences: &[f64]) -> Vec<f64> {
+    let n = differences.len();
+    let mut random = rng::seeded(BOOTSTRAP_SEED);
+    let mut sums = Vec::with_capacity(TEST_RESAMPLES);
+    let mut signs = vec![0u64; LANES * n];
+    for first in (0..TEST_RESAMPLES).step_by(LANES) {
+        let lanes = LANES.min(TEST_RESAMPLES - first);
+        for sign in &mut signs[..lanes * n] {
+            *sign = u64::from(random.random_bool(0.5)) << 63;
+        }
+        let mut lane_sums = [empty_sum(); LANES];
+        for (i, d) in differences.iter().enumerate() {
+            for (lane, sum) in lane_sums.iter_mut().enumerate() {
+                *sum += f64::from_bits(d.to_bits() ^ signs[lane * n + i]);
+            }
+        }
+        sums.extend_from_slice(&lane_sums[..lanes]);
+    }
+    sums
 }
 
 /// How many seeds a paired comparison needs, at the observed spread of the differences.
@@ -532,6 +551,40 @@ mod tests {
             (sampled.p_value - exact).abs() < 0.015,
             "{sampled:?} vs {exact}"
         );
+    }
+
+    #[test]
+    fn side_by_side_sign_patterns_are_the_one_by_one_patterns() {
+        let mut random = rng::seeded(5);
+        for n in [17, 18, 100, 1001] {
+            let differences: Vec<f64> = (0..n)
+                .map(|i| match i % 5 {
+                    0 => -0.0,
+                    1 => 0.0,
+                    2 => f64::from(i as u32) * -1e-3,
+                    _ => random.random_range(-1e3..1e3),
+                })
+                .collect();
+            // As the test first drew and summed them: one pattern after the other.
+            let mut patterns = rng::seeded(BOOTSTRAP_SEED);
+            let one_by_one: Vec<f64> = (0..TEST_RESAMPLES)
+                .map(|_| {
+                    differences
+                        .iter()
+                        .map(|d| if patterns.random_bool(0.5) { -d } else { *d })
+                        .sum()
+                })
+                .collect();
+            let side_by_side = sampled_sums(&differences);
+            assert_eq!(side_by_side.len(), one_by_one.len());
+            assert!(
+                side_by_side
+                    .iter()
+                    .zip(&one_by_one)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{n}"
+            );
+        }
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //! the run's size.
 
 use crate::RecorderError;
-use crate::report::DecisionFields;
+use crate::json_walk::{Cursor, is_canonical};
+use crate::report::{DecisionFields, decision_fields, named, once};
 use crate::run_dir::Records;
 use crate::unit_lines::{StepSchema, Text};
 use ::parquet::arrow::ArrowWriter;
@@ -171,7 +172,7 @@ fn build_step_batches(
             }
         };
     let read = records.for_each_unit_lines(|unit| {
-        unit.decode_each(|step: ExportStep| {
+        unit.decode_each_quick(export_step, |step: ExportStep| {
             if hand(StepTable::Steps, steps.push(&step)) && hand(StepTable::Llm, llm.push(&step)) {
                 Ok(())
             } else {
@@ -198,8 +199,12 @@ fn build_step_batches(
 }
 
 /// A step record as the export reads it: text borrowed from its line where it needs no
-/// unescaping, every field as [`mosaic_core::record::StepRecord`] has it.
-#[derive(Deserialize)]
+/// unescaping, every field as [`mosaic_core::record::StepRecord`] has it; events and the
+/// decision's details as the JSON text the columns hold.
+///
+/// Read by [`export_step`], a walk over the line's bytes, or by `serde_json` where that
+/// walk gives way: both give the same record (a test holds them together).
+#[derive(Debug, PartialEq, Deserialize)]
 struct ExportStep<'a> {
     #[serde(borrow)]
     schema: Cow<'a, str>,
@@ -228,9 +233,9 @@ struct ExportStep<'a> {
     #[serde(default, borrow)]
     observation: Option<Text<'a>>,
     #[serde(default)]
-    events: Vec<Event>,
+    events: EventTexts,
     #[serde(default)]
-    decision: Option<serde_json::Value>,
+    decision: Option<ExportDecision<'a>>,
     #[serde(default)]
     decision_us: u64,
     #[serde(default)]
@@ -241,6 +246,172 @@ impl StepSchema for ExportStep<'_> {
     fn schema(&self) -> &str {
         &self.schema
     }
+}
+
+/// A step's events, each as the JSON text `serde_json` writes for it.
+#[derive(Debug, Default, PartialEq)]
+struct EventTexts(Vec<Option<String>>);
+
+impl EventTexts {
+    fn of(events: &[Event]) -> Self {
+        EventTexts(
+            events
+                .iter()
+                .map(|event| serde_json::to_string(event).ok())
+                .collect(),
+        )
+    }
+}
+
+impl<'de> Deserialize<'de> for EventTexts {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(EventTexts::of(&Vec::<Event>::deserialize(deserializer)?))
+    }
+}
+
+/// A step's decision details: the JSON text `serde_json` writes for them once parsed, and
+/// the fields the LLM usage table reads.
+#[derive(Debug, PartialEq)]
+struct ExportDecision<'a> {
+    text: Cow<'a, str>,
+    fields: DecisionFields<'a>,
+}
+
+impl<'de, 'a> Deserialize<'de> for ExportDecision<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(ExportDecision {
+            text: Cow::Owned(value.to_string()),
+            fields: DecisionFields::of_value(&value).into_owned(),
+        })
+    }
+}
+
+/// The export's record of the step line `line` read by a walk over its bytes, or `None`
+/// where the walk gives way to `serde_json` (see [`crate::json_walk`]): for valid lines
+/// that is an escaped key, a field given twice, a negative number in a decision's details;
+/// events and decision details `serde_json` would write otherwise are read by it alone.
+fn export_step(line: &[u8]) -> Option<ExportStep<'_>> {
+    let mut at = Cursor::new(line)?;
+    let (mut schema, mut run_id, mut operator_id, mut episode_id) = (None, None, None, None);
+    let (mut episode_index, mut seed, mut step_index) = (None, None, None);
+    let (mut agent_id, mut paradigm, mut kind) = (None, None, None);
+    let (mut action, mut action_label, mut decision_source) = (None, None, None);
+    let (mut reward, mut terminated, mut truncated) = (None, None, None);
+    let (mut observation, mut events, mut decision) = (None, None, None);
+    let (mut decision_us, mut timestamp) = (None, None);
+    at.object(0, |at, key| match key {
+        "schema" => once(&mut schema, at.text()?),
+        "run_id" => once(&mut run_id, at.text()?),
+        "operator_id" => once(&mut operator_id, at.text()?),
+        "episode_id" => once(&mut episode_id, at.text()?),
+        "episode_index" => once(&mut episode_index, at.u32()?),
+        "seed" => once(&mut seed, at.u64()?),
+        "step_index" => once(&mut step_index, at.u32()?),
+        "agent_id" => once(&mut agent_id, at.text()?),
+        "paradigm" => once(&mut paradigm, named::<Paradigm>(&at.text()?)?),
+        "kind" => once(&mut kind, at.text()?),
+        "action" => {
+            let value = if at.null() { None } else { Some(at.u32()?) };
+            once(&mut action, value)
+        }
+        "action_label" => {
+            let value = if at.null() {
+                None
+            } else {
+                Some(Text(at.text()?))
+            };
+            once(&mut action_label, value)
+        }
+        "decision_source" => {
+            let value = match at.null() {
+                true => None,
+                false => Some(named::<DecisionSource>(&at.text()?)?),
+            };
+            once(&mut decision_source, value)
+        }
+        "reward" => {
+            at.ws();
+            // As serde_json reads an f32 (its own rounding and range checks).
+            let value = serde_json::from_slice::<f32>(at.number()?.0).ok()?;
+            once(&mut reward, value)
+        }
+        "terminated" => once(&mut terminated, at.bool()?),
+        "truncated" => once(&mut truncated, at.bool()?),
+        "observation" => {
+            let value = if at.null() {
+                None
+            } else {
+                Some(Text(at.text()?))
+            };
+            once(&mut observation, value)
+        }
+        "events" => {
+            at.ws();
+            let start = at.pos;
+            at.skip(1)?;
+            let value = match at.since(start) {
+                b"[]" => EventTexts::default(),
+                raw => EventTexts::of(&serde_json::from_slice::<Vec<Event>>(raw).ok()?),
+            };
+            once(&mut events, value)
+        }
+        "decision" => {
+            let value = if at.null() {
+                None
+            } else {
+                Some(export_decision(at)?)
+            };
+            once(&mut decision, value)
+        }
+        "decision_us" => once(&mut decision_us, at.u64()?),
+        "timestamp" => once(&mut timestamp, at.u64()?),
+        _ => at.skip(1),
+    })?;
+    if !at.at_end() {
+        return None;
+    }
+    Some(ExportStep {
+        schema: schema?,
+        run_id: run_id?,
+        operator_id: operator_id?,
+        episode_id: episode_id?,
+        episode_index: episode_index?,
+        seed: seed?,
+        step_index: step_index?,
+        agent_id: agent_id?,
+        paradigm: paradigm?,
+        kind: kind?,
+        action: action.flatten(),
+        action_label: action_label.flatten(),
+        decision_source: decision_source.flatten(),
+        reward: reward?,
+        terminated: terminated?,
+        truncated: truncated?,
+        observation: observation.flatten(),
+        events: events.unwrap_or_default(),
+        decision: decision.flatten(),
+        decision_us: decision_us.unwrap_or_default(),
+        timestamp: timestamp.unwrap_or_default(),
+    })
+}
+
+/// A decision's details (not `null`) at `at`: their text as it stands when `serde_json`
+/// would write it so, else as it writes the parsed value.
+fn export_decision<'a>(at: &mut Cursor<'a>) -> Option<ExportDecision<'a>> {
+    at.ws();
+    let start = at.pos;
+    let fields = decision_fields(at)?;
+    let raw = at.text_since(start)?;
+    let text = match is_canonical(raw.as_bytes()) {
+        true => Cow::Borrowed(raw),
+        false => Cow::Owned(
+            serde_json::from_str::<serde_json::Value>(raw)
+                .ok()?
+                .to_string(),
+        ),
+    };
+    Some(ExportDecision { text, fields })
 }
 
 /// Builders of one table's columns.
@@ -472,14 +643,12 @@ impl Append<ExportStep<'_>> for StepColumns {
         self.truncated.append_value(s.truncated);
         self.observation
             .append_option(s.observation.as_ref().map(|t| &t.0));
-        for event in &s.events {
-            self.events
-                .values()
-                .append_option(serde_json::to_string(event).ok());
+        for event in &s.events.0 {
+            self.events.values().append_option(event.as_deref());
         }
         self.events.append(true);
         self.decision
-            .append_option(s.decision.as_ref().map(serde_json::Value::to_string));
+            .append_option(s.decision.as_ref().map(|d| &*d.text));
         self.decision_us.append_value(s.decision_us);
         self.timestamp.append_value(s.timestamp);
         true
@@ -553,8 +722,7 @@ impl Append<ExportStep<'_>> for LlmColumns {
         let Some(decision) = &s.decision else {
             return false;
         };
-        let fields = DecisionFields::of_value(decision);
-        let Some(llm) = crate::report::LlmDecision::of(&fields) else {
+        let Some(llm) = crate::report::LlmDecision::of(&decision.fields) else {
             return false;
         };
         self.run_id.append_value(&s.run_id);
@@ -722,6 +890,118 @@ mod tests {
     use super::*;
     use crate::synthetic;
     use parquet::file::reader::{FileReader, SerializedFileReader};
+    use serde_json::json;
+
+    /// The walk's read of `line` is serde's, when it answers.
+    fn same(line: &str) -> bool {
+        let quick = export_step(line.as_bytes());
+        let slow = serde_json::from_str::<ExportStep>(line).ok();
+        if let Some(quick) = &quick {
+            assert_eq!(Some(quick), slow.as_ref(), "{line}");
+        }
+        quick.is_some()
+    }
+
+    #[test]
+    fn the_walk_reads_what_serde_reads_or_leaves_the_line_to_it() {
+        let mut record = synthetic::steps(&synthetic::unit("r", "op", 3, 7), 1, 1).remove(0);
+        let mut lines = vec![serde_json::to_string(&record).unwrap()];
+        record.reward = 0.0;
+        record.action_label = Some("north".into());
+        record.decision_source = Some(DecisionSource::Policy);
+        // Details written as serde_json writes them (their text kept) and otherwise
+        // (written again), events, every optional field absent or odd.
+        for decision in [
+            json!({"usage": {"prompt_tokens": 3, "completion_tokens": 4, "x": [1, {"y": null}]},
+                   "parse_ok": false, "retries": 2, "cache_hits": 1, "latency_ms": 9,
+                   "http_attempts": 3, "message": "a \"quoted\" é\n\u{1}", "message_to": "b",
+                   "received": 2, "scratchpad": "s\\t", "error": "e",
+                   "format_errors": ["one", "two"], "text": "<action>x</action>\n"}),
+            json!({"usage": 5, "parse_ok": 1, "cache_hits": 1.5, "latency_ms": "9",
+                   "temperature": 0.7, "big": 1e300, "neg": -3, "message": 3}),
+            json!("text"),
+            json!([1, 2.5]),
+            json!(7),
+            json!({}),
+        ] {
+            record.decision = Some(decision);
+            lines.push(serde_json::to_string(&record).unwrap());
+        }
+        record.events = vec![
+            Event {
+                kind: "goal".into(),
+                agent: Some(1),
+                detail: Some(json!({"team": "green", "at": [3, 4], "b": 0.5, "a": "\u{7f}"})),
+            },
+            Event {
+                kind: "pass".into(),
+                agent: None,
+                detail: None,
+            },
+        ];
+        record.observation = Some("line 1\nline \"2\"".into());
+        record.action_label = Some("say \"hi\"".into());
+        record.reward = -0.05;
+        lines.push(serde_json::to_string(&record).unwrap());
+        record.action = None;
+        record.action_label = None;
+        record.decision = None;
+        record.decision_source = None;
+        record.observation = None;
+        record.events.clear();
+        record.reward = 12345.679;
+        record.seed = u64::MAX;
+        record.operator_id = "op \"quoted\"".into();
+        lines.push(serde_json::to_string(&record).unwrap());
+        let base = lines[1].clone();
+        // Valid lines serde_json reads otherwise than it would write the record: the
+        // decision's keys out of order, spaces, a float in another spelling, optional
+        // fields missing or null, unknown fields.
+        let changed = |line: String| {
+            assert_ne!(line, base);
+            line
+        };
+        lines.extend([
+            changed(base.replace("{\"cache_hits\"", "{\"zz\":1,\"cache_hits\"")),
+            changed(base.replace("\"parse_ok\":false", "\"parse_ok\" : false")),
+            changed(base.replace("\"reward\":0.0", "\"reward\":0e0")),
+            changed(base.replace("\"reward\":0.0", "\"reward\":0")),
+            changed(base.replace("\"reward\":0.0", "\"reward\":-0")),
+            changed(base.replace("\"reward\":0.0", "\"reward\":1e-50")),
+            changed(base.replace("\"decision_us\":", "\"extra\":[{}],\"decision_us\":")),
+            changed(base.replace(",\"action_label\":\"north\"", "")),
+            changed(base.replace("\"decision_source\":\"policy\"", "\"decision_source\":null")),
+            changed(base.replace(",\"timestamp\":", ",\"events\":[],\"timestamp\":")),
+            changed(base.replace(
+                ",\"timestamp\":",
+                ",\"events\":[ ],\"observation\":null,\"timestamp\":",
+            )),
+            changed(format!(" {base} ")),
+        ]);
+        for line in &lines {
+            assert!(same(line), "the walk gave way on {line}");
+        }
+        // Left to serde: a field twice, invalid JSON, a missing or mistyped field, a value
+        // out of range, events that are no list, trailing bytes.
+        for odd in [
+            base.replace("\"step_index\":0", "\"step_index\":0,\"step_index\":1"),
+            base.replace("\"step_index\":0", "\"step_index\":01"),
+            base.replace("\"seed\":", "\"seed\":-"),
+            base.replace("\"reward\":0.0", "\"reward\":1e400"),
+            base.replace("\"reward\":0.0", "\"reward\":null"),
+            base.replace("\"truncated\":false", "\"truncated\":0"),
+            base.replace("\"kind\":", "\"kinds\":"),
+            base.replace("\"retries\":2", "\"retries\":-2"),
+            base.replace("\"retries\":2", "\"retries\":2e400"),
+            base.replace(",\"timestamp\":", ",\"events\":null,\"timestamp\":"),
+            base.replace(",\"timestamp\":", ",\"events\":[{}],\"timestamp\":"),
+            format!("{base}x"),
+            base[..base.len() - 1].to_owned(),
+        ] {
+            assert_ne!(&odd, &base);
+            assert!(!same(&odd), "read by the walk: {odd}");
+        }
+    }
 
     #[test]
     fn three_tables_with_every_complete_record() {

@@ -45,6 +45,9 @@ use format::{fmt_ci, fmt_opt, pct, steps_per_second};
 use matrix::{Matrix, build_matrix};
 use mosaic_core::Outcome;
 use mosaic_core::record::EpisodeRecord;
+#[cfg(feature = "parquet")]
+#[cfg(feature = "parquet")]
+pub(crate) use scan::{decision_fields, named, once};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -200,8 +203,6 @@ struct GroupAcc {
     who: Vec<String>,
     values: Vec<(u64, f64)>,
     outcomes: Outcomes,
-    llm: LlmStats,
-    has_llm: bool,
     channel: Option<ChannelStats>,
 }
 
@@ -223,7 +224,7 @@ impl GroupAcc {
             who: self.who.join(", "),
             mean_return: bootstrap_mean(&self.values),
             outcomes: self.outcomes,
-            llm: self.has_llm.then_some(self.llm),
+            llm: None,
             channel: self.channel,
         }
     }
@@ -256,35 +257,41 @@ pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Re
         .iter()
         .map(|(id, _, mine)| (*id, ConfigSamples::of(mine.iter().copied())))
         .collect();
-    // The figures from the episode records alone are resampled on a thread of their own
-    // while the step records are read.
-    let (figures, (paired, aggregates, matrix)) = std::thread::scope(|scope| {
-        let from_episodes = scope.spawn(|| {
-            let paired: Vec<ConfigComparison> = match samples.split_first() {
-                Some(((baseline, base), others)) => others
-                    .iter()
-                    .map(|(id, other)| compare_configs((baseline, base), (id, other), None))
-                    .collect(),
-                None => Vec::new(),
-            };
-            (
-                paired,
-                operator_aggregates(&samples, options.gamma),
-                build_matrix(&by_operator),
-            )
+    // The figures from the episode records alone are resampled on threads of their own
+    // while the step records are read: each section on one, as they take similar times.
+    let (figures, operators, paired, aggregates, matrix) = std::thread::scope(|scope| {
+        let paired = scope.spawn(|| match samples.split_first() {
+            Some(((baseline, base), others)) => others
+                .iter()
+                .map(|(id, other)| compare_configs((baseline, base), (id, other), None))
+                .collect::<Vec<ConfigComparison>>(),
+            None => Vec::new(),
+        });
+        let aggregates = scope.spawn(|| operator_aggregates(&samples, options.gamma));
+        let matrix = scope.spawn(|| build_matrix(&by_operator));
+        let operators = scope.spawn(|| {
+            by_operator
+                .iter()
+                .map(|(id, env, mine)| operator_report(id, env, mine))
+                .collect::<Vec<OperatorReport>>()
         });
         let figures = StepFigures::read(records);
-        let from_episodes = from_episodes
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (figures, from_episodes)
+        let join = |panic| -> ! { std::panic::resume_unwind(panic) };
+        (
+            figures,
+            operators.join().unwrap_or_else(|p| join(p)),
+            paired.join().unwrap_or_else(|p| join(p)),
+            aggregates.join().unwrap_or_else(|p| join(p)),
+            matrix.join().unwrap_or_else(|p| join(p)),
+        )
     });
     let mut figures = figures?;
     episodes.iter().for_each(|e| figures.errors.add_episode(e));
-    let operators = by_operator
-        .iter()
-        .map(|(id, env, mine)| {
-            let mut report = operator_report(id, env, mine, &figures);
+    let operators = operators
+        .into_iter()
+        .zip(&by_operator)
+        .map(|(mut report, (_, _, mine))| {
+            fill_llm(&mut report, mine, &figures);
             fill_channels(&mut report, mine, &figures);
             report
         })
@@ -326,12 +333,44 @@ fn fill_channels(report: &mut OperatorReport, episodes: &[&EpisodeRecord], figur
     }
 }
 
-fn operator_report(
-    operator_id: &str,
-    env: &str,
-    episodes: &[&EpisodeRecord],
-    figures: &StepFigures,
-) -> OperatorReport {
+/// Puts the LLM figures of `figures` into the agent rows of `report`, and their sums
+/// into its team and operator rows.
+fn fill_llm(report: &mut OperatorReport, episodes: &[&EpisodeRecord], figures: &StepFigures) {
+    let agents: Vec<(String, LlmStats)> = report
+        .groups
+        .iter()
+        .filter(|g| g.kind == GroupKind::Agent)
+        .filter_map(|g| Some((g.name.clone(), figures.llm(&report.operator_id, &g.name)?)))
+        .collect();
+    // Team and operator LLM totals: sums over their agents.
+    let team_of: BTreeMap<&str, &str> = episodes
+        .iter()
+        .filter(|e| e.error.is_none())
+        .flat_map(|e| &e.agents)
+        .filter_map(|a| a.team.as_deref().map(|t| (a.agent_id.as_str(), t)))
+        .collect();
+    let mut sums: BTreeMap<(GroupKind, &str), LlmStats> = BTreeMap::new();
+    for (agent_id, stats) in &agents {
+        sums.entry((GroupKind::Agent, agent_id))
+            .or_default()
+            .merge(stats);
+        sums.entry((GroupKind::Operator, &report.operator_id))
+            .or_default()
+            .merge(stats);
+        if let Some(team) = team_of.get(agent_id.as_str()) {
+            sums.entry((GroupKind::Team, team))
+                .or_default()
+                .merge(stats);
+        }
+    }
+    for group in &mut report.groups {
+        group.llm = sums.get(&(group.kind, group.name.as_str())).copied();
+    }
+}
+
+/// An operator's report from its episode records; the figures from its step records are
+/// added by [`fill_llm`] and [`fill_channels`].
+fn operator_report(operator_id: &str, env: &str, episodes: &[&EpisodeRecord]) -> OperatorReport {
     let ok: Vec<&&EpisodeRecord> = episodes.iter().filter(|e| e.error.is_none()).collect();
     let mut all = GroupAcc::default();
     let mut teams: BTreeMap<String, GroupAcc> = BTreeMap::new();
@@ -383,31 +422,6 @@ fn operator_report(
                 entry.0 += number;
                 entry.1 += 1;
             }
-        }
-    }
-    for (agent_id, acc) in &mut agents {
-        if let Some(stats) = figures.llm(operator_id, agent_id) {
-            acc.llm = stats;
-            acc.has_llm = true;
-        }
-    }
-    // Team and operator LLM totals: sums over their agents.
-    let team_of: BTreeMap<&str, &str> = ok
-        .iter()
-        .flat_map(|e| &e.agents)
-        .filter_map(|a| a.team.as_deref().map(|t| (a.agent_id.as_str(), t)))
-        .collect();
-    for (agent_id, acc) in &agents {
-        if !acc.has_llm {
-            continue;
-        }
-        all.llm.merge(&acc.llm);
-        all.has_llm = true;
-        if let Some(team) = team_of.get(agent_id.as_str())
-            && let Some(team_acc) = teams.get_mut(*team)
-        {
-            team_acc.llm.merge(&acc.llm);
-            team_acc.has_llm = true;
         }
     }
     let mut whos: Vec<String> = Vec::new();

@@ -1,26 +1,20 @@
 //! The quick way to read a [`ReportStep`] from a step line: a walk over the line's bytes
 //! that takes the report's fields and skips the others without decoding them.
 //!
-//! It answers only for lines it reads exactly as `serde_json` would: valid JSON objects
+//! It answers only for lines it reads exactly as `serde_json` would (the walk is
+//! [`crate::json_walk`]'s): valid JSON objects
 //! whose wanted fields have the expected types, each once. Anything else (an escaped key, a
 //! negative number in a decision's details, a field given twice, invalid JSON) gives
 //! `None`, and the line is decoded by `serde_json`, which reads it or names what is wrong.
 
 use super::step_fields::{DecisionFields, ReportStep};
+use crate::json_walk::{Cursor, Loose};
 use mosaic_core::{DecisionSource, Paradigm};
 use serde::de::{DeserializeOwned, IntoDeserializer};
-use std::borrow::Cow;
-
-/// How deep values may nest here (less than `serde_json`'s limit: deeper ones are left to
-/// it).
-const MAX_DEPTH: usize = 100;
 
 /// The report's fields of the step line `line`, or `None` (see the module docs).
 pub(super) fn report_step(line: &[u8]) -> Option<ReportStep<'_>> {
-    let mut at = Cursor {
-        bytes: line,
-        pos: 0,
-    };
+    let mut at = Cursor::new(line)?;
     let mut schema = None;
     let mut operator_id = None;
     let mut episode_index = None;
@@ -48,15 +42,14 @@ pub(super) fn report_step(line: &[u8]) -> Option<ReportStep<'_>> {
             "decision" => {
                 let fields = match at.null() {
                     true => None,
-                    false => Some(at.decision()?),
+                    false => Some(decision_fields(at)?),
                 };
                 once(&mut decision, fields)
             }
             _ => at.skip(1),
         }
     })?;
-    at.ws();
-    if at.pos != line.len() {
+    if !at.at_end() {
         return None;
     }
     Some(ReportStep {
@@ -72,7 +65,7 @@ pub(super) fn report_step(line: &[u8]) -> Option<ReportStep<'_>> {
 }
 
 /// Sets `slot` to `value` unless it was set.
-fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+pub(crate) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     match slot {
         Some(_) => None,
         None => {
@@ -83,331 +76,71 @@ fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
 }
 
 /// The unit variant of `T` named `name`, as serde reads it.
-fn named<T: DeserializeOwned>(name: &str) -> Option<T> {
+pub(crate) fn named<T: DeserializeOwned>(name: &str) -> Option<T> {
     T::deserialize(IntoDeserializer::<serde::de::value::Error>::into_deserializer(name)).ok()
 }
 
-/// A value of a decision's details as [`DecisionFields`] reads it.
-enum Loose<'a> {
-    Unsigned(u64),
-    Bool(bool),
-    Text(Cow<'a, str>),
-    Other,
-}
-
-/// A position in a line.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.pos).copied()
+/// A decision's details (not `null`) at `at`, as [`DecisionFields`] reads them.
+pub(crate) fn decision_fields<'a>(at: &mut Cursor<'a>) -> Option<DecisionFields<'a>> {
+    at.ws();
+    if at.peek()? != b'{' {
+        return at.skip(1).map(|()| DecisionFields::default());
     }
-
-    fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\n' | b'\r' | b'\t')) {
-            self.pos += 1;
-        }
-    }
-
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        self.ws();
-        (self.peek()? == byte).then(|| self.pos += 1)
-    }
-
-    /// Whether a `null` comes next (then consumed).
-    fn null(&mut self) -> bool {
-        self.ws();
-        let null = self.bytes[self.pos..].starts_with(b"null");
-        if null {
-            self.pos += 4;
-        }
-        null
-    }
-
-    /// An object: `member` is called with each key and must consume its value.
-    fn object(
-        &mut self,
-        depth: usize,
-        mut member: impl FnMut(&mut Self, &str) -> Option<()>,
-    ) -> Option<()> {
-        if depth >= MAX_DEPTH {
-            return None;
-        }
-        self.eat(b'{')?;
-        self.ws();
-        if self.peek()? == b'}' {
-            self.pos += 1;
-            return Some(());
-        }
-        loop {
-            self.ws();
-            let key = match self.text()? {
-                Cow::Borrowed(key) => key,
-                // Escaped keys are rare: serde reads them.
-                Cow::Owned(_) => return None,
-            };
-            self.eat(b':')?;
-            member(self, key)?;
-            self.ws();
-            match self.peek()? {
-                b',' => self.pos += 1,
-                b'}' => {
-                    self.pos += 1;
-                    return Some(());
+    let mut d = DecisionFields::default();
+    at.object(1, |at, key| {
+        match key {
+            "usage" => {
+                let (mut prompt, mut completion) = (None, None);
+                at.ws();
+                if at.peek()? == b'{' {
+                    at.object(2, |at, key| match key {
+                        "prompt_tokens" => at.unsigned().map(|n| prompt = n),
+                        "completion_tokens" => at.unsigned().map(|n| completion = n),
+                        _ => at.skip(3),
+                    })?;
+                } else {
+                    at.skip(2)?;
                 }
-                _ => return None,
+                d.prompt_tokens = prompt;
+                d.completion_tokens = completion;
             }
-        }
-    }
-
-    /// An array: `item` is called at each item and must consume it.
-    fn array(&mut self, depth: usize, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
-        if depth >= MAX_DEPTH {
-            return None;
-        }
-        self.eat(b'[')?;
-        self.ws();
-        if self.peek()? == b']' {
-            self.pos += 1;
-            return Some(());
-        }
-        loop {
-            item(self)?;
-            self.ws();
-            match self.peek()? {
-                b',' => self.pos += 1,
-                b']' => {
-                    self.pos += 1;
-                    return Some(());
+            "parse_ok" => {
+                d.parse_ok = match at.loose()? {
+                    Loose::Bool(b) => Some(b),
+                    _ => None,
                 }
-                _ => return None,
             }
-        }
-    }
-
-    /// The end of the string starting at `self.pos` (its opening quote), just past the
-    /// closing quote, and whether it has escapes; `None` for an invalid string.
-    fn string_end(&self) -> Option<(usize, bool)> {
-        let mut i = self.pos + 1;
-        let mut escaped = false;
-        loop {
-            // Up to the next quote or backslash; control characters are invalid in between.
-            let next = i + memchr::memchr2(b'"', b'\\', self.bytes.get(i..)?)?;
-            if self.bytes[i..next].iter().any(|b| *b < 0x20) {
-                return None;
-            }
-            i = next;
-            match self.bytes[i] {
-                b'"' => return Some((i + 1, escaped)),
-                b'\\' => {
-                    escaped = true;
-                    match *self.bytes.get(i + 1)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                        b'u' => {
-                            let hex = self.bytes.get(i + 2..i + 6)?;
-                            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                                return None;
-                            }
-                            i += 6;
-                        }
-                        _ => return None,
-                    }
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// A string: borrowed when it has no escapes, else unescaped by `serde_json`.
-    fn text(&mut self) -> Option<Cow<'a, str>> {
-        self.ws();
-        if self.peek()? != b'"' {
-            return None;
-        }
-        let (end, escaped) = self.string_end()?;
-        let raw = &self.bytes[self.pos..end];
-        self.pos = end;
-        if escaped {
-            serde_json::from_slice::<String>(raw).ok().map(Cow::Owned)
-        } else {
-            std::str::from_utf8(&raw[1..raw.len() - 1])
-                .ok()
-                .map(Cow::Borrowed)
-        }
-    }
-
-    /// A number token; `Some(true)` when it is a plain non-negative integer (digits only).
-    fn number(&mut self) -> Option<(&'a [u8], bool)> {
-        let start = self.pos;
-        let digits = |at: &mut Self| {
-            let from = at.pos;
-            while at.peek().is_some_and(|b| b.is_ascii_digit()) {
-                at.pos += 1;
-            }
-            at.pos > from
-        };
-        let negative = self.peek()? == b'-';
-        if negative {
-            self.pos += 1;
-        }
-        let leading_zero = self.peek()? == b'0';
-        if !digits(self) || (leading_zero && self.pos - start > usize::from(negative) + 1) {
-            return None;
-        }
-        let mut plain = !negative;
-        if self.peek() == Some(b'.') {
-            self.pos += 1;
-            plain = false;
-            if !digits(self) {
-                return None;
-            }
-        }
-        if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.pos += 1;
-            plain = false;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.pos += 1;
-            }
-            if !digits(self) {
-                return None;
-            }
-        }
-        Some((&self.bytes[start..self.pos], plain))
-    }
-
-    /// A plain integer fitting in `u32`.
-    fn u32(&mut self) -> Option<u32> {
-        self.ws();
-        match self.number()? {
-            (digits, true) => std::str::from_utf8(digits).ok()?.parse().ok(),
-            _ => None,
-        }
-    }
-
-    /// Skips a value, checking it is valid JSON.
-    fn skip(&mut self, depth: usize) -> Option<()> {
-        self.ws();
-        match self.peek()? {
-            b'"' => {
-                self.pos = self.string_end()?.0;
-                Some(())
-            }
-            b'{' => self.object(depth, |at, _| at.skip(depth + 1)),
-            b'[' => self.array(depth, |at| at.skip(depth + 1)),
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            _ => self.number().map(|_| ()),
-        }
-    }
-
-    fn literal(&mut self, word: &[u8]) -> Option<()> {
-        self.bytes[self.pos..]
-            .starts_with(word)
-            .then(|| self.pos += word.len())
-    }
-
-    /// A value of a decision's details.
-    fn loose(&mut self) -> Option<Loose<'a>> {
-        self.ws();
-        match self.peek()? {
-            b'"' => self.text().map(Loose::Text),
-            b't' => self.literal(b"true").map(|()| Loose::Bool(true)),
-            b'f' => self.literal(b"false").map(|()| Loose::Bool(false)),
-            b'-' => None, // `-0` is an unsigned zero to serde: left to it.
-            b'0'..=b'9' => match self.number()? {
-                (digits, true) => Some(
-                    // Beyond u64, serde reads a float.
-                    std::str::from_utf8(digits)
-                        .ok()?
-                        .parse()
-                        .map_or(Loose::Other, Loose::Unsigned),
-                ),
-                _ => Some(Loose::Other),
-            },
-            _ => self.skip(1).map(|()| Loose::Other),
-        }
-    }
-
-    fn unsigned(&mut self) -> Option<Option<u64>> {
-        Some(match self.loose()? {
-            Loose::Unsigned(n) => Some(n),
-            _ => None,
-        })
-    }
-
-    fn loose_text(&mut self) -> Option<Option<Cow<'a, str>>> {
-        Some(match self.loose()? {
-            Loose::Text(text) => Some(text),
-            _ => None,
-        })
-    }
-
-    /// A decision's details (not `null`).
-    fn decision(&mut self) -> Option<DecisionFields<'a>> {
-        self.ws();
-        if self.peek()? != b'{' {
-            return self.skip(1).map(|()| DecisionFields::default());
-        }
-        let mut d = DecisionFields::default();
-        self.object(1, |at, key| {
-            match key {
-                "usage" => {
-                    let (mut prompt, mut completion) = (None, None);
-                    at.ws();
-                    if at.peek()? == b'{' {
-                        at.object(2, |at, key| match key {
-                            "prompt_tokens" => at.unsigned().map(|n| prompt = n),
-                            "completion_tokens" => at.unsigned().map(|n| completion = n),
-                            _ => at.skip(3),
-                        })?;
-                    } else {
-                        at.skip(2)?;
-                    }
-                    d.prompt_tokens = prompt;
-                    d.completion_tokens = completion;
-                }
-                "parse_ok" => {
-                    d.parse_ok = match at.loose()? {
-                        Loose::Bool(b) => Some(b),
+            "retries" => d.retries = at.unsigned()?,
+            "cache_hits" => d.cache_hits = at.unsigned()?,
+            "latency_ms" => d.latency_ms = at.unsigned()?,
+            "http_attempts" => d.http_attempts = at.unsigned()?,
+            "message" => d.message = at.loose_text()?,
+            "message_to" => d.addressed = matches!(at.loose()?, Loose::Text(_)),
+            "received" => d.received = at.unsigned()?,
+            "scratchpad" => d.scratchpad = at.loose_text()?,
+            "error" => d.error = at.loose_text()?,
+            "format_errors" => {
+                at.ws();
+                d.last_format_error = if at.peek()? == b'[' {
+                    let mut last = None;
+                    at.array(2, |at| {
+                        last = Some(at.loose()?);
+                        Some(())
+                    })?;
+                    match last {
+                        Some(Loose::Text(text)) => Some(text),
                         _ => None,
                     }
-                }
-                "retries" => d.retries = at.unsigned()?,
-                "cache_hits" => d.cache_hits = at.unsigned()?,
-                "latency_ms" => d.latency_ms = at.unsigned()?,
-                "http_attempts" => d.http_attempts = at.unsigned()?,
-                "message" => d.message = at.loose_text()?,
-                "message_to" => d.addressed = matches!(at.loose()?, Loose::Text(_)),
-                "received" => d.received = at.unsigned()?,
-                "scratchpad" => d.scratchpad = at.loose_text()?,
-                "error" => d.error = at.loose_text()?,
-                "format_errors" => {
-                    at.ws();
-                    d.last_format_error = if at.peek()? == b'[' {
-                        let mut last = None;
-                        at.array(2, |at| {
-                            last = Some(at.loose()?);
-                            Some(())
-                        })?;
-                        match last {
-                            Some(Loose::Text(text)) => Some(text),
-                            _ => None,
-                        }
-                    } else {
-                        at.skip(2)?;
-                        None
-                    };
-                }
-                _ => at.skip(2)?,
+                } else {
+                    at.skip(2)?;
+                    None
+                };
             }
-            Some(())
-        })?;
-        Some(d)
-    }
+            _ => at.skip(2)?,
+        }
+        Some(())
+    })?;
+    Some(d)
 }
 
 #[cfg(test)]

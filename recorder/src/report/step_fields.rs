@@ -74,6 +74,27 @@ impl<'a> DecisionFields<'a> {
         // Deserialising from a value fails on no input: every shape reads as some fields.
         DecisionFields::deserialize(decision).unwrap_or_default()
     }
+
+    /// The same fields, owning their text.
+    #[cfg(feature = "parquet")]
+    pub(crate) fn into_owned(self) -> DecisionFields<'static> {
+        let own = |text: Option<Cow<'_, str>>| text.map(|t| Cow::Owned(t.into_owned()));
+        DecisionFields {
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            parse_ok: self.parse_ok,
+            retries: self.retries,
+            cache_hits: self.cache_hits,
+            latency_ms: self.latency_ms,
+            http_attempts: self.http_attempts,
+            message: own(self.message),
+            addressed: self.addressed,
+            received: self.received,
+            scratchpad: own(self.scratchpad),
+            error: own(self.error),
+            last_format_error: own(self.last_format_error),
+        }
+    }
 }
 
 /// A JSON value as far as the contract's fields go: the types they may have, or another.
