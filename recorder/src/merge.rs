@@ -380,9 +380,56 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     })
 }
 
-/// Opens the shards and checks that they belong to one run, and each is finished.
+/// Opens the shards and checks that they belong to one run, and each is finished. The
+/// manifests are checked first, then the stores opened on a thread each (opening one reads
+/// its database files); errors are those of the first directory at fault.
 fn open_parts(shards: &[PathBuf]) -> Result<Vec<Part>, MergeError> {
-    let mut parts: Vec<Part> = Vec::with_capacity(shards.len());
+    let checked = check_manifests(shards)?;
+    let stores: Vec<Result<RunStore, RecorderError>> = std::thread::scope(|scope| {
+        let opening: Vec<_> = checked
+            .iter()
+            .map(|(run, _)| scope.spawn(|| run.store()))
+            .collect();
+        opening
+            .into_iter()
+            .zip(&checked)
+            .map(|(thread, (run, _))| {
+                thread.join().unwrap_or_else(|_| {
+                    Err(RecorderError::io(
+                        run.path(),
+                        std::io::Error::other("the thread opening the store failed"),
+                    ))
+                })
+            })
+            .collect()
+    });
+    let mut parts = Vec::with_capacity(checked.len());
+    for ((run, part), store) in checked.into_iter().zip(stores) {
+        let store = store?;
+        if let Some(shard) = part.shard() {
+            let missing = store.remaining_units()?;
+            if !missing.is_empty() {
+                return Err(MergeError::Unfinished {
+                    path: run.path().to_owned(),
+                    shard,
+                    done: store.completed_count(),
+                    planned: run.planned(),
+                    missing: UnitList(missing),
+                });
+            }
+        }
+        parts.push(Part { run, store, part });
+    }
+    if parts.is_empty() {
+        return Err(MergeError::NoShards);
+    }
+    Ok(parts)
+}
+
+/// Opens the run directories and checks that their manifests make the shards (or pool
+/// workers' parts) of one run.
+fn check_manifests(shards: &[PathBuf]) -> Result<Vec<(RunDir, RunPart)>, MergeError> {
+    let mut parts: Vec<(RunDir, RunPart)> = Vec::with_capacity(shards.len());
     let mut seen = std::collections::HashSet::new();
     for path in shards {
         let run = RunDir::open(path)?;
@@ -397,9 +444,9 @@ fn open_parts(shards: &[PathBuf]) -> Result<Vec<Part>, MergeError> {
         if experiment_identity(&manifest.experiment) != tag.experiment {
             return Err(MergeError::AlteredExperiment { path: path.clone() });
         }
-        if let Some(first) = parts.first() {
-            let first_manifest = first.run.manifest();
-            let first_path = first.run.path().to_owned();
+        if let Some((first_run, first_part)) = parts.first() {
+            let first_manifest = first_run.manifest();
+            let first_path = first_run.path().to_owned();
             let expected = first_manifest
                 .shard
                 .as_ref()
@@ -421,7 +468,7 @@ fn open_parts(shards: &[PathBuf]) -> Result<Vec<Part>, MergeError> {
                     expected: first_manifest.run_id.clone(),
                 });
             }
-            match (shard, first.part.shard()) {
+            match (shard, first_part.shard()) {
                 (Some(shard), Some(expected)) if shard.count != expected.count => {
                     return Err(MergeError::OtherCount {
                         path: path.clone(),
@@ -435,33 +482,13 @@ fn open_parts(shards: &[PathBuf]) -> Result<Vec<Part>, MergeError> {
                         path: path.clone(),
                         part: Box::new(tag.part),
                         first: first_path,
-                        first_part: Box::new(first.part.clone()),
+                        first_part: Box::new(first_part.clone()),
                     });
                 }
                 _ => {}
             }
         }
-        let store = run.store()?;
-        if let Some(shard) = shard {
-            let missing = store.remaining_units()?;
-            if !missing.is_empty() {
-                return Err(MergeError::Unfinished {
-                    path: path.clone(),
-                    shard,
-                    done: store.completed_count(),
-                    planned: run.planned(),
-                    missing: UnitList(missing),
-                });
-            }
-        }
-        parts.push(Part {
-            run,
-            store,
-            part: tag.part,
-        });
-    }
-    if parts.is_empty() {
-        return Err(MergeError::NoShards);
+        parts.push((run, tag.part));
     }
     Ok(parts)
 }
@@ -554,6 +581,9 @@ fn rank(part: &RunPart) -> (u32, &str) {
 /// Writes the merged run into `staging`: records in `order`, logs synced, store flushed.
 /// The step log is compressed when any part's is. Returns the units and step records
 /// written.
+///
+/// The step log, most of the bytes, is written by a thread of its own while this thread
+/// copies the units into the store and writes the episode log.
 fn write_merged(
     parts: &[Part],
     order: &[(Unit, usize)],
@@ -566,39 +596,70 @@ fn write_merged(
         .max()
         .unwrap_or_default();
     let (run, store) = RunDir::create_with(staging, manifest, compression)?;
-    let mut steps = JsonlWriter::open(&run.steps_path())?;
+    let steps_path = run.steps_path();
     let episodes_path = run.episodes_path();
-    let mut episodes = BufWriter::with_capacity(
-        1 << 20,
-        OpenOptions::new()
-            .append(true)
-            .open(&episodes_path)
-            .map_err(|e| RecorderError::io(&episodes_path, e))?,
-    );
-    let mut step_records = 0;
-    for (unit, part) in order {
-        let (episode, records) =
-            store.import_unit(&parts[*part].store, unit, |lines| steps.append_lines(lines))?;
-        step_records += records;
-        episodes
-            .write_all(&episode)
-            .and_then(|()| episodes.write_all(b"\n"))
-            .map_err(|source| MergeError::Write {
-                path: episodes_path.clone(),
-                source,
-            })?;
-    }
-    steps.commit(Durability::Sync)?;
-    episodes
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .and_then(|file| file.sync_all())
-        .map_err(|source| MergeError::Write {
-            path: episodes_path.clone(),
-            source,
-        })?;
+    let step_records = std::thread::scope(|scope| {
+        let log = scope.spawn(|| write_step_log(&steps_path, parts, order));
+        let stored = import_units(&store, &episodes_path, parts, order);
+        let logged = log.join().unwrap_or_else(|_| {
+            Err(MergeError::Write {
+                path: steps_path.clone(),
+                source: std::io::Error::other("the thread writing the step log failed"),
+            })
+        });
+        stored.and(logged)
+    })?;
     // Listing the merged run then needs neither its store nor its logs.
     ProgressWriter::open(&episodes_path)?.save(true)?;
     store.flush()?;
     Ok((order.len() as u64, step_records))
+}
+
+/// Copies the units in `order` into `store`, chunks as they are, and writes their episode
+/// lines to `episodes_path`, synced.
+fn import_units(
+    store: &RunStore,
+    episodes_path: &Path,
+    parts: &[Part],
+    order: &[(Unit, usize)],
+) -> Result<(), MergeError> {
+    let write_error = |source| MergeError::Write {
+        path: episodes_path.to_owned(),
+        source,
+    };
+    let mut episodes = BufWriter::with_capacity(
+        1 << 20,
+        OpenOptions::new()
+            .append(true)
+            .open(episodes_path)
+            .map_err(write_error)?,
+    );
+    for (unit, part) in order {
+        let episode = store.import_unit(&parts[*part].store, unit)?;
+        episodes
+            .write_all(&episode)
+            .and_then(|()| episodes.write_all(b"\n"))
+            .map_err(write_error)?;
+    }
+    episodes
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|file| file.sync_all())
+        .map_err(write_error)
+}
+
+/// Writes the step lines of the units in `order`, decompressed from their stores, to the
+/// new step log at `path` (compressed if its name says so), synced. Returns the step
+/// records written.
+fn write_step_log(path: &Path, parts: &[Part], order: &[(Unit, usize)]) -> Result<u64, MergeError> {
+    let mut steps = JsonlWriter::open(path)?;
+    let mut lines = Vec::new();
+    let mut records = 0;
+    for (unit, part) in order {
+        lines.clear();
+        records += parts[*part].store.append_unit_lines(unit, &mut lines)?;
+        steps.append_lines(&lines)?;
+    }
+    steps.commit(Durability::Sync)?;
+    Ok(records)
 }

@@ -457,23 +457,43 @@ impl RunStore {
         for key in self.units.iter().keys() {
             let key = key.map_err(self.err())?;
             let mut lines = Vec::new();
-            for chunk in self.steps.scan_prefix(&key).values() {
-                let chunk = chunk.map_err(self.err())?;
-                match ChunkHeader::parse(&chunk).map_err(|m| self.corrupt_chunk(m))? {
-                    Some(header) => header
-                        .decompress_into(&chunk, &mut lines)
-                        .map_err(|m| self.corrupt_chunk(m))?,
-                    None => {
-                        lines.extend_from_slice(&chunk);
-                        if lines.last().is_some_and(|b| *b != b'\n') {
-                            lines.push(b'\n');
-                        }
-                    }
-                }
-            }
+            self.append_lines_of(&key, &mut lines)?;
             each(lines)?;
         }
         Ok(())
+    }
+
+    /// Appends the JSON lines of the step records of the unit whose key is `key` (each line
+    /// ending in a newline), in step then agent order, to `out`. Returns how many records
+    /// they are.
+    fn append_lines_of(&self, key: &[u8], out: &mut Vec<u8>) -> Result<u64> {
+        let mut records = 0;
+        for chunk in self.steps.scan_prefix(key).values() {
+            let chunk = chunk.map_err(self.err())?;
+            match ChunkHeader::parse(&chunk).map_err(|m| self.corrupt_chunk(m))? {
+                Some(header) => {
+                    header
+                        .decompress_into(&chunk, out)
+                        .map_err(|m| self.corrupt_chunk(m))?;
+                    records += u64::from(header.records);
+                }
+                None => {
+                    out.extend_from_slice(&chunk);
+                    records += memchr::memchr_iter(b'\n', &chunk).count() as u64;
+                    if out.last().is_some_and(|b| *b != b'\n') {
+                        out.push(b'\n');
+                        records += 1;
+                    }
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    /// Appends the JSON lines of the step records of `unit` (each ending in a newline), in
+    /// step then agent order, to `out`. Returns how many records they are.
+    pub(crate) fn append_unit_lines(&self, unit: &Unit, out: &mut Vec<u8>) -> Result<u64> {
+        self.append_lines_of(&self.key_of(unit)?, out)
     }
 
     fn decode_chunk(
@@ -616,15 +636,10 @@ impl RunStore {
     }
 
     /// Copies every record of the complete `unit` from the store `from` (of the same
-    /// experiment) into this one, chunks as they are, and hands the JSON lines of its step
-    /// records, in order, to `lines`. Returns the unit's episode record as stored (the
-    /// bytes of its line in `episodes.jsonl`) and its number of step records.
-    pub(crate) fn import_unit(
-        &self,
-        from: &RunStore,
-        unit: &Unit,
-        mut lines: impl FnMut(&[u8]) -> Result<()>,
-    ) -> Result<(sled::IVec, u64)> {
+    /// experiment) into this one, chunks as they are (plain chunks compressed when this
+    /// store's format compresses them). Returns the unit's episode record as stored (the
+    /// bytes of its line in `episodes.jsonl`).
+    pub(crate) fn import_unit(&self, from: &RunStore, unit: &Unit) -> Result<sled::IVec> {
         let source = from.key_of(unit)?;
         let target = self.key_of(unit)?;
         let missing = |what: &str| RecorderError::CorruptStore {
@@ -641,9 +656,9 @@ impl RunStore {
             .get(source)
             .map_err(from.err())?
             .ok_or_else(|| missing("completion entry"))?;
-        let mut batch = sled::Batch::default();
+        // Inserts, not a batch: sled writes and syncs its log twice for every batch, and
+        // the merged store is made durable once, at the end.
         let mut compressed = Vec::new();
-        let mut records = 0;
         for chunk in from.steps.scan_prefix(source) {
             let (key, chunk) = chunk.map_err(from.err())?;
             let first_step = key
@@ -652,35 +667,23 @@ impl RunStore {
                 .map(u32::from_be_bytes)
                 .ok_or_else(|| from.corrupt_chunk(format!("unreadable chunk key {key:?}")))?;
             let key = chunk_key(target, first_step);
-            match ChunkHeader::parse(&chunk).map_err(|m| from.corrupt_chunk(m))? {
-                Some(header) => {
-                    lines(
-                        &header
-                            .decompress(&chunk)
-                            .map_err(|m| from.corrupt_chunk(m))?,
-                    )?;
-                    records += u64::from(header.records);
-                    batch.insert(&key, chunk);
-                }
-                None => {
-                    let count = chunk.iter().filter(|b| **b == b'\n').count();
-                    lines(&chunk)?;
-                    records += count as u64;
-                    if self.format >= COMPRESSED_CHUNKS_SINCE {
-                        compress_chunk(&chunk, count as u32, &mut compressed)?;
-                        batch.insert(&key, compressed.as_slice());
-                    } else {
-                        batch.insert(&key, chunk);
-                    }
-                }
+            let plain = ChunkHeader::parse(&chunk)
+                .map_err(|m| from.corrupt_chunk(m))?
+                .is_none();
+            if plain && self.format >= COMPRESSED_CHUNKS_SINCE {
+                let count = memchr::memchr_iter(b'\n', &chunk).count();
+                compress_chunk(&chunk, count as u32, &mut compressed)?;
+                self.steps.insert(key, compressed.as_slice())
+            } else {
+                self.steps.insert(key, chunk)
             }
+            .map_err(self.err())?;
         }
-        self.steps.apply_batch(batch).map_err(self.err())?;
         self.episodes
             .insert(target, episode.clone())
             .map_err(self.err())?;
         self.units.insert(target, done).map_err(self.err())?;
-        Ok((episode, records))
+        Ok(episode)
     }
 
     /// A batching writer of records into this store.
