@@ -46,6 +46,7 @@
 //! 50,000 steps/s would take some 80 GFLOP/s of forward and backward passes, out of reach of
 //! two cores; fewer epochs trade sample efficiency for speed.
 
+mod activation;
 pub mod checkpoint;
 pub mod decider;
 pub mod dense;
