@@ -3,7 +3,9 @@
 //! throughput on soccer-2v2 (goal ≥ 50,000 environment steps/s, collection plus updates).
 //!
 //! Run with `cargo bench -p mosaic-rl --bench rl`; besides criterion's figures it prints
-//! µs per decision and training steps/s against the goals.
+//! µs per decision, training steps/s against the goals, and the time of one PPO update of
+//! the benchmark's size through the plain-Rust MLP passes against candle's autograd (same
+//! batch, same run).
 
 use criterion::{Criterion, Throughput};
 use mosaic_core::SlotSpec;
@@ -11,7 +13,10 @@ use mosaic_core::rng::{Rng, seeded};
 use mosaic_rl::Architecture;
 use mosaic_rl::net::{ActorCritic, NetShape};
 use mosaic_rl::policy::{Inference, decide_batch};
-use mosaic_rl::train::{TrainOptions, Trainer};
+use mosaic_rl::train::ppo::{self, Adam, Batch};
+use mosaic_rl::train::rollout::Stream;
+use mosaic_rl::train::{PpoConfig, TrainOptions, Trainer};
+use rand::Rng as _;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -92,9 +97,89 @@ fn training() {
     );
 }
 
+/// One update's batch of the training benchmark: 16 environments × 128 steps × 2 learning
+/// agents of random soccer-shaped transitions.
+fn update_batch(shape: &NetShape) -> Batch {
+    let mut rng = seeded(7);
+    let mut batch = Batch::default();
+    for _ in 0..32 {
+        let steps = 128;
+        let stream = Stream {
+            obs: (0..steps * OBS_LEN)
+                .map(|_| rng.random_range(0.0..1.0))
+                .collect(),
+            critic: (0..steps * OBS_LEN)
+                .map(|_| rng.random_range(0.0..1.0))
+                .collect(),
+            masks: vec![0.0; steps * shape.actions],
+            actions: (0..steps)
+                .map(|_| rng.random_range(0..shape.actions as u32))
+                .collect(),
+            logps: (0..steps).map(|_| rng.random_range(-2.5..-1.5)).collect(),
+            values: (0..steps).map(|_| rng.random_range(-0.5..0.5)).collect(),
+            rewards: (0..steps)
+                .map(|_| if rng.random_bool(0.02) { 1.0 } else { 0.0 })
+                .collect(),
+            dones: (0..steps).map(|_| rng.random_bool(0.01)).collect(),
+        };
+        batch.push(&stream, shape, 0.99, 0.95);
+    }
+    batch
+}
+
+/// The PPO update of the training benchmark (4 epochs × 4 minibatches): plain-Rust MLP
+/// passes against candle's autograd on the same batch.
+fn updates(c: &mut Criterion) {
+    let shape = NetShape::new(vec![OBS_LEN], 8, Architecture::default());
+    let batch = update_batch(&shape);
+    let config = PpoConfig::default();
+    let net = ActorCritic::new(shape, 1).expect("a valid network");
+    let mut adam = Adam::new(&net).expect("Adam state");
+    let mut rng = seeded(3);
+    let mut group = c.benchmark_group("rl");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(batch.len() as u64));
+    group.bench_function("ppo_update_plain", |b| {
+        b.iter(|| ppo::update(&net, &mut adam, &batch, &config, 1e-4, &mut rng).expect("updates"))
+    });
+    group.bench_function("ppo_update_autograd", |b| {
+        b.iter(|| {
+            ppo::update_autograd(&net, &mut adam, &batch, &config, 1e-4, &mut rng).expect("updates")
+        })
+    });
+    group.finish();
+    let time = |autograd: bool, rng: &mut Rng, adam: &mut Adam| {
+        let started = Instant::now();
+        let rounds = 5;
+        for _ in 0..rounds {
+            let losses = if autograd {
+                ppo::update_autograd(&net, adam, &batch, &config, 1e-4, rng)
+            } else {
+                ppo::update(&net, adam, &batch, &config, 1e-4, rng)
+            };
+            black_box(losses.expect("updates"));
+        }
+        started.elapsed().as_secs_f64() * 1e3 / f64::from(rounds)
+    };
+    // Interleaved, so that both see the same load.
+    let (mut plain, mut autograd) = (0.0, 0.0);
+    for _ in 0..3 {
+        plain += time(false, &mut rng, &mut adam);
+        autograd += time(true, &mut rng, &mut adam);
+    }
+    println!(
+        "rl: one PPO update of {} transitions (4 epochs × 4 minibatches, MLP 64-64): {:.1} ms plain Rust, {:.1} ms candle autograd ({:.1}× faster)",
+        batch.len(),
+        plain / 3.0,
+        autograd / 3.0,
+        autograd / plain
+    );
+}
+
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     decisions(&mut criterion);
+    updates(&mut criterion);
     training();
     criterion.final_summary();
 }

@@ -22,6 +22,8 @@
 //! had never stopped.
 
 pub mod config;
+mod matmul;
+mod mlp_update;
 pub mod ppo;
 pub mod rollout;
 pub mod selfplay;

@@ -17,13 +17,13 @@ pub struct Adam {
     /// Steps taken.
     pub t: u64,
     /// First and second moments per parameter name.
-    moments: HashMap<String, (Tensor, Tensor)>,
+    pub(super) moments: HashMap<String, (Tensor, Tensor)>,
 }
 
 impl Adam {
-    const BETA1: f64 = 0.9;
-    const BETA2: f64 = 0.999;
-    const EPS: f64 = 1e-5;
+    pub(super) const BETA1: f64 = 0.9;
+    pub(super) const BETA2: f64 = 0.999;
+    pub(super) const EPS: f64 = 1e-5;
 
     /// Fresh state for `net`.
     pub fn new(net: &ActorCritic) -> Result<Self> {
@@ -106,13 +106,13 @@ impl Adam {
 /// Training batch of one group: its agents' complete transitions with advantages.
 #[derive(Debug, Default)]
 pub struct Batch {
-    obs: Vec<f32>,
-    critic: Vec<f32>,
-    masks: Vec<f32>,
-    actions: Vec<u32>,
-    logps: Vec<f32>,
-    advantages: Vec<f32>,
-    returns: Vec<f32>,
+    pub(super) obs: Vec<f32>,
+    pub(super) critic: Vec<f32>,
+    pub(super) masks: Vec<f32>,
+    pub(super) actions: Vec<u32>,
+    pub(super) logps: Vec<f32>,
+    pub(super) advantages: Vec<f32>,
+    pub(super) returns: Vec<f32>,
 }
 
 impl Batch {
@@ -173,8 +173,120 @@ pub struct Losses {
     pub transitions: usize,
 }
 
-/// PPO's update of `net` on `batch`; minibatch order drawn from `rng`.
+/// PPO's update of `net` on `batch`; minibatch order drawn from `rng`. MLPs train through
+/// the plain-Rust passes of [`super::mlp_update`], CNNs through candle's autograd
+/// ([`update_autograd`]); both compute the same update up to float rounding.
 pub fn update(
+    net: &ActorCritic,
+    adam: &mut Adam,
+    batch: &Batch,
+    config: &PpoConfig,
+    lr: f64,
+    rng: &mut Rng,
+) -> Result<Losses> {
+    if super::mlp_update::supports(net) {
+        super::mlp_update::update(net, adam, batch, config, lr, rng)
+    } else {
+        update_autograd(net, adam, batch, config, lr, rng)
+    }
+}
+
+/// A minibatch as tensors.
+pub(super) struct Minibatch {
+    pub(super) obs: Tensor,
+    pub(super) critic: Tensor,
+    pub(super) masks: Tensor,
+    pub(super) actions: Tensor,
+    pub(super) old_logps: Tensor,
+    /// Normalised over the minibatch.
+    pub(super) advantages: Tensor,
+    pub(super) returns: Tensor,
+}
+
+/// The loss of a minibatch and its terms, as tensors of the autograd graph.
+pub(super) struct MinibatchLoss {
+    pub(super) loss: Tensor,
+    pub(super) policy: Tensor,
+    pub(super) value: Tensor,
+    pub(super) entropy: Tensor,
+    pub(super) approx_kl: Tensor,
+}
+
+/// PPO's loss on `mb`: clipped surrogate, minus the entropy bonus, plus the value loss.
+pub(super) fn minibatch_loss(
+    net: &ActorCritic,
+    mb: &Minibatch,
+    config: &PpoConfig,
+) -> Result<MinibatchLoss> {
+    let logits = net.logits(&mb.obs)?.add(&mb.masks)?;
+    let log_probs = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
+    let logp = log_probs.gather(&mb.actions, 1)?.squeeze(1)?;
+    let log_ratio = (&logp - &mb.old_logps)?;
+    let ratio = log_ratio.exp()?;
+    let clipped = ratio.clamp(1.0 - config.clip, 1.0 + config.clip)?;
+    let adv = &mb.advantages;
+    let surrogate = (&ratio * adv)?.minimum(&(clipped * adv)?)?;
+    let policy = surrogate.mean_all()?.neg()?;
+    let entropy = (log_probs.exp()? * &log_probs)?.sum(1)?.mean_all()?.neg()?;
+    let values = net.values(&mb.critic)?;
+    let value = ((values - &mb.returns)?.sqr()?.mean_all()? * 0.5)?;
+    let loss = ((&policy - (&entropy * f64::from(config.entropy_coef))?)?
+        + (&value * f64::from(config.value_coef))?)?;
+    // k3 estimator of KL(old || new): (r - 1) - log r.
+    let approx_kl = ((&ratio - 1.0)? - &log_ratio)?.mean_all()?;
+    Ok(MinibatchLoss {
+        loss,
+        policy,
+        value,
+        entropy,
+        approx_kl,
+    })
+}
+
+impl Minibatch {
+    /// The whole of `batch` as tensors (advantages as they are).
+    pub(super) fn whole(batch: &Batch, shape: &NetShape) -> Result<Self> {
+        let n = batch.len();
+        let dev = Device::Cpu;
+        Ok(Self {
+            obs: Tensor::from_slice(&batch.obs, (n, shape.obs_len()), &dev)?,
+            critic: Tensor::from_slice(&batch.critic, (n, shape.critic_len()), &dev)?,
+            masks: Tensor::from_slice(&batch.masks, (n, shape.actions), &dev)?,
+            actions: Tensor::from_slice(&batch.actions, (n, 1), &dev)?,
+            old_logps: Tensor::from_slice(&batch.logps, n, &dev)?,
+            advantages: Tensor::from_slice(&batch.advantages, n, &dev)?,
+            returns: Tensor::from_slice(&batch.returns, n, &dev)?,
+        })
+    }
+
+    /// Rows `idx` of this whole batch, advantages normalised over them.
+    pub(super) fn rows(&self, idx: &[u32]) -> Result<Self> {
+        let idx = Tensor::from_slice(idx, idx.len(), &Device::Cpu)?;
+        let pick = |t: &Tensor| t.index_select(&idx, 0);
+        let adv = pick(&self.advantages)?;
+        let advantages = if idx.dim(0)? > 1 {
+            let mean = adv.mean_all()?;
+            let centred = adv.broadcast_sub(&mean)?;
+            let std = centred.sqr()?.mean_all()?.sqrt()?;
+            centred.broadcast_div(&(std + 1e-8)?)?
+        } else {
+            adv
+        };
+        Ok(Self {
+            obs: pick(&self.obs)?,
+            critic: pick(&self.critic)?,
+            masks: pick(&self.masks)?,
+            actions: pick(&self.actions)?,
+            old_logps: pick(&self.old_logps)?,
+            advantages,
+            returns: pick(&self.returns)?,
+        })
+    }
+}
+
+/// PPO's update of `net` on `batch` through candle's autograd, for any architecture;
+/// minibatch order drawn from `rng`.
+pub fn update_autograd(
     net: &ActorCritic,
     adam: &mut Adam,
     batch: &Batch,
@@ -186,15 +298,7 @@ pub fn update(
     if n == 0 {
         return Ok(Losses::default());
     }
-    let (obs_len, actions) = (net.shape().obs_len(), net.shape().actions);
-    let dev = Device::Cpu;
-    let obs = Tensor::from_slice(&batch.obs, (n, obs_len), &dev)?;
-    let critic = Tensor::from_slice(&batch.critic, (n, net.shape().critic_len()), &dev)?;
-    let masks = Tensor::from_slice(&batch.masks, (n, actions), &dev)?;
-    let acts = Tensor::from_slice(&batch.actions, (n, 1), &dev)?;
-    let old_logps = Tensor::from_slice(&batch.logps, n, &dev)?;
-    let advantages = Tensor::from_slice(&batch.advantages, n, &dev)?;
-    let returns = Tensor::from_slice(&batch.returns, n, &dev)?;
+    let whole = Minibatch::whole(batch, net.shape())?;
     let size = n.div_ceil(config.minibatches).max(1);
     let mut order: Vec<u32> = (0..n as u32).collect();
     let mut sums = Losses::default();
@@ -202,38 +306,14 @@ pub fn update(
     for _ in 0..config.epochs {
         order.shuffle(rng);
         for chunk in order.chunks(size) {
-            let idx = Tensor::from_slice(chunk, chunk.len(), &dev)?;
-            let pick = |t: &Tensor| t.index_select(&idx, 0);
-            let adv = pick(&advantages)?;
-            let adv = if chunk.len() > 1 {
-                let mean = adv.mean_all()?;
-                let centred = adv.broadcast_sub(&mean)?;
-                let std = centred.sqr()?.mean_all()?.sqrt()?;
-                centred.broadcast_div(&(std + 1e-8)?)?
-            } else {
-                adv
-            };
-            let logits = net.logits(&pick(&obs)?)?.add(&pick(&masks)?)?;
-            let log_probs = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
-            let logp = log_probs.gather(&pick(&acts)?, 1)?.squeeze(1)?;
-            let log_ratio = (&logp - pick(&old_logps)?)?;
-            let ratio = log_ratio.exp()?;
-            let clipped = ratio.clamp(1.0 - config.clip, 1.0 + config.clip)?;
-            let surrogate = (&ratio * &adv)?.minimum(&(clipped * &adv)?)?;
-            let policy_loss = surrogate.mean_all()?.neg()?;
-            let entropy = (log_probs.exp()? * &log_probs)?.sum(1)?.mean_all()?.neg()?;
-            let values = net.values(&pick(&critic)?)?;
-            let value_loss = ((values - pick(&returns)?)?.sqr()?.mean_all()? * 0.5)?;
-            let loss = ((&policy_loss - (&entropy * f64::from(config.entropy_coef))?)?
-                + (&value_loss * f64::from(config.value_coef))?)?;
-            let grads = loss.backward()?;
+            let mb = whole.rows(chunk)?;
+            let terms = minibatch_loss(net, &mb, config)?;
+            let grads = terms.loss.backward()?;
             adam.step(net, &grads, lr, config.max_grad_norm)?;
-            // k3 estimator of KL(old || new): (r - 1) - log r.
-            let kl = ((&ratio - 1.0)? - &log_ratio)?.mean_all()?;
-            sums.policy += policy_loss.to_dtype(DType::F32)?.to_scalar::<f32>()?;
-            sums.value += value_loss.to_scalar::<f32>()?;
-            sums.entropy += entropy.to_scalar::<f32>()?;
-            sums.approx_kl += kl.to_scalar::<f32>()?;
+            sums.policy += terms.policy.to_dtype(DType::F32)?.to_scalar::<f32>()?;
+            sums.value += terms.value.to_scalar::<f32>()?;
+            sums.entropy += terms.entropy.to_scalar::<f32>()?;
+            sums.approx_kl += terms.approx_kl.to_scalar::<f32>()?;
             count += 1.0;
         }
     }
