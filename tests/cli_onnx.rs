@@ -67,7 +67,8 @@ fn onnx_policies_play_and_misfits_are_refused_with_exit_2() {
     let model = gridworld_policy(dir.path());
 
     // The example experiment, run where its relative path finds the policy.
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/experiments/onnx-gridworld.toml");
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/experiments/onnx-gridworld.toml");
     let played = Command::new(env!("CARGO_BIN_EXE_mosaic"))
         .arg("run")
         .arg(&example)

@@ -92,8 +92,13 @@ fn main() {
     group.throughput(Throughput::Elements(1));
     group.bench_function("mlp_single_decision", |b| {
         b.iter(|| {
-            decide_batch(&onnx, black_box(&obs[..obs_len]), &masks[..1], Some(&mut rngs[..1]))
-                .expect("decides")
+            decide_batch(
+                &onnx,
+                black_box(&obs[..obs_len]),
+                &masks[..1],
+                Some(&mut rngs[..1]),
+            )
+            .expect("decides")
         })
     });
     group.finish();

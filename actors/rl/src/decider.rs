@@ -80,8 +80,7 @@ fn load_onnx(path: &Path, spec: &EnvSpec) -> Result<Arc<dyn PolicyNet>> {
 fn load_onnx(path: &Path, _: &EnvSpec) -> Result<Arc<dyn PolicyNet>> {
     Err(RlError::Corrupt {
         path: path.to_owned(),
-        problem: "an ONNX policy, and this build has no ONNX support (cargo feature `onnx`)"
-            .into(),
+        problem: "an ONNX policy, and this build has no ONNX support (cargo feature `onnx`)".into(),
     })
 }
 

@@ -119,7 +119,7 @@ fn one() -> f32 {
 }
 
 /// The arrangement of the model's input.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Layout {
     /// A flat vector per observation (`[batch, values]`), the observation flattened in
@@ -403,7 +403,10 @@ impl OnnxPolicy {
         let mut model = tract_onnx::onnx()
             .model_for_path(model_path)
             .map_err(|e| refuse(format!("not a readable ONNX model: {e:#}")))?;
-        let inputs = model.input_outlets().map_err(|e| refuse(e.to_string()))?.len();
+        let inputs = model
+            .input_outlets()
+            .map_err(|e| refuse(e.to_string()))?
+            .len();
         if inputs != 1 {
             return Err(refuse(format!(
                 "the model has {inputs} inputs; a policy takes one, the observation batch"
@@ -652,10 +655,7 @@ mod tests {
             },
         );
         assert_eq!(shape, vec![2, 2, 3]);
-        assert_eq!(
-            row,
-            vec![0., 2., 4., 6., 8., 10., 1., 3., 5., 7., 9., 11.]
-        );
+        assert_eq!(row, vec![0., 2., 4., 6., 8., 10., 1., 3., 5., 7., 9., 11.]);
         // ... and back.
         let (shape, row) = adapted(
             vec![2, 2, 3],

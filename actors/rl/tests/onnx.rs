@@ -9,7 +9,6 @@ use mosaic_core::{
 use mosaic_rl::RlError;
 use mosaic_rl::decider::{is_onnx, load_net, onnx_policy, policy};
 use mosaic_rl::onnx::OnnxPolicy;
-use mosaic_rl::policy::PolicyNet;
 use rand::Rng;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -155,9 +154,23 @@ fn agrees_with_numpy(path: &Path, seen: &Seen, logits_compare: bool) {
         }
         assert_eq!(argmax(got), expected.model_action[row], "row {row}");
         let one = net
-            .logits(seen.observations[row].symbolic.as_ref().unwrap().data.as_slice(), 1)
+            .logits(
+                seen.observations[row]
+                    .symbolic
+                    .as_ref()
+                    .unwrap()
+                    .data
+                    .as_slice(),
+                1,
+            )
             .unwrap();
-        assert_eq!(one, got, "a batch of one answers as the batch does");
+        // Another batch size is another plan (other kernels): equal up to rounding.
+        for (a, b) in one.iter().zip(got) {
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                "{one:?} vs {got:?}"
+            );
+        }
     }
 
     let mut greedy = onnx_policy(
@@ -246,7 +259,10 @@ fn files_that_do_not_fit_are_refused_naming_the_file() {
     let mut other = grid.clone();
     other.symbolic_shape = Some(vec![147]);
     let err = refused(&gemm, &other);
-    assert!(err.to_string().contains("field `obs_shape` differs"), "{err}");
+    assert!(
+        err.to_string().contains("field `obs_shape` differs"),
+        "{err}"
+    );
 
     // A model for 84 values behind a manifest that promises gridworld's 148.
     let narrow = build(dir.path(), "gemm", "narrow", &board, None);
@@ -265,11 +281,16 @@ fn files_that_do_not_fit_are_refused_naming_the_file() {
     // An output that is not there, or that does not score every action.
     rewrite_manifest(&gemm, |m| m["output"]["name"] = "probs".into());
     let err = refused(&gemm, &grid).to_string();
-    assert!(err.contains("gemm.onnx") && err.contains("no output named `probs`"), "{err}");
+    assert!(
+        err.contains("gemm.onnx") && err.contains("no output named `probs`"),
+        "{err}"
+    );
     let mut three = grid.clone();
     three.action_labels.truncate(3);
     let few = build(dir.path(), "gemm", "few", &three, None);
-    rewrite_manifest(&few, |m| m["action_labels"] = serde_json::json!(grid.action_labels));
+    rewrite_manifest(&few, |m| {
+        m["action_labels"] = serde_json::json!(grid.action_labels)
+    });
     let err = refused(&few, &grid).to_string();
     assert!(
         err.contains("few.onnx") && err.contains("output has shape [1, 3]"),
@@ -278,15 +299,22 @@ fn files_that_do_not_fit_are_refused_naming_the_file() {
 
     // An image layout over a flat observation, bytes that are no model, a missing model.
     rewrite_manifest(&few, |m| {
-        m["observation"]["layout"] = serde_json::json!({"type": "image", "env": "hwc", "model": "chw"})
+        m["observation"]["layout"] =
+            serde_json::json!({"type": "image", "env": "hwc", "model": "chw"})
     });
     let err = refused(&few, &grid).to_string();
-    assert!(err.contains("few.json") && err.contains("three-dimensional"), "{err}");
+    assert!(
+        err.contains("few.json") && err.contains("three-dimensional"),
+        "{err}"
+    );
     std::fs::write(&gemm, b"not a protobuf").unwrap();
-    rewrite_manifest(&gemm, |m| m["output"] = serde_json::json!({"kind": "logits"}));
+    rewrite_manifest(&gemm, |m| {
+        m["output"] = serde_json::json!({"kind": "logits"})
+    });
     let err = refused(&gemm, &grid);
     assert!(
-        err.to_string().contains("gemm.onnx: not a readable ONNX model"),
+        err.to_string()
+            .contains("gemm.onnx: not a readable ONNX model"),
         "{err}"
     );
     assert!(err.is_bad_input());
