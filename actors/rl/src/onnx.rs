@@ -318,8 +318,10 @@ impl Adapter {
 /// transposition's row-major order.
 fn transposition(shape: &[usize], axes: &[usize]) -> Vec<usize> {
     let mut strides = vec![1; shape.len()];
-    for k in (0..shape.len().saturating_sub(1)).rev() {
-        strides[k] = strides[k + 1] * shape[k + 1];
+    let mut stride = 1;
+    for (s, &dim) in strides.iter_mut().zip(shape).rev() {
+        *s = stride;
+        stride *= dim;
     }
     let dims: Vec<usize> = axes.iter().map(|&a| shape[a]).collect();
     let total: usize = shape.iter().product();
@@ -334,12 +336,12 @@ fn transposition(shape: &[usize], axes: &[usize]) -> Vec<usize> {
                 .sum(),
         );
         // The next index of the transposition, last dimension fastest.
-        for k in (0..dims.len()).rev() {
-            index[k] += 1;
-            if index[k] < dims[k] {
+        for (i, &dim) in index.iter_mut().zip(&dims).rev() {
+            *i += 1;
+            if *i < dim {
                 break;
             }
-            index[k] = 0;
+            *i = 0;
         }
     }
     out
