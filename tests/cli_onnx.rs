@@ -1,8 +1,7 @@
 //! ONNX policies in experiments, with the real binary: a CleanRL-style model built from
 //! known weights plays gridworld in the example experiment, as `kind = "onnx"` and as an
-//! `rl` checkpoint, and a
-//! policy that does not fit, or a file that is no model, is refused at validation with
-//! exit 2 naming the slot and the file.
+//! `rl` checkpoint, and a policy that does not fit, or a file that is no model, is refused
+//! at validation with exit 2 naming the slot and the file.
 
 use mosaic_core::Settings;
 use std::path::Path;
@@ -45,6 +44,25 @@ fn gridworld_policy(dir: &Path) -> std::path::PathBuf {
     dir.join("policies/gridworld-mlp.onnx")
 }
 
+/// Checks that every step of `operator` in the run at `dir` was decided by the policy of
+/// `kind`, none by a fallback.
+fn decided_by(dir: &Path, operator: &str, kind: &str) {
+    let steps = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap();
+    let mut acted = 0;
+    for line in steps.lines() {
+        let step: serde_json::Value = serde_json::from_str(line).unwrap();
+        if step["operator_id"] != operator {
+            continue;
+        }
+        assert_eq!(step["kind"], kind, "{step}");
+        if !step["action"].is_null() {
+            assert_eq!(step["decision_source"], "policy", "{step}");
+            acted += 1;
+        }
+    }
+    assert!(acted > 0, "{steps}");
+}
+
 fn experiment(slot: &str) -> String {
     format!(
         r#"
@@ -81,8 +99,7 @@ fn onnx_policies_play_and_misfits_are_refused_with_exit_2() {
         "{}",
         String::from_utf8_lossy(&played.stderr)
     );
-    let steps = std::fs::read_to_string(dir.path().join("example/steps.jsonl")).unwrap();
-    assert!(steps.contains(r#""kind":"onnx""#), "{steps}");
+    decided_by(&dir.path().join("example"), "onnx", "onnx");
 
     for (id, slot) in [
         (
@@ -104,10 +121,8 @@ fn onnx_policies_play_and_misfits_are_refused_with_exit_2() {
             "{}",
             String::from_utf8_lossy(&played.stderr)
         );
-        let steps = std::fs::read_to_string(dir.path().join(id).join("steps.jsonl")).unwrap();
         let kind = if id == "as-onnx" { "onnx" } else { "rl" };
-        assert!(steps.contains(&format!(r#""kind":"{kind}""#)), "{steps}");
-        assert!(!steps.contains(r#""source":"error""#), "{steps}");
+        decided_by(&dir.path().join(id), "imported", kind);
     }
 
     let slot = format!(r#"{{ kind = "onnx", model = "{}" }}"#, model.display());
