@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 /// Schema tag of [`Manifest`].
 pub const MANIFEST_SCHEMA: &str = "mosaic.rl-checkpoint/1";
 
+/// Schema tag of an ONNX policy's manifest (`crate::onnx`, feature `onnx`): known to every
+/// build, so that one without ONNX support can say why it refuses such a policy.
+pub const ONNX_MANIFEST_SCHEMA: &str = "mosaic.onnx-policy/1";
+
 /// What a checkpoint's weights are for, checked against the environment before use.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,34 +62,43 @@ impl Manifest {
     /// Checks that the checkpoint fits `spec`: the error names the first field that
     /// differs (`env`, `obs_shape`, `action_labels`).
     pub fn check(&self, spec: &EnvSpec, path: &Path) -> Result<()> {
-        let differs = |field, checkpoint: String, environment: String| {
-            Err(RlError::Mismatch {
-                path: path.to_owned(),
-                field,
-                checkpoint,
-                environment,
-            })
-        };
-        if self.env != spec.name {
-            return differs("env", format!("`{}`", self.env), format!("`{}`", spec.name));
-        }
-        let shape = spec.symbolic_shape.as_deref().unwrap_or(&[]);
-        if self.obs_shape != shape {
-            return differs(
-                "obs_shape",
-                format!("{:?}", self.obs_shape),
-                format!("{shape:?}"),
-            );
-        }
-        if self.action_labels != spec.action_labels {
-            return differs(
-                "action_labels",
-                self.action_labels.join(", "),
-                spec.action_labels.join(", "),
-            );
-        }
-        Ok(())
+        check_fit(spec, path, &self.env, &self.obs_shape, &self.action_labels)
     }
+}
+
+/// Checks that a policy made for `env`, observations of `obs_shape` and `action_labels`
+/// (as its manifest at `path` says) fits `spec`: the error names the first field that
+/// differs (`env`, `obs_shape`, `action_labels`).
+pub fn check_fit(
+    spec: &EnvSpec,
+    path: &Path,
+    env: &str,
+    obs_shape: &[usize],
+    action_labels: &[String],
+) -> Result<()> {
+    let differs = |field, checkpoint: String, environment: String| {
+        Err(RlError::Mismatch {
+            path: path.to_owned(),
+            field,
+            checkpoint,
+            environment,
+        })
+    };
+    if env != spec.name {
+        return differs("env", format!("`{env}`"), format!("`{}`", spec.name));
+    }
+    let shape = spec.symbolic_shape.as_deref().unwrap_or(&[]);
+    if obs_shape != shape {
+        return differs("obs_shape", format!("{obs_shape:?}"), format!("{shape:?}"));
+    }
+    if action_labels != spec.action_labels {
+        return differs(
+            "action_labels",
+            action_labels.join(", "),
+            spec.action_labels.join(", "),
+        );
+    }
+    Ok(())
 }
 
 fn one() -> usize {
@@ -98,16 +111,23 @@ fn is_one(n: &usize) -> bool {
 
 /// The two files of the checkpoint named by `path` (either file, or their stem).
 pub fn files(path: &Path) -> (PathBuf, PathBuf) {
+    sidecar_files(path, "safetensors")
+}
+
+/// A policy's manifest and model files, `STEM.json` and `STEM.<model_extension>`, named by
+/// `path`: either file, or their stem.
+pub fn sidecar_files(path: &Path, model_extension: &str) -> (PathBuf, PathBuf) {
     let stem = match path.extension().and_then(|e| e.to_str()) {
-        Some("json" | "safetensors") => path.with_extension(""),
+        Some(ext) if ext == "json" || ext == model_extension => path.with_extension(""),
         _ => path.to_owned(),
     };
     let with = |ext: &str| {
         let mut name = stem.clone().into_os_string();
+        name.push(".");
         name.push(ext);
         PathBuf::from(name)
     };
-    (with(".json"), with(".safetensors"))
+    (with("json"), with(model_extension))
 }
 
 /// A loaded checkpoint: its manifest and network.
@@ -168,18 +188,42 @@ impl Checkpoint {
 
 /// Reads and checks a manifest file.
 pub fn read_manifest(path: &Path) -> Result<Manifest> {
-    let bytes = std::fs::read(path).map_err(|e| RlError::io(path, e))?;
-    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|source| RlError::Json {
-        path: path.to_owned(),
-        source,
-    })?;
-    if manifest.schema != MANIFEST_SCHEMA {
+    read_tagged(path, MANIFEST_SCHEMA, |m: &Manifest| &m.schema)
+}
+
+/// The `schema` tag of the JSON manifest at `path`, if it has one.
+pub fn schema_of(path: &Path) -> Result<Option<String>> {
+    #[derive(Deserialize)]
+    struct Tagged {
+        schema: Option<String>,
+    }
+    Ok(read_json::<Tagged>(path)?.schema)
+}
+
+/// Reads the JSON manifest at `path` and checks that its schema tag (read by `schema`)
+/// is `expected`.
+pub(crate) fn read_tagged<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    expected: &str,
+    schema: impl Fn(&T) -> &str,
+) -> Result<T> {
+    let manifest = read_json(path)?;
+    let found = schema(&manifest);
+    if found != expected {
         return Err(RlError::Corrupt {
             path: path.to_owned(),
-            problem: format!("schema `{}` is not `{MANIFEST_SCHEMA}`", manifest.schema),
+            problem: format!("schema `{found}` is not `{expected}`"),
         });
     }
     Ok(manifest)
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let bytes = std::fs::read(path).map_err(|e| RlError::io(path, e))?;
+    serde_json::from_slice(&bytes).map_err(|source| RlError::Json {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 fn staging(path: &Path) -> PathBuf {

@@ -1,15 +1,25 @@
-//! The `rl` decider kind: an agent acting with a trained checkpoint.
+//! The `rl` decider kind: an agent acting with a trained checkpoint; and, with feature
+//! `onnx`, the `onnx` kind: an agent acting with a policy exported to ONNX elsewhere
+//! ([`crate::onnx`]).
 //!
 //! ```toml
 //! [operators.agents.green_0]
 //! kind = "rl"
 //! checkpoint = "policies/soccer-ippo"   # or the .json / .safetensors file
 //! greedy = false                         # true: always the most likely legal action
+//!
+//! [operators.agents.blue_0]
+//! kind = "onnx"
+//! model = "policies/cleanrl-ppo.onnx"   # or its .json manifest, or their stem
 //! ```
+//!
+//! An `rl` checkpoint that names an `.onnx` file, or whose manifest is an ONNX policy's,
+//! is loaded as the `onnx` kind loads it. Both act through [`RlPolicy`]: the same masks,
+//! the same seeded draws, the same saved state.
 
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{self, Checkpoint, ONNX_MANIFEST_SCHEMA};
 use crate::error::{Result, RlError};
-use crate::policy::{Inference, RlPolicy};
+use crate::policy::{Inference, PolicyNet, RlPolicy};
 use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{EnvSpec, Settings};
@@ -41,13 +51,45 @@ pub fn load_for(path: &Path, spec: &EnvSpec) -> Result<Checkpoint> {
     Ok(checkpoint)
 }
 
+/// Whether the checkpoint named by `path` is an ONNX policy: an `.onnx` file, or a
+/// manifest with the ONNX policy schema.
+pub fn is_onnx(path: &Path) -> bool {
+    if path.extension().is_some_and(|e| e == "onnx") {
+        return true;
+    }
+    let (json, _) = checkpoint::files(path);
+    json.is_file()
+        && checkpoint::schema_of(&json).is_ok_and(|s| s.as_deref() == Some(ONNX_MANIFEST_SCHEMA))
+}
+
+/// The network of the checkpoint or ONNX policy named by `path`, checked against `spec`.
+pub fn load_net(path: &Path, spec: &EnvSpec) -> Result<Arc<dyn PolicyNet>> {
+    if is_onnx(path) {
+        return load_onnx(path, spec);
+    }
+    let checkpoint = load_for(path, spec)?;
+    Ok(Arc::new(Inference::new(&checkpoint.net)?))
+}
+
+#[cfg(feature = "onnx")]
+fn load_onnx(path: &Path, spec: &EnvSpec) -> Result<Arc<dyn PolicyNet>> {
+    Ok(Arc::new(crate::onnx::OnnxPolicy::load_for(path, spec)?))
+}
+
+#[cfg(not(feature = "onnx"))]
+fn load_onnx(path: &Path, _: &EnvSpec) -> Result<Arc<dyn PolicyNet>> {
+    Err(RlError::Corrupt {
+        path: path.to_owned(),
+        problem: "an ONNX policy, and this build has no ONNX support (cargo feature `onnx`)".into(),
+    })
+}
+
 /// The policy of an `rl` slot with `settings` in an environment described by `spec`;
 /// errors are configuration errors at `checkpoint`.
 pub fn policy(settings: &Settings, spec: &EnvSpec) -> std::result::Result<RlPolicy, SpecError> {
     let settings = RlSettings::parse(settings)?;
-    let checkpoint = load_for(&settings.checkpoint, spec).map_err(spec_error)?;
-    let inference = Inference::new(&checkpoint.net).map_err(spec_error)?;
-    Ok(RlPolicy::new(Arc::new(inference), settings.greedy))
+    let net = load_net(&settings.checkpoint, spec).map_err(spec_error)?;
+    Ok(RlPolicy::new(net, settings.greedy))
 }
 
 fn spec_error(error: RlError) -> SpecError {
@@ -63,7 +105,7 @@ pub fn kind() -> DeciderKind {
         name: "rl",
         summary: "a trained policy from a checkpoint (safetensors + JSON manifest), seeded per agent",
         settings: &[
-            "checkpoint = <required>: the checkpoint (stem, .json manifest or .safetensors weights)",
+            "checkpoint = <required>: the checkpoint (stem, .json manifest or .safetensors weights), or an ONNX policy (.onnx)",
             "greedy = false: always the most likely legal action instead of a seeded draw",
         ],
         spawn: Arc::new(|cx| {
@@ -73,7 +115,53 @@ pub fn kind() -> DeciderKind {
     }
 }
 
-/// Adds the `rl` kind to `registry`.
+/// Settings of an `onnx` slot.
+#[cfg(feature = "onnx")]
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnnxSettings {
+    /// The policy (`.onnx` model, `.json` manifest or their stem).
+    pub model: PathBuf,
+    /// Always take the most likely legal action instead of drawing one.
+    #[serde(default)]
+    pub greedy: bool,
+}
+
+/// The policy of an `onnx` slot with `settings` in an environment described by `spec`;
+/// errors are configuration errors at `model`.
+#[cfg(feature = "onnx")]
+pub fn onnx_policy(
+    settings: &Settings,
+    spec: &EnvSpec,
+) -> std::result::Result<RlPolicy, SpecError> {
+    let settings: OnnxSettings = parse_settings(settings)?;
+    let net = load_onnx(&settings.model, spec).map_err(|error| match error {
+        RlError::Spec(e) => e,
+        other => SpecError::new("model", other.to_string()),
+    })?;
+    Ok(RlPolicy::new(net, settings.greedy))
+}
+
+/// The `onnx` kind.
+#[cfg(feature = "onnx")]
+pub fn onnx_kind() -> DeciderKind {
+    DeciderKind {
+        name: "onnx",
+        summary: "a policy exported to ONNX (CleanRL, Stable-Baselines3, RLlib) with a JSON manifest, run by tract, seeded per agent",
+        settings: &[
+            "model = <required>: the policy (.onnx model, .json manifest or their stem)",
+            "greedy = false: always the most likely legal action instead of a seeded draw",
+        ],
+        spawn: Arc::new(|cx| {
+            let policy = onnx_policy(&cx.slot.settings, cx.spec)?;
+            Ok(DeciderHandle::start_policy("onnx", Box::new(policy)))
+        }),
+    }
+}
+
+/// Adds the `rl` kind (and with feature `onnx` the `onnx` kind) to `registry`.
 pub fn register(registry: &mut DeciderRegistry) {
     registry.register(kind());
+    #[cfg(feature = "onnx")]
+    registry.register(onnx_kind());
 }

@@ -46,6 +46,16 @@ pub enum RlError {
         /// What is wrong.
         problem: String,
     },
+    /// An ONNX policy that cannot be used: a file tract cannot read, a model whose inputs
+    /// or outputs do not fit its manifest, a failed inference.
+    #[cfg(feature = "onnx")]
+    #[error("ONNX policy {path}: {problem}")]
+    Onnx {
+        /// The model file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
     /// An observation the policy cannot read (no symbolic tensor, another length).
     #[error("observation of agent {agent}: {problem}")]
     Observation {
@@ -83,6 +93,8 @@ impl RlError {
         match self {
             RlError::Mismatch { .. } | RlError::Corrupt { .. } | RlError::Spec(_) => true,
             RlError::Json { .. } | RlError::Observation { .. } => true,
+            #[cfg(feature = "onnx")]
+            RlError::Onnx { .. } => true,
             RlError::Recorder(e) => e.is_bad_input(),
             _ => false,
         }

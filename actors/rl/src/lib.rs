@@ -6,7 +6,9 @@
 //! - [`checkpoint`]: safetensors weights plus a JSON [`Manifest`] checked against the
 //!   environment;
 //! - [`policy`]: batched inference and [`RlPolicy`], one agent's seeded policy;
-//! - [`decider`]: the `rl` decider kind;
+//! - [`decider`]: the `rl` decider kind, and with feature `onnx` the `onnx` kind;
+//! - `onnx` (feature `onnx`): policies exported to ONNX by other libraries, run with
+//!   tract behind the same manifest checks, masks and seeded draws;
 //! - [`train`]: PPO (IPPO or MAPPO, parameter sharing per team) over vectorised native
 //!   environments on worker threads, writing a run directory with checkpoints.
 //!
@@ -55,6 +57,8 @@ pub mod decider;
 pub mod dense;
 pub mod error;
 pub mod net;
+#[cfg(feature = "onnx")]
+pub mod onnx;
 pub mod policy;
 pub mod train;
 

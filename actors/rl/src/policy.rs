@@ -1,4 +1,8 @@
 //! Acting with a trained network: batched inference and the [`RlPolicy`] of one agent.
+//!
+//! Networks act through [`PolicyNet`] (logits of a batch of observations), so mosaic's own
+//! checkpoints ([`Inference`]) and imported ONNX models share the masked, seeded action
+//! choice of [`decide_batch`] and [`RlPolicy`].
 
 use crate::dense::DenseStack;
 use crate::error::{Result, RlError};
@@ -28,6 +32,19 @@ pub fn push_observation(obs: &Observation, obs_len: usize, into: &mut Vec<f32>) 
     })
 }
 
+/// A network that scores every action of a batch of observations.
+pub trait PolicyNet: Send + Sync + std::fmt::Debug {
+    /// Values of one observation (its symbolic tensor's length).
+    fn obs_len(&self) -> usize;
+
+    /// Actions scored per observation.
+    fn actions(&self) -> usize;
+
+    /// Action logits (unnormalised log-probabilities) of `rows` observations laid out row
+    /// after row in `obs`, row after row.
+    fn logits(&self, obs: &[f32], rows: usize) -> Result<Vec<f32>>;
+}
+
 /// A network ready to act: MLPs through their plain-Rust copy ([`crate::dense`]), other
 /// architectures through candle. Build it again after the weights change.
 #[derive(Clone, Debug)]
@@ -50,18 +67,6 @@ impl Inference {
         &self.net
     }
 
-    /// Action logits of `rows` observations (row after row in `obs`), row after row.
-    pub fn logits(&self, obs: &[f32], rows: usize) -> Result<Vec<f32>> {
-        match &self.dense {
-            Some((actor, _)) => Ok(actor.forward(obs, rows)),
-            None => Ok(self
-                .net
-                .logits(&batch(obs, rows, self.net.shape().obs_len())?)?
-                .flatten_all()?
-                .to_vec1::<f32>()?),
-        }
-    }
-
     /// State values of `rows` critic inputs (row after row in `inputs`).
     pub fn values(&self, inputs: &[f32], rows: usize) -> Result<Vec<f32>> {
         match &self.dense {
@@ -69,6 +74,27 @@ impl Inference {
             None => Ok(self
                 .net
                 .values(&batch(inputs, rows, self.net.shape().critic_len())?)?
+                .to_vec1::<f32>()?),
+        }
+    }
+}
+
+impl PolicyNet for Inference {
+    fn obs_len(&self) -> usize {
+        self.net.shape().obs_len()
+    }
+
+    fn actions(&self) -> usize {
+        self.net.shape().actions
+    }
+
+    fn logits(&self, obs: &[f32], rows: usize) -> Result<Vec<f32>> {
+        match &self.dense {
+            Some((actor, _)) => Ok(actor.forward(obs, rows)),
+            None => Ok(self
+                .net
+                .logits(&batch(obs, rows, self.net.shape().obs_len())?)?
+                .flatten_all()?
                 .to_vec1::<f32>()?),
         }
     }
@@ -88,15 +114,15 @@ impl Inference {
 /// assert_eq!(choices[0].0, 0);
 /// assert_ne!(choices[1].0, 0);
 /// ```
-pub fn decide_batch(
-    inference: &Inference,
+pub fn decide_batch<Net: PolicyNet + ?Sized>(
+    net: &Net,
     obs: &[f32],
     legal: &[&[bool]],
     mut rngs: Option<&mut [Rng]>,
 ) -> Result<Vec<(usize, f32)>> {
     let rows = legal.len();
-    let logits = inference.logits(obs, rows)?;
-    let actions = inference.net.shape().actions;
+    let logits = net.logits(obs, rows)?;
+    let actions = net.actions();
     Ok((0..rows)
         .map(|row| {
             let rng = rngs.as_deref_mut().map(|r| &mut r[row]);
@@ -109,7 +135,7 @@ pub fn decide_batch(
 /// with an RNG seeded from (episode seed, agent id).
 #[derive(Debug)]
 pub struct RlPolicy {
-    net: Arc<Inference>,
+    net: Arc<dyn PolicyNet>,
     greedy: bool,
     rng: Rng,
     obs: Vec<f32>,
@@ -117,7 +143,7 @@ pub struct RlPolicy {
 
 impl RlPolicy {
     /// A policy acting with `net`.
-    pub fn new(net: Arc<Inference>, greedy: bool) -> Self {
+    pub fn new(net: Arc<dyn PolicyNet>, greedy: bool) -> Self {
         Self {
             net,
             greedy,
@@ -128,9 +154,9 @@ impl RlPolicy {
 
     fn try_decide(&mut self, obs: &Observation) -> Result<Decision> {
         self.obs.clear();
-        push_observation(obs, self.net.net().shape().obs_len(), &mut self.obs)?;
+        push_observation(obs, self.net.obs_len(), &mut self.obs)?;
         let rng = (!self.greedy).then_some(std::slice::from_mut(&mut self.rng));
-        let choices = decide_batch(&self.net, &self.obs, &[&obs.legal], rng)?;
+        let choices = decide_batch(self.net.as_ref(), &self.obs, &[&obs.legal], rng)?;
         Ok(Decision::act(Action(choices[0].0 as u32)))
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::error::Result;
 use crate::net::{NetShape, choose, mask_row};
-use crate::policy::{Inference, push_observation};
+use crate::policy::{Inference, PolicyNet, push_observation};
 use crate::train::selfplay::Frozen;
 use mosaic_core::rng::{Rng, derive_seed, seeded};
 use mosaic_core::{
