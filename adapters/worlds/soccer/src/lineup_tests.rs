@@ -282,7 +282,7 @@ fn reference_mode_is_the_view_then_the_direction_with_the_globals_in_info() {
         let b = arranged_lineup(lineup, reference, &players, Ball::Carried(0));
         let view = size as usize;
         let shape = SymbolicLayout::new(lineup, view);
-        for agent in 0..4 {
+        for (agent, &(_, _, dir)) in players.iter().enumerate() {
             let full = a
                 .observe(agent, ObsRequest::SYMBOLIC)
                 .symbolic
@@ -292,10 +292,7 @@ fn reference_mode_is_the_view_then_the_direction_with_the_globals_in_info() {
             let data = obs.symbolic.unwrap().data;
             assert_eq!(data.len(), reference::len(view));
             assert_eq!(&data[..reference::direction(view)], &full[shape.view()..]);
-            assert_eq!(
-                data[reference::direction(view)],
-                f32::from(players[agent].2)
-            );
+            assert_eq!(data[reference::direction(view)], f32::from(dir));
             let globals: Vec<f32> =
                 serde_json::from_value(obs.info.unwrap()[GLOBALS_INFO].clone()).unwrap();
             assert_eq!(globals, &full[..shape.view()]);
