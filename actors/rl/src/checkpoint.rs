@@ -69,6 +69,22 @@ impl Manifest {
         if self.env != spec.name {
             return differs("env", format!("`{}`", self.env), format!("`{}`", spec.name));
         }
+        self.check_transfer(spec, path)
+    }
+
+    /// Checks that the checkpoint can act in `spec` although it may have been trained in
+    /// another environment (transfer, e.g. a policy trained alone in `soccer-1v0` playing
+    /// in `soccer-2v2`): the observation shape and the action labels must agree; the error
+    /// names the first that differs.
+    pub fn check_transfer(&self, spec: &EnvSpec, path: &Path) -> Result<()> {
+        let differs = |field, checkpoint: String, environment: String| {
+            Err(RlError::Mismatch {
+                path: path.to_owned(),
+                field,
+                checkpoint,
+                environment,
+            })
+        };
         let shape = spec.symbolic_shape.as_deref().unwrap_or(&[]);
         if self.obs_shape != shape {
             return differs(
@@ -263,6 +279,20 @@ mod tests {
         let err = checkpoint.manifest.check(&other, &stem).unwrap_err();
         assert!(err.to_string().contains("`env`"), "{err}");
         assert!(err.is_bad_input());
+        // Transfer to another environment: only the shape and the actions must agree.
+        let err = checkpoint
+            .manifest
+            .check_transfer(&other, &stem)
+            .unwrap_err();
+        assert!(err.to_string().contains("`action_labels`"), "{err}");
+        other.action_labels.pop();
+        checkpoint.manifest.check_transfer(&other, &stem).unwrap();
+        other.symbolic_shape = Some(vec![4]);
+        let err = checkpoint
+            .manifest
+            .check_transfer(&other, &stem)
+            .unwrap_err();
+        assert!(err.to_string().contains("`obs_shape`"), "{err}");
     }
 
     #[test]

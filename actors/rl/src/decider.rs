@@ -5,7 +5,14 @@
 //! kind = "rl"
 //! checkpoint = "policies/soccer-ippo"   # or the .json / .safetensors file
 //! greedy = false                         # true: always the most likely legal action
+//! transfer = false                       # true: trained in another environment
 //! ```
+//!
+//! A checkpoint acts only in the environment it was trained in, unless `transfer = true`:
+//! then any environment whose observation shape and action labels agree with the
+//! checkpoint's will do — MOSAIC's solo-to-team transfer, e.g. a policy trained alone in
+//! `soccer-1v0` playing one green slot of `soccer-2v2` (both with
+//! `observation = "reference"`, whose shape does not depend on the team sizes).
 
 use crate::checkpoint::Checkpoint;
 use crate::error::{Result, RlError};
@@ -25,6 +32,10 @@ pub struct RlSettings {
     /// Always take the most likely legal action instead of drawing one.
     #[serde(default)]
     pub greedy: bool,
+    /// Accept a checkpoint trained in another environment whose observation shape and
+    /// action labels agree with this one's.
+    #[serde(default)]
+    pub transfer: bool,
 }
 
 impl RlSettings {
@@ -34,10 +45,16 @@ impl RlSettings {
     }
 }
 
-/// Loads the checkpoint at `path` and checks it against `spec`.
-pub fn load_for(path: &Path, spec: &EnvSpec) -> Result<Checkpoint> {
+/// Loads the checkpoint at `path` and checks it against `spec`: trained in that very
+/// environment, or, with `transfer`, in any other with the same observation shape and
+/// actions.
+pub fn load_for(path: &Path, spec: &EnvSpec, transfer: bool) -> Result<Checkpoint> {
     let checkpoint = Checkpoint::load(path)?;
-    checkpoint.manifest.check(spec, path)?;
+    if transfer {
+        checkpoint.manifest.check_transfer(spec, path)?;
+    } else {
+        checkpoint.manifest.check(spec, path)?;
+    }
     Ok(checkpoint)
 }
 
@@ -45,7 +62,7 @@ pub fn load_for(path: &Path, spec: &EnvSpec) -> Result<Checkpoint> {
 /// errors are configuration errors at `checkpoint`.
 pub fn policy(settings: &Settings, spec: &EnvSpec) -> std::result::Result<RlPolicy, SpecError> {
     let settings = RlSettings::parse(settings)?;
-    let checkpoint = load_for(&settings.checkpoint, spec).map_err(spec_error)?;
+    let checkpoint = load_for(&settings.checkpoint, spec, settings.transfer).map_err(spec_error)?;
     let inference = Inference::new(&checkpoint.net).map_err(spec_error)?;
     Ok(RlPolicy::new(Arc::new(inference), settings.greedy))
 }
@@ -53,6 +70,13 @@ pub fn policy(settings: &Settings, spec: &EnvSpec) -> std::result::Result<RlPoli
 fn spec_error(error: RlError) -> SpecError {
     match error {
         RlError::Spec(e) => e,
+        RlError::Mismatch { field: "env", .. } => SpecError::new(
+            "checkpoint",
+            format!(
+                "{error} (with transfer = true it may act in another environment whose \
+                 observation shape and actions agree)"
+            ),
+        ),
         other => SpecError::new("checkpoint", other.to_string()),
     }
 }
@@ -65,6 +89,7 @@ pub fn kind() -> DeciderKind {
         settings: &[
             "checkpoint = <required>: the checkpoint (stem, .json manifest or .safetensors weights)",
             "greedy = false: always the most likely legal action instead of a seeded draw",
+            "transfer = false: accept a checkpoint trained in another environment with the same observation shape and actions",
         ],
         spawn: Arc::new(|cx| {
             let policy = policy(&cx.slot.settings, cx.spec)?;
