@@ -463,16 +463,29 @@ impl Game {
     /// A uniformly random cell with nothing on it and no player (there are always more than
     /// 100 such cells: 126 inside the walls, minus 6 goal cells, the ball and 6 players).
     fn random_free_cell(&mut self) -> Pos {
-        let is_free = |game: &Self, pos: Pos| {
-            game.cell(pos) == Cell::Empty && game.players.iter().all(|p| p.pos != pos)
-        };
-        let interior = (1..HEIGHT - 1).flat_map(|y| (1..WIDTH - 1).map(move |x| Pos::new(x, y)));
-        let free = interior.clone().filter(|p| is_free(self, *p)).count();
-        let pick = self.rng.random_range(0..free);
-        interior
-            .filter(|p| is_free(self, *p))
-            .nth(pick)
-            .unwrap_or(Pos::NOWHERE)
+        const CELLS: usize = (WIDTH * HEIGHT) as usize;
+        let index = |pos: Pos| (pos.y * WIDTH + pos.x) as usize;
+        // One pass over the players, then one over the cells (row by row, as the draw's
+        // order has always been): placement is hot in training, where goals respawn the ball.
+        let mut taken = [false; CELLS];
+        for player in self.players.iter().filter(|p| p.pos.is_inside()) {
+            taken[index(player.pos)] = true;
+        }
+        let mut free = [Pos::NOWHERE; CELLS];
+        let mut count = 0;
+        for y in 1..HEIGHT - 1 {
+            for x in 1..WIDTH - 1 {
+                let pos = Pos::new(x, y);
+                if !taken[index(pos)] && self.cell(pos) == Cell::Empty {
+                    free[count] = pos;
+                    count += 1;
+                }
+            }
+        }
+        if count == 0 {
+            return Pos::NOWHERE;
+        }
+        free[self.rng.random_range(0..count)]
     }
 
     /// Checks a state read from outside (a snapshot) so that play cannot index out of range.
