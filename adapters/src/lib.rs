@@ -41,7 +41,9 @@ pub fn native_envs() -> EnvRegistry {
 pub fn in_process_envs() -> EnvRegistry {
     let mut registry = EnvRegistry::default();
     // One line per world, in the order `mosaic envs` lists them.
-    registry.register(soccer::KIND);
+    soccer::KINDS
+        .into_iter()
+        .for_each(|kind| registry.register(kind));
     registry.register(coord::kind());
     registry.register(gridworld::KIND);
     registry.register(skirmish::KIND);
@@ -65,7 +67,10 @@ mod tests {
         assert_eq!(
             names,
             [
+                "soccer-1v0",
+                "soccer-1v1",
                 "soccer-2v2",
+                "soccer-3v3",
                 "coord-world",
                 "gridworld",
                 "skirmish",

@@ -46,7 +46,7 @@ fn onnx_mlp(dir: &Path, spec: &EnvSpec) -> OnnxPolicy {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    OnnxPolicy::load_for(&dir.join("gemm.onnx"), spec).expect("the model loads")
+    OnnxPolicy::load_for(&dir.join("gemm.onnx"), spec, false).expect("the model loads")
 }
 
 /// µs per decision of `net` deciding for `rows` agents at once.

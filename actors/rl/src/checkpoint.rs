@@ -62,19 +62,43 @@ impl Manifest {
     /// Checks that the checkpoint fits `spec`: the error names the first field that
     /// differs (`env`, `obs_shape`, `action_labels`).
     pub fn check(&self, spec: &EnvSpec, path: &Path) -> Result<()> {
-        check_fit(spec, path, &self.env, &self.obs_shape, &self.action_labels)
+        check_fit(
+            spec,
+            path,
+            &self.env,
+            &self.obs_shape,
+            &self.action_labels,
+            false,
+        )
+    }
+
+    /// Checks that the checkpoint can act in `spec` although it may have been trained in
+    /// another environment (transfer, e.g. a policy trained alone in `soccer-1v0` playing
+    /// in `soccer-2v2`): the observation shape and the action labels must agree; the error
+    /// names the first that differs.
+    pub fn check_transfer(&self, spec: &EnvSpec, path: &Path) -> Result<()> {
+        check_fit(
+            spec,
+            path,
+            &self.env,
+            &self.obs_shape,
+            &self.action_labels,
+            true,
+        )
     }
 }
 
 /// Checks that a policy made for `env`, observations of `obs_shape` and `action_labels`
 /// (as its manifest at `path` says) fits `spec`: the error names the first field that
-/// differs (`env`, `obs_shape`, `action_labels`).
+/// differs (`env`, `obs_shape`, `action_labels`). With `transfer` the environment may be
+/// another one; observations and actions must still agree.
 pub fn check_fit(
     spec: &EnvSpec,
     path: &Path,
     env: &str,
     obs_shape: &[usize],
     action_labels: &[String],
+    transfer: bool,
 ) -> Result<()> {
     let differs = |field, checkpoint: String, environment: String| {
         Err(RlError::Mismatch {
@@ -84,7 +108,7 @@ pub fn check_fit(
             environment,
         })
     };
-    if env != spec.name {
+    if env != spec.name && !transfer {
         return differs("env", format!("`{env}`"), format!("`{}`", spec.name));
     }
     let shape = spec.symbolic_shape.as_deref().unwrap_or(&[]);
@@ -307,6 +331,20 @@ mod tests {
         let err = checkpoint.manifest.check(&other, &stem).unwrap_err();
         assert!(err.to_string().contains("`env`"), "{err}");
         assert!(err.is_bad_input());
+        // Transfer to another environment: only the shape and the actions must agree.
+        let err = checkpoint
+            .manifest
+            .check_transfer(&other, &stem)
+            .unwrap_err();
+        assert!(err.to_string().contains("`action_labels`"), "{err}");
+        other.action_labels.pop();
+        checkpoint.manifest.check_transfer(&other, &stem).unwrap();
+        other.symbolic_shape = Some(vec![4]);
+        let err = checkpoint
+            .manifest
+            .check_transfer(&other, &stem)
+            .unwrap_err();
+        assert!(err.to_string().contains("`obs_shape`"), "{err}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! kind = "rl"
 //! checkpoint = "policies/soccer-ippo"   # or the .json / .safetensors file
 //! greedy = false                         # true: always the most likely legal action
+//! transfer = false                       # true: trained in another environment
 //!
 //! [operators.agents.blue_0]
 //! kind = "onnx"
@@ -16,6 +17,12 @@
 //! An `rl` checkpoint that names an `.onnx` file, or whose manifest is an ONNX policy's,
 //! is loaded as the `onnx` kind loads it. Both act through [`RlPolicy`]: the same masks,
 //! the same seeded draws, the same saved state.
+//!
+//! A checkpoint acts only in the environment it was trained in, unless `transfer = true`:
+//! then any environment whose observation shape and action labels agree with the
+//! checkpoint's will do — MOSAIC's solo-to-team transfer, e.g. a policy trained alone in
+//! `soccer-1v0` playing one green slot of `soccer-2v2` (both with
+//! `observation = "reference"`, whose shape does not depend on the team sizes).
 
 use crate::checkpoint::{self, Checkpoint, ONNX_MANIFEST_SCHEMA};
 use crate::error::{Result, RlError};
@@ -35,6 +42,10 @@ pub struct RlSettings {
     /// Always take the most likely legal action instead of drawing one.
     #[serde(default)]
     pub greedy: bool,
+    /// Accept a checkpoint trained in another environment whose observation shape and
+    /// action labels agree with this one's.
+    #[serde(default)]
+    pub transfer: bool,
 }
 
 impl RlSettings {
@@ -44,10 +55,16 @@ impl RlSettings {
     }
 }
 
-/// Loads the checkpoint at `path` and checks it against `spec`.
-pub fn load_for(path: &Path, spec: &EnvSpec) -> Result<Checkpoint> {
+/// Loads the checkpoint at `path` and checks it against `spec`: trained in that very
+/// environment, or, with `transfer`, in any other with the same observation shape and
+/// actions.
+pub fn load_for(path: &Path, spec: &EnvSpec, transfer: bool) -> Result<Checkpoint> {
     let checkpoint = Checkpoint::load(path)?;
-    checkpoint.manifest.check(spec, path)?;
+    if transfer {
+        checkpoint.manifest.check_transfer(spec, path)?;
+    } else {
+        checkpoint.manifest.check(spec, path)?;
+    }
     Ok(checkpoint)
 }
 
@@ -62,22 +79,25 @@ pub fn is_onnx(path: &Path) -> bool {
         && checkpoint::schema_of(&json).is_ok_and(|s| s.as_deref() == Some(ONNX_MANIFEST_SCHEMA))
 }
 
-/// The network of the checkpoint or ONNX policy named by `path`, checked against `spec`.
-pub fn load_net(path: &Path, spec: &EnvSpec) -> Result<Arc<dyn PolicyNet>> {
+/// The network of the checkpoint or ONNX policy named by `path`, checked against `spec`
+/// (with `transfer`, made for another environment whose observations and actions agree).
+pub fn load_net(path: &Path, spec: &EnvSpec, transfer: bool) -> Result<Arc<dyn PolicyNet>> {
     if is_onnx(path) {
-        return load_onnx(path, spec);
+        return load_onnx(path, spec, transfer);
     }
-    let checkpoint = load_for(path, spec)?;
+    let checkpoint = load_for(path, spec, transfer)?;
     Ok(Arc::new(Inference::new(&checkpoint.net)?))
 }
 
 #[cfg(feature = "onnx")]
-fn load_onnx(path: &Path, spec: &EnvSpec) -> Result<Arc<dyn PolicyNet>> {
-    Ok(Arc::new(crate::onnx::OnnxPolicy::load_for(path, spec)?))
+fn load_onnx(path: &Path, spec: &EnvSpec, transfer: bool) -> Result<Arc<dyn PolicyNet>> {
+    Ok(Arc::new(crate::onnx::OnnxPolicy::load_for(
+        path, spec, transfer,
+    )?))
 }
 
 #[cfg(not(feature = "onnx"))]
-fn load_onnx(path: &Path, _: &EnvSpec) -> Result<Arc<dyn PolicyNet>> {
+fn load_onnx(path: &Path, _: &EnvSpec, _: bool) -> Result<Arc<dyn PolicyNet>> {
     Err(RlError::Corrupt {
         path: path.to_owned(),
         problem: "an ONNX policy, and this build has no ONNX support (cargo feature `onnx`)".into(),
@@ -88,13 +108,20 @@ fn load_onnx(path: &Path, _: &EnvSpec) -> Result<Arc<dyn PolicyNet>> {
 /// errors are configuration errors at `checkpoint`.
 pub fn policy(settings: &Settings, spec: &EnvSpec) -> std::result::Result<RlPolicy, SpecError> {
     let settings = RlSettings::parse(settings)?;
-    let net = load_net(&settings.checkpoint, spec).map_err(spec_error)?;
+    let net = load_net(&settings.checkpoint, spec, settings.transfer).map_err(spec_error)?;
     Ok(RlPolicy::new(net, settings.greedy))
 }
 
 fn spec_error(error: RlError) -> SpecError {
     match error {
         RlError::Spec(e) => e,
+        RlError::Mismatch { field: "env", .. } => SpecError::new(
+            "checkpoint",
+            format!(
+                "{error} (with transfer = true it may act in another environment whose \
+                 observation shape and actions agree)"
+            ),
+        ),
         other => SpecError::new("checkpoint", other.to_string()),
     }
 }
@@ -107,6 +134,7 @@ pub fn kind() -> DeciderKind {
         settings: &[
             "checkpoint = <required>: the checkpoint (stem, .json manifest or .safetensors weights), or an ONNX policy (.onnx)",
             "greedy = false: always the most likely legal action instead of a seeded draw",
+            "transfer = false: accept a checkpoint trained in another environment with the same observation shape and actions",
         ],
         spawn: Arc::new(|cx| {
             let policy = policy(&cx.slot.settings, cx.spec)?;
@@ -125,6 +153,10 @@ pub struct OnnxSettings {
     /// Always take the most likely legal action instead of drawing one.
     #[serde(default)]
     pub greedy: bool,
+    /// Accept a policy made for another environment whose observation shape and action
+    /// labels agree with this one's.
+    #[serde(default)]
+    pub transfer: bool,
 }
 
 /// The policy of an `onnx` slot with `settings` in an environment described by `spec`;
@@ -135,7 +167,7 @@ pub fn onnx_policy(
     spec: &EnvSpec,
 ) -> std::result::Result<RlPolicy, SpecError> {
     let settings: OnnxSettings = parse_settings(settings)?;
-    let net = load_onnx(&settings.model, spec).map_err(|error| match error {
+    let net = load_onnx(&settings.model, spec, settings.transfer).map_err(|error| match error {
         RlError::Spec(e) => e,
         other => SpecError::new("model", other.to_string()),
     })?;

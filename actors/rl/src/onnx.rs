@@ -376,7 +376,9 @@ impl OnnxPolicy {
     /// Loads the policy named by `path` (the `.onnx` model, its `.json` manifest or their
     /// stem) and checks it against `spec`: the manifest's fields first (the error names
     /// the one that differs), then the model's input and output (the error names the file).
-    pub fn load_for(path: &Path, spec: &EnvSpec) -> Result<Self> {
+    /// With `transfer` the policy may have been made for another environment whose
+    /// observations and actions agree.
+    pub fn load_for(path: &Path, spec: &EnvSpec, transfer: bool) -> Result<Self> {
         let (json, model_path) = files(path);
         let manifest = read_manifest(&json)?;
         check_fit(
@@ -385,6 +387,7 @@ impl OnnxPolicy {
             &manifest.env,
             &manifest.obs_shape,
             &manifest.action_labels,
+            transfer,
         )?;
         Self::load(&manifest, &json, &model_path)
     }

@@ -137,7 +137,7 @@ fn argmax(row: &[f32]) -> usize {
 fn agrees_with_numpy(path: &Path, seen: &Seen, logits_compare: bool) {
     let expected = reference(path);
     let rows = seen.observations.len();
-    let net = load_net(path, &seen.spec).unwrap();
+    let net = load_net(path, &seen.spec, false).unwrap();
     assert_eq!(net.actions(), seen.spec.action_labels.len());
     let batched = net.logits(&seen.rows(), rows).unwrap();
     let actions = net.actions();
@@ -241,7 +241,7 @@ fn rewrite_manifest(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
 }
 
 fn refused(path: &Path, spec: &EnvSpec) -> RlError {
-    OnnxPolicy::load_for(path, spec).expect_err("a policy that does not fit is refused")
+    OnnxPolicy::load_for(path, spec, false).expect_err("a policy that does not fit is refused")
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Pictures: the whole pitch with a score bar, and one agent's egocentric view.
 
 use super::encode::{self, Encoded, kind};
-use super::game::{AGENTS, Ball, GOAL_BOTTOM, GOAL_TOP, GOAL_X, Game, HEIGHT, WIDTH, team_of};
+use super::game::{Ball, GOAL_BOTTOM, GOAL_TOP, GOAL_X, Game, HEIGHT, WIDTH};
 use mosaic_core::Frame;
 use mosaic_core::canvas::Canvas;
 
@@ -37,6 +37,12 @@ struct Look {
     carrying: bool,
     /// White pips in the corner telling teammates apart (0 when unknown).
     pips: i64,
+}
+
+/// The pips of `agent`: its number within its team, plus one.
+fn pips(game: &Game, agent: usize) -> i64 {
+    let first = game.lineup.members(game.team_of(agent)).start;
+    (agent - first) as i64 + 1
 }
 
 /// A goal cell: team colour with a net.
@@ -95,7 +101,8 @@ fn player_tile(canvas: &mut Canvas, px: i64, py: i64, tile: u32, look: Look) {
 }
 
 /// The whole pitch (16×11 cells of [`PITCH_TILE`] pixels) under a score bar: one disc per
-/// goal needed, filled when scored (green left, blue right), and a bar of elapsed steps.
+/// goal needed, filled when scored (green left, blue right; none for a team that does not
+/// play), and a bar of elapsed steps.
 /// The players in `marked` are drawn last, on top of any teammate on their cell, and
 /// framed in [`mosaic_core::canvas::MARK`].
 pub(crate) fn pitch(game: &Game, marked: &[usize]) -> Frame {
@@ -177,16 +184,17 @@ pub(crate) fn pitch(game: &Game, marked: &[usize]) -> Frame {
         );
     }
     let carrier = game.carrier();
-    let unmarked = (0..AGENTS).filter(|a| !marked.contains(a));
-    let on_top = (0..AGENTS).filter(|a| marked.contains(a));
+    let agents = game.players.len();
+    let unmarked = (0..agents).filter(|a| !marked.contains(a));
+    let on_top = (0..agents).filter(|a| marked.contains(a));
     for agent in unmarked.chain(on_top) {
         let p = &game.players[agent];
         let at = (i64::from(p.pos.x) * t, bar + i64::from(p.pos.y) * t);
         let look = Look {
-            team: team_of(agent),
+            team: game.team_of(agent),
             dir: p.dir,
             carrying: carrier == Some(agent),
-            pips: agent as i64 % 2 + 1,
+            pips: pips(game, agent),
         };
         player_tile(&mut canvas, at.0, at.1, tile, look);
         if marked.contains(&agent) {
@@ -202,7 +210,8 @@ fn score_bar(canvas: &mut Canvas, game: &Game, tile: u32) {
     let t = tile as f32;
     let needed = game.settings.goals_to_win.min(8) as i64;
     let radius = t * 0.3;
-    for (team, stats) in game.teams.iter().enumerate() {
+    let playing = game.lineup.team_sizes().map(|size| size > 0);
+    for (team, stats) in game.teams.iter().enumerate().filter(|(t, _)| playing[*t]) {
         for k in 0..needed {
             let offset = (k as f32 + 0.5) * t;
             let cx = if team == 0 {
@@ -266,10 +275,10 @@ pub(crate) fn agent_view(game: &Game, agent: usize, size: usize) -> Frame {
     }
     let me = (size as i64 / 2 * t, (size as i64 - 1) * t);
     let look = Look {
-        team: team_of(agent),
+        team: game.team_of(agent),
         dir: 3,
         carrying: game.carrier() == Some(agent),
-        pips: agent as i64 % 2 + 1,
+        pips: pips(game, agent),
     };
     player_tile(&mut canvas, me.0, me.1, tile, look);
     canvas.into_frame()

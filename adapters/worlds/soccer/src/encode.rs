@@ -1,22 +1,25 @@
-//! The symbolic observation: global features, then MultiGrid's egocentric view encoding.
+//! The symbolic observations: MOSAIC's layout (global features, then MultiGrid's
+//! egocentric view encoding) and the reference's observation dict, flattened.
 
-use super::game::{
-    AGENTS, Ball, Cell, GOAL_MIDDLE, GOAL_X, Game, HEIGHT, Pos, WIDTH, rival, team_of,
-};
+use super::game::{Ball, Cell, GOAL_MIDDLE, GOAL_X, Game, HEIGHT, Pos, WIDTH, rival};
+use super::lineup::Lineup;
 use super::settings::MAX_VIEW_SIZE;
 
-/// Layout of the symbolic observation of `soccer-2v2` (a flat `f32` vector of length
-/// [`layout::len`]`(view_size)`, raw integers, no normalisation).
+/// Fixed offsets of the symbolic observation in the `mosaic` observation mode (a flat
+/// `f32` vector of raw integers, no normalisation); [`SymbolicLayout`] places the blocks
+/// whose number depends on the team sizes.
 ///
 /// | offset | length | content |
 /// |---|---|---|
 /// | [`SELF`](layout::SELF) = 0 | 5 | own player block (see below) |
 /// | [`BALL`](layout::BALL) = 5 | 3 | ball x, ball y (its carrier's cell when carried), holder: 0 loose, 1 self, 2 teammate, 3 opponent |
 /// | [`GOALS`](layout::GOALS) = 8 | 4 | middle cell (x, y) of the goal to score on, then of the own goal; each goal spans rows 4–6 |
-/// | [`TEAMMATE`](layout::TEAMMATE) = 12 | 5 | teammate's player block |
-/// | [`OPPONENTS`](layout::OPPONENTS) = 17 | 10 | the two opponents' player blocks, in agent index order |
-/// | [`SCORE`](layout::SCORE) = 27 | 3 | own team's goals, opponents' goals, steps left before truncation |
-/// | [`VIEW`](layout::VIEW) = 30 | `v·v·3` | MultiGrid's `image`: `image[i][j][c]` at `VIEW + (i·v + j)·3 + c` |
+/// | [`TEAMMATES`](layout::TEAMMATES) = 12 | 5 × teammates | the teammates' player blocks, in agent index order: none in 1v0 and 1v1, one in 2v2, two in 3v3 |
+/// | [`SymbolicLayout::opponents`] | 5 × opponents | the opponents' player blocks, in agent index order: none in 1v0, one in 1v1, two in 2v2, three in 3v3 |
+/// | [`SymbolicLayout::score`] | 3 | own team's goals, opponents' goals, steps left before truncation |
+/// | [`SymbolicLayout::view`] | `v·v·3` | MultiGrid's `image`: `image[i][j][c]` at `view + (i·v + j)·3 + c` |
+///
+/// In 2v2 the opponents start at 17, the score at 27 and the view at 30.
 ///
 /// A player block is x, y, direction (0 east, 1 south, 2 west, 3 north), carrying (0/1),
 /// steal cooldown. Positions are absolute cells, (0, 0) the top-left wall, pitch 16×11.
@@ -30,9 +33,13 @@ use super::settings::MAX_VIEW_SIZE;
 /// are unseen.
 ///
 /// ```
-/// use mosaic_soccer::layout;
-/// assert_eq!(layout::len(3), 57);
-/// assert_eq!(layout::view_index(3, 1, 2, 0), 30 + 5 * 3);
+/// use mosaic_soccer::{Lineup, SymbolicLayout, layout};
+/// let two = SymbolicLayout::new(Lineup::TwoOnTwo, 3);
+/// assert_eq!((two.opponents(), two.score(), two.view(), two.total_len()), (17, 27, 30, 57));
+/// assert_eq!(two.view_index(1, 2, 0), 30 + 5 * 3);
+/// let solo = SymbolicLayout::new(Lineup::Solo, 3);
+/// assert_eq!((solo.teammates, solo.opponents, solo.total_len()), (0, 0, 15 + 27));
+/// assert_eq!(layout::TEAMMATES, 12);
 /// ```
 pub mod layout {
     /// Fields of a player block.
@@ -56,29 +63,107 @@ pub mod layout {
     pub const HOLDER_LOOSE: f32 = 0.0;
     /// Ball holder value: this agent.
     pub const HOLDER_SELF: f32 = 1.0;
-    /// Ball holder value: the teammate.
+    /// Ball holder value: a teammate.
     pub const HOLDER_TEAMMATE: f32 = 2.0;
     /// Ball holder value: an opponent.
     pub const HOLDER_OPPONENT: f32 = 3.0;
     /// Goals block: target x, target y, own x, own y.
     pub const GOALS: usize = BALL + 3;
-    /// Teammate's player block.
-    pub const TEAMMATE: usize = GOALS + 4;
-    /// First opponent's player block; the second follows.
-    pub const OPPONENTS: usize = TEAMMATE + PLAYER_FIELDS;
-    /// Score block: own goals, opponents' goals, steps left.
-    pub const SCORE: usize = OPPONENTS + 2 * PLAYER_FIELDS;
-    /// Start of the view encoding (= number of global features).
-    pub const VIEW: usize = SCORE + 3;
+    /// First teammate's player block (the others follow, then the opponents').
+    pub const TEAMMATES: usize = GOALS + 4;
+}
 
-    /// Total length for a view of side `view_size`.
-    pub const fn len(view_size: usize) -> usize {
-        VIEW + view_size * view_size * 3
+/// Where the blocks of the `mosaic` symbolic observation lie for one lineup and view size
+/// (see [`layout`] for the table). Every agent of a lineup has the same layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SymbolicLayout {
+    /// Teammate blocks.
+    pub teammates: usize,
+    /// Opponent blocks.
+    pub opponents: usize,
+    /// Side of the view.
+    pub view_size: usize,
+}
+
+impl SymbolicLayout {
+    /// The layout of `lineup`'s observations with a view of side `view_size`.
+    pub const fn new(lineup: Lineup, view_size: usize) -> Self {
+        // The solo lineup's only player is green: no teammate, no opponent.
+        let [green, blue] = lineup.team_sizes();
+        Self {
+            teammates: green - 1,
+            opponents: blue,
+            view_size,
+        }
+    }
+
+    /// Offset of teammate `k`'s block.
+    pub const fn teammate(&self, k: usize) -> usize {
+        layout::TEAMMATES + k * layout::PLAYER_FIELDS
+    }
+
+    /// Offset of the first opponent's block.
+    pub const fn opponents(&self) -> usize {
+        self.teammate(self.teammates)
+    }
+
+    /// Offset of opponent `k`'s block.
+    pub const fn opponent(&self, k: usize) -> usize {
+        self.opponents() + k * layout::PLAYER_FIELDS
+    }
+
+    /// Offset of the score block: own goals, opponents' goals, steps left.
+    pub const fn score(&self) -> usize {
+        self.opponent(self.opponents)
+    }
+
+    /// Offset of the view (= number of global features).
+    pub const fn view(&self) -> usize {
+        self.score() + 3
+    }
+
+    /// Total length.
+    pub const fn total_len(&self) -> usize {
+        self.view() + self.view_size * self.view_size * 3
     }
 
     /// Index of channel `channel` of view cell (`i`, `j`).
-    pub const fn view_index(view_size: usize, i: usize, j: usize, channel: usize) -> usize {
-        VIEW + (i * view_size + j) * 3 + channel
+    pub const fn view_index(&self, i: usize, j: usize, channel: usize) -> usize {
+        self.view() + (i * self.view_size + j) * 3 + channel
+    }
+}
+
+/// The `reference` observation mode: the reference's per-agent observation dict as one
+/// flat `f32` vector of raw integers, the same for every lineup.
+///
+/// | offset | length | content |
+/// |---|---|---|
+/// | 0 | `v·v·3` | `obs["image"]` flattened in row-major (C) order: `image[i][j][c]` at `(i·v + j)·3 + c` |
+/// | [`direction`](reference::direction)`(v)` = `v·v·3` | 1 | `obs["direction"]`: 0 east (right), 1 south (down), 2 west (left), 3 north (up) |
+///
+/// `obs["mission"]` is the constant "maximize reward" and is left out. With numpy the same
+/// vector is `np.append(obs["image"].reshape(-1), obs["direction"])`. The image encoding
+/// is the one [`layout`] describes for the view.
+///
+/// ```
+/// use mosaic_soccer::reference;
+/// assert_eq!((reference::len(3), reference::direction(3)), (28, 27));
+/// assert_eq!(reference::image_index(3, 1, 2, 0), 15);
+/// ```
+pub mod reference {
+    /// Total length for a view of side `view_size`.
+    pub const fn len(view_size: usize) -> usize {
+        direction(view_size) + 1
+    }
+
+    /// Index of the direction.
+    pub const fn direction(view_size: usize) -> usize {
+        view_size * view_size * 3
+    }
+
+    /// Index of channel `channel` of image cell (`i`, `j`).
+    pub const fn image_index(view_size: usize, i: usize, j: usize, channel: usize) -> usize {
+        (i * view_size + j) * 3 + channel
     }
 }
 
@@ -128,8 +213,7 @@ impl View {
 fn world_encoding(game: &Game, pos: Pos) -> Encoded {
     if !game.terminated {
         let carrier = game.carrier();
-        for agent in (0..AGENTS).rev() {
-            let player = &game.players[agent];
+        for (agent, player) in game.players.iter().enumerate().rev() {
             if player.pos == pos {
                 let carrying = if carrier == Some(agent) {
                     CARRYING_OFFSET
@@ -138,7 +222,7 @@ fn world_encoding(game: &Game, pos: Pos) -> Encoded {
                 };
                 return [
                     kind::AGENT,
-                    team_colour(team_of(agent)),
+                    team_colour(game.team_of(agent)),
                     player.dir + carrying,
                 ];
             }
@@ -222,12 +306,12 @@ pub(crate) fn view(game: &Game, agent: usize, size: usize) -> View {
     view
 }
 
-/// Writes the full symbolic observation of `agent` (see [`layout`]) into `out`.
-pub(crate) fn symbolic(game: &Game, agent: usize, view_size: usize, out: &mut Vec<f32>) {
+/// Writes the global features of `agent`'s `mosaic` observation (everything before the
+/// view, see [`layout`]) into `out`, which must hold at least [`SymbolicLayout::view`]
+/// values.
+pub(crate) fn globals(game: &Game, agent: usize, shape: &SymbolicLayout, out: &mut [f32]) {
     use layout::*;
-    out.clear();
-    out.resize(len(view_size), 0.0);
-    let team = team_of(agent);
+    let team = game.team_of(agent);
     let carrier = game.carrier();
     let player_block = |out: &mut [f32], who: usize| {
         let p = &game.players[who];
@@ -245,7 +329,7 @@ pub(crate) fn symbolic(game: &Game, agent: usize, view_size: usize, out: &mut Ve
     out[BALL + 2] = match game.ball {
         Ball::Loose(_) => HOLDER_LOOSE,
         Ball::Carried(who) if who == agent => HOLDER_SELF,
-        Ball::Carried(who) if team_of(who) == team => HOLDER_TEAMMATE,
+        Ball::Carried(who) if game.team_of(who) == team => HOLDER_TEAMMATE,
         Ball::Carried(_) => HOLDER_OPPONENT,
     };
 
@@ -254,25 +338,47 @@ pub(crate) fn symbolic(game: &Game, agent: usize, view_size: usize, out: &mut Ve
     out[GOALS + 2] = GOAL_X[team] as f32;
     out[GOALS + 3] = GOAL_MIDDLE as f32;
 
-    let mut opponents = 0;
-    for other in (0..AGENTS).filter(|o| *o != agent) {
-        let at = if team_of(other) == team {
-            TEAMMATE
+    let (mut teammates, mut opponents) = (0, 0);
+    for other in (0..game.players.len()).filter(|o| *o != agent) {
+        let at = if game.team_of(other) == team {
+            teammates += 1;
+            shape.teammate(teammates - 1)
         } else {
             opponents += 1;
-            OPPONENTS + (opponents - 1) * PLAYER_FIELDS
+            shape.opponent(opponents - 1)
         };
         player_block(&mut out[at..], other);
     }
 
-    out[SCORE] = game.teams[team].goals as f32;
-    out[SCORE + 1] = game.teams[rival(team)].goals as f32;
-    out[SCORE + 2] = game.settings.max_steps.saturating_sub(game.steps) as f32;
+    let score = shape.score();
+    out[score] = game.teams[team].goals as f32;
+    out[score + 1] = game.teams[rival(team)].goals as f32;
+    out[score + 2] = game.settings.max_steps.saturating_sub(game.steps) as f32;
+}
 
+/// Writes `agent`'s `mosaic` observation (see [`layout`]) into `out`.
+pub(crate) fn symbolic(game: &Game, agent: usize, view_size: usize, out: &mut Vec<f32>) {
+    let shape = SymbolicLayout::new(game.lineup, view_size);
+    out.clear();
+    out.resize(shape.total_len(), 0.0);
+    globals(game, agent, &shape, out);
+    write_view(game, agent, view_size, &mut out[shape.view()..]);
+}
+
+/// Writes `agent`'s `reference` observation (see [`reference`]) into `out`.
+pub(crate) fn reference(game: &Game, agent: usize, view_size: usize, out: &mut Vec<f32>) {
+    out.clear();
+    out.resize(reference::len(view_size), 0.0);
+    write_view(game, agent, view_size, out);
+    out[reference::direction(view_size)] = f32::from(game.players[agent].dir);
+}
+
+/// Writes the view's `image[i][j][c]` at `(i·v + j)·3 + c` of `out`.
+fn write_view(game: &Game, agent: usize, view_size: usize, out: &mut [f32]) {
     let view = view(game, agent, view_size);
     for (k, cell) in view.cells[..view_size * view_size].iter().enumerate() {
         for (c, value) in cell.iter().enumerate() {
-            out[VIEW + k * 3 + c] = f32::from(*value);
+            out[k * 3 + c] = f32::from(*value);
         }
     }
 }

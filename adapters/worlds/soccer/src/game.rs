@@ -1,9 +1,10 @@
 //! The rules: pitch, players, ball and one step of play.
 //!
-//! A faithful port of `SoccerGameIndAgObsEnv` of `mosaic-multigrid` 7.0.0 (2v2, 16×11) on
-//! flat, allocation-free state: the terrain is implicit (walls on the border, two fixed
-//! goals), so the world is four players and one ball.
+//! A faithful port of `SoccerGameIndAgObsEnv` of `mosaic-multigrid` 7.0.0 (16×11, any of
+//! its 1v0, 1v1, 2v2 and 3v3 lineups) on flat state: the terrain is implicit (walls on the
+//! border, two fixed goals), so the world is the players and one ball.
 
+use super::lineup::{Lineup, MAX_AGENTS};
 use super::settings::SoccerSettings;
 use mosaic_core::rng::{Rng, seeded};
 use mosaic_core::{Action, Event, Transition};
@@ -14,10 +15,6 @@ use serde::{Deserialize, Serialize};
 pub const WIDTH: i32 = 16;
 /// Pitch height in cells, walls included.
 pub const HEIGHT: i32 = 11;
-/// Number of players.
-pub(crate) const AGENTS: usize = 4;
-/// Agent slot names, in index order (two green, then two blue).
-pub const AGENT_IDS: [&str; AGENTS] = ["green_0", "green_1", "blue_0", "blue_1"];
 /// Team names; team `t` defends the goal in column [`GOAL_X`]`[t]`.
 pub const TEAMS: [&str; 2] = ["green", "blue"];
 /// Column of the goal each team defends (green on the left, blue on the right).
@@ -43,23 +40,13 @@ pub(crate) const RIGHT: u32 = 2;
 pub(crate) const FORWARD: u32 = 3;
 /// Pick up the ball in front, or steal it from an opponent in front.
 pub(crate) const PICKUP: u32 = 4;
-/// Pass the ball to the teammate.
+/// Pass the ball to a teammate (or drop it in front when there is none).
 pub(crate) const DROP: u32 = 5;
 
 const GOAL_REWARD: f32 = 1.0;
 const TIME_BONUS_PER_STEP: f32 = 0.05;
 const STEAL_BONUS: f32 = 0.3;
 const DISTANCE_SHAPING: f32 = 0.01;
-
-/// The team (0 green, 1 blue) of agent `agent`.
-pub(crate) const fn team_of(agent: usize) -> usize {
-    agent / 2
-}
-
-/// The teammate of agent `agent`.
-pub(crate) const fn teammate(agent: usize) -> usize {
-    agent ^ 1
-}
 
 /// The other team.
 pub(crate) const fn rival(team: usize) -> usize {
@@ -163,8 +150,12 @@ pub(crate) struct TeamStats {
 pub(crate) struct Game {
     /// The rules in force.
     pub settings: SoccerSettings,
+    /// Who plays. Not in snapshots: the environment's name fixes it, and the restoring
+    /// environment puts its own back before checking the players against it.
+    #[serde(skip)]
+    pub lineup: Lineup,
     /// Players in agent index order.
-    pub players: [Player; AGENTS],
+    pub players: Vec<Player>,
     /// The ball.
     pub ball: Ball,
     /// Per-team counters, green then blue.
@@ -182,7 +173,7 @@ pub(crate) struct Game {
 impl Game {
     /// A new episode: the ball, then each player (position, then direction) on uniformly
     /// random free cells, as the reference's `place_obj`/`place_agent` do.
-    pub(crate) fn new(settings: SoccerSettings, seed: u64) -> Self {
+    pub(crate) fn new(settings: SoccerSettings, lineup: Lineup, seed: u64) -> Self {
         let idle = Player {
             pos: Pos::NOWHERE,
             dir: 0,
@@ -191,7 +182,8 @@ impl Game {
         };
         let mut game = Self {
             settings,
-            players: [idle; AGENTS],
+            lineup,
+            players: vec![idle; lineup.agents()],
             ball: Ball::Loose(Pos::NOWHERE),
             teams: [TeamStats::default(); 2],
             steps: 0,
@@ -200,7 +192,7 @@ impl Game {
             rng: seeded(seed),
         };
         game.ball = Ball::Loose(game.random_free_cell());
-        for agent in 0..AGENTS {
+        for agent in 0..lineup.agents() {
             let pos = game.random_free_cell();
             let dir = game.rng.random_range(0..4u8);
             game.players[agent] = Player {
@@ -211,6 +203,11 @@ impl Game {
             };
         }
         game
+    }
+
+    /// The team (0 green, 1 blue) of `agent`.
+    pub(crate) fn team_of(&self, agent: usize) -> usize {
+        self.lineup.team_of(agent)
     }
 
     /// The episode has ended (a team won or time ran out).
@@ -275,13 +272,14 @@ impl Game {
     /// Advances one step. `actions` must hold one (valid) entry per agent; `None` skips the
     /// agent, like a missing key in the reference's action dict.
     pub(crate) fn step(&mut self, actions: &[Option<Action>], out: &mut Transition) {
-        out.clear(AGENTS);
+        out.clear(self.players.len());
         self.steps += 1;
         for player in &mut self.players {
             player.cooldown = player.cooldown.saturating_sub(1);
         }
-        let mut stole = [false; AGENTS];
-        for agent in self.turn_order() {
+        let mut stole = [false; MAX_AGENTS];
+        let (order, agents) = self.turn_order();
+        for &agent in &order[..agents] {
             if let Some(action) = actions.get(agent).copied().flatten() {
                 self.act(agent, action, &mut stole, out);
             }
@@ -295,21 +293,23 @@ impl Game {
         out.truncated.fill(self.truncated);
     }
 
-    /// A uniformly random permutation of the agents: who acts first when actions conflict.
-    fn turn_order(&mut self) -> [usize; AGENTS] {
-        let mut order = [0, 1, 2, 3];
-        for i in (1..AGENTS).rev() {
+    /// A uniformly random permutation of the agents (the first `.1` entries): who acts
+    /// first when actions conflict. A lone player draws nothing, as in the reference.
+    fn turn_order(&mut self) -> ([usize; MAX_AGENTS], usize) {
+        let mut order = [0, 1, 2, 3, 4, 5];
+        let agents = self.players.len();
+        for i in (1..agents).rev() {
             let j = self.rng.random_range(0..=i);
             order.swap(i, j);
         }
-        order
+        (order, agents)
     }
 
     fn act(
         &mut self,
         agent: usize,
         action: Action,
-        stole: &mut [bool; AGENTS],
+        stole: &mut [bool; MAX_AGENTS],
         out: &mut Transition,
     ) {
         match action.0 {
@@ -335,7 +335,7 @@ impl Game {
             return false;
         }
         let front = self.front(agent);
-        let team = team_of(agent);
+        let team = self.team_of(agent);
         if self.ball == Ball::Loose(front) {
             self.ball = Ball::Carried(agent);
             self.teams[team].pickups += 1;
@@ -347,7 +347,7 @@ impl Game {
         };
         if self.carrier() != Some(victim)
             || self.players[agent].cooldown > 0
-            || team_of(victim) == team
+            || self.team_of(victim) == team
         {
             return false;
         }
@@ -358,28 +358,48 @@ impl Game {
         out.events.push(event(
             "steal",
             agent,
-            Some(serde_json::json!({ "from": AGENT_IDS[victim] })),
+            Some(serde_json::json!({ "from": self.lineup.agent_ids()[victim] })),
         ));
         true
     }
 
-    /// Passes by teleport to the teammate, wherever it is. The reference draws the
-    /// receiver among the free teammates and falls back to dropping the ball in front when
-    /// there is none; in 2v2 there is exactly one, always free (there is one ball, and
-    /// players only leave the game together, at the end), so a drop is always this pass.
+    /// Passes by teleport to a teammate, wherever it is, drawn uniformly among them (every
+    /// teammate is free: there is one ball, and players only leave the game together, at
+    /// the end); a lone teammate is taken without a draw. Without teammates (1v0, 1v1)
+    /// the ball is dropped on the cell in front when that is grass with nobody on it, as
+    /// the reference's fallback does; otherwise nothing happens.
     fn pass(&mut self, agent: usize, out: &mut Transition) {
         if self.carrier() != Some(agent) {
             return;
         }
-        let team = team_of(agent);
-        let receiver = teammate(agent);
+        let team = self.team_of(agent);
+        let mut mates = [0; MAX_AGENTS];
+        let mut count = 0;
+        for mate in self.lineup.members(team).filter(|mate| *mate != agent) {
+            mates[count] = mate;
+            count += 1;
+        }
+        let receiver = match count {
+            0 => return self.drop_in_front(agent, out),
+            1 => mates[0],
+            n => mates[self.rng.random_range(0..n)],
+        };
         self.ball = Ball::Carried(receiver);
         self.teams[team].passes += 1;
         out.events.push(event(
             "pass",
             agent,
-            Some(serde_json::json!({ "to": AGENT_IDS[receiver] })),
+            Some(serde_json::json!({ "to": self.lineup.agent_ids()[receiver] })),
         ));
+    }
+
+    /// Puts the carried ball on the grass in front of `agent`, if nobody stands there.
+    fn drop_in_front(&mut self, agent: usize, out: &mut Transition) {
+        let front = self.front(agent);
+        if self.cell(front) == Cell::Empty && self.agent_at(front).is_none() {
+            self.ball = Ball::Loose(front);
+            out.events.push(event("drop", agent, None));
+        }
     }
 
     /// A carrier standing on the opponent goal scores: its team gets the goal reward plus a
@@ -389,13 +409,13 @@ impl Game {
         let Some(scorer) = self.carrier() else {
             return;
         };
-        let team = team_of(scorer);
+        let team = self.team_of(scorer);
         if self.terminated || !Self::is_scoring_cell(team, self.players[scorer].pos) {
             return;
         }
         let left = self.settings.max_steps as f32 - self.steps as f32;
         let reward = GOAL_REWARD + left * TIME_BONUS_PER_STEP;
-        for agent in (0..AGENTS).filter(|a| team_of(*a) == team) {
+        for agent in self.lineup.members(team) {
             out.rewards[agent] += reward;
         }
         self.ball = Ball::Loose(self.random_free_cell());
@@ -416,18 +436,19 @@ impl Game {
 
     /// The reference's dense shaping: steal bonus, then ±0.01 per cell of Manhattan distance
     /// gained towards the opponent goal's middle (carrier) or the loose ball (others).
-    fn shape_rewards(&mut self, stole: &[bool; AGENTS], out: &mut Transition) {
+    fn shape_rewards(&mut self, stole: &[bool; MAX_AGENTS], out: &mut Transition) {
         let carrier = self.carrier();
         let loose = match self.ball {
             Ball::Loose(pos) => Some(pos),
             Ball::Carried(_) => None,
         };
+        let lineup = self.lineup;
         for (agent, player) in self.players.iter_mut().enumerate() {
             if stole[agent] {
                 out.rewards[agent] += STEAL_BONUS;
             }
             let target = if carrier == Some(agent) {
-                Some(Pos::new(GOAL_X[rival(team_of(agent))], GOAL_MIDDLE))
+                Some(Pos::new(GOAL_X[rival(lineup.team_of(agent))], GOAL_MIDDLE))
             } else {
                 loose
             };
@@ -440,18 +461,31 @@ impl Game {
     }
 
     /// A uniformly random cell with nothing on it and no player (there are always more than
-    /// 100 such cells: 126 inside the walls, minus 6 goal cells, the ball and 4 players).
+    /// 100 such cells: 126 inside the walls, minus 6 goal cells, the ball and 6 players).
     fn random_free_cell(&mut self) -> Pos {
-        let is_free = |game: &Self, pos: Pos| {
-            game.cell(pos) == Cell::Empty && game.players.iter().all(|p| p.pos != pos)
-        };
-        let interior = (1..HEIGHT - 1).flat_map(|y| (1..WIDTH - 1).map(move |x| Pos::new(x, y)));
-        let free = interior.clone().filter(|p| is_free(self, *p)).count();
-        let pick = self.rng.random_range(0..free);
-        interior
-            .filter(|p| is_free(self, *p))
-            .nth(pick)
-            .unwrap_or(Pos::NOWHERE)
+        const CELLS: usize = (WIDTH * HEIGHT) as usize;
+        let index = |pos: Pos| (pos.y * WIDTH + pos.x) as usize;
+        // One pass over the players, then one over the cells (row by row, as the draw's
+        // order has always been): placement is hot in training, where goals respawn the ball.
+        let mut taken = [false; CELLS];
+        for player in self.players.iter().filter(|p| p.pos.is_inside()) {
+            taken[index(player.pos)] = true;
+        }
+        let mut free = [Pos::NOWHERE; CELLS];
+        let mut count = 0;
+        for y in 1..HEIGHT - 1 {
+            for x in 1..WIDTH - 1 {
+                let pos = Pos::new(x, y);
+                if !taken[index(pos)] && self.cell(pos) == Cell::Empty {
+                    free[count] = pos;
+                    count += 1;
+                }
+            }
+        }
+        if count == 0 {
+            return Pos::NOWHERE;
+        }
+        free[self.rng.random_range(0..count)]
     }
 
     /// Checks a state read from outside (a snapshot) so that play cannot index out of range.
@@ -459,19 +493,24 @@ impl Game {
         self.settings
             .validate()
             .map_err(|e| format!("{}: {}", e.path, e.message))?;
-        for (agent, player) in self.players.iter().enumerate() {
+        let ids = self.lineup.agent_ids();
+        if self.players.len() != ids.len() {
+            return Err(format!(
+                "{} players for {} slots",
+                self.players.len(),
+                ids.len()
+            ));
+        }
+        for (id, player) in ids.iter().zip(&self.players) {
             if !player.pos.is_inside() || !player.prev_pos.is_inside() {
-                return Err(format!("{} is off the pitch", AGENT_IDS[agent]));
+                return Err(format!("{id} is off the pitch"));
             }
             if player.dir > 3 {
-                return Err(format!(
-                    "{} faces direction {}",
-                    AGENT_IDS[agent], player.dir
-                ));
+                return Err(format!("{id} faces direction {}", player.dir));
             }
         }
         match self.ball {
-            Ball::Carried(agent) if agent >= AGENTS => {
+            Ball::Carried(agent) if agent >= ids.len() => {
                 Err(format!("ball carried by unknown agent {agent}"))
             }
             Ball::Loose(pos) if self.cell(pos) != Cell::Ball => {

@@ -1,7 +1,8 @@
 //! A scripted soccer player that reads the symbolic observation.
 
-use super::encode::layout;
+use super::encode::{SymbolicLayout, layout};
 use super::game::{DROP, FORWARD, GOAL_BOTTOM, GOAL_TOP, LEFT, PICKUP, Pos, RIGHT};
+use super::lineup::Lineup;
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{
     Action, AgentContext, Decision, ObsRequest, Observation, Paradigm, Policy, Settings,
@@ -11,27 +12,37 @@ use serde::Deserialize;
 const NOOP: u32 = 0;
 /// An opponent this close (Manhattan) with no cooldown can steal within a step or two.
 const MARKING_DISTANCE: i32 = 2;
-/// Pass when the teammate is at least this much closer to the goal.
+/// Pass when every teammate is at least this much closer to the goal.
 const PASS_GAIN: i32 = 2;
+/// Key of the global features in a `reference` observation's `info` (see
+/// [`crate::Soccer`]): that observation has only the agent's view, too little to play by.
+pub const GLOBALS_INFO: &str = "globals";
 
-/// The scripted heuristic of `soccer-2v2`: chase a loose ball, steal from an opponent
-/// carrier, carry the ball to the nearest cell of the opponent goal, pass (a teleport) when
-/// the teammate is clearly closer to the goal or when marked; without the ball and with
-/// the teammate carrying, wait on the opponent goal for a pass. Deterministic, no memory.
+/// The scripted heuristic of the soccer lineups: chase a loose ball, steal from an
+/// opponent carrier, carry the ball to the nearest cell of the opponent goal, pass (a
+/// teleport to a random teammate) when every teammate is clearly closer to the goal or
+/// when marked; without the ball and with a teammate carrying, wait on the opponent goal
+/// for a pass. Without teammates it never passes. Deterministic, no memory.
+///
+/// It reads the global features of the `mosaic` observation ([`crate::layout`]): the
+/// head of the symbolic vector, or, in the `reference` observation mode, the
+/// [`GLOBALS_INFO`] entry of the observation's `info`.
 ///
 /// ```
-/// use mosaic_soccer::{ScriptedSoccer, Soccer, SoccerSettings};
+/// use mosaic_soccer::{Lineup, ScriptedSoccer, Soccer, SoccerSettings};
 /// use mosaic_core::{AgentContext, Environment, Policy};
 ///
-/// let mut env = Soccer::new(SoccerSettings::default()).unwrap();
+/// let mut env = Soccer::with_lineup(Lineup::ThreeOnThree, SoccerSettings::default()).unwrap();
 /// env.reset(3).unwrap();
-/// let mut player = ScriptedSoccer::default();
+/// let mut player = ScriptedSoccer::new(Lineup::ThreeOnThree);
 /// player.reset(&AgentContext::new(3, 0, "green_0".into(), 8));
 /// let decision = player.decide(&env.observe(0, player.wants()));
 /// assert!(decision.action.0 < 8);
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ScriptedSoccer;
+pub struct ScriptedSoccer {
+    lineup: Lineup,
+}
 
 /// The scripted player has no settings; any given is an error.
 #[derive(Deserialize)]
@@ -39,10 +50,16 @@ pub struct ScriptedSoccer;
 struct ScriptedSettings {}
 
 impl ScriptedSoccer {
-    /// Builds the player from its slot settings (there are none: unknown keys are errors).
-    pub fn from_settings(settings: &Settings) -> Result<Self, SpecError> {
+    /// A player for `lineup` (which fixes where the observation's blocks lie).
+    pub fn new(lineup: Lineup) -> Self {
+        Self { lineup }
+    }
+
+    /// Builds the player for `lineup` from its slot settings (there are none: unknown keys
+    /// are errors).
+    pub fn from_settings(lineup: Lineup, settings: &Settings) -> Result<Self, SpecError> {
         let ScriptedSettings {} = parse_settings(settings)?;
-        Ok(Self)
+        Ok(Self::new(lineup))
     }
 }
 
@@ -61,12 +78,13 @@ struct Situation {
     ball: Pos,
     holder: f32,
     target_x: i32,
-    mate: Seen,
-    opponents: [Seen; 2],
+    mates: Vec<Seen>,
+    opponents: Vec<Seen>,
 }
 
-fn read(data: &[f32]) -> Option<Situation> {
-    if data.len() < layout::VIEW {
+/// The situation from the global features `data` laid out as `shape` says.
+fn read(data: &[f32], shape: &SymbolicLayout) -> Option<Situation> {
+    if data.len() < shape.view() {
         return None;
     }
     let seen = |at: usize| Seen {
@@ -80,11 +98,12 @@ fn read(data: &[f32]) -> Option<Situation> {
         ball: Pos::new(data[layout::BALL] as i32, data[layout::BALL + 1] as i32),
         holder: data[layout::BALL + 2],
         target_x: data[layout::GOALS] as i32,
-        mate: seen(layout::TEAMMATE),
-        opponents: [
-            seen(layout::OPPONENTS),
-            seen(layout::OPPONENTS + layout::PLAYER_FIELDS),
-        ],
+        mates: (0..shape.teammates)
+            .map(|k| seen(shape.teammate(k)))
+            .collect(),
+        opponents: (0..shape.opponents)
+            .map(|k| seen(shape.opponent(k)))
+            .collect(),
     })
 }
 
@@ -108,13 +127,23 @@ impl Situation {
         pos.is_inside() && !(self.holder == layout::HOLDER_LOOSE && pos == self.ball)
     }
 
+    /// Whether to pass: the receiver is drawn at random, so every teammate must be a
+    /// good receiver.
     fn should_pass(&self) -> bool {
-        let (mine, theirs) = (
-            self.goal_distance(self.me.pos),
-            self.goal_distance(self.mate.pos),
-        );
-        theirs + PASS_GAIN <= mine
-            || (self.marked(self.me.pos) && !self.marked(self.mate.pos) && theirs <= mine + 2)
+        if self.mates.is_empty() {
+            return false;
+        }
+        let mine = self.goal_distance(self.me.pos);
+        let closer = self
+            .mates
+            .iter()
+            .all(|mate| self.goal_distance(mate.pos) + PASS_GAIN <= mine);
+        let freer = self.marked(self.me.pos)
+            && self
+                .mates
+                .iter()
+                .all(|mate| !self.marked(mate.pos) && self.goal_distance(mate.pos) <= mine + 2);
+        closer || freer
     }
 
     fn decide(&self) -> u32 {
@@ -243,10 +272,19 @@ impl Policy for ScriptedSoccer {
     }
 
     fn decide(&mut self, obs: &Observation) -> Decision {
-        let action = obs
-            .symbolic
+        let view_size = 0; // Only the global features are read.
+        let shape = SymbolicLayout::new(self.lineup, view_size);
+        let from_info: Option<Vec<f32>> = obs
+            .info
             .as_ref()
-            .and_then(|t| read(&t.data))
+            .and_then(|info| info.get(GLOBALS_INFO))
+            .and_then(|globals| Vec::<f32>::deserialize(globals).ok());
+        let globals = match &from_info {
+            Some(globals) => Some(globals.as_slice()),
+            None => obs.symbolic.as_ref().map(|t| t.data.as_slice()),
+        };
+        let action = globals
+            .and_then(|data| read(data, &shape))
             .map_or(NOOP, |situation| situation.decide());
         Decision::act(Action(action))
     }

@@ -7,7 +7,28 @@ use serde::{Deserialize, Serialize};
 /// The largest accepted view: from any cell it already covers the whole pitch.
 pub const MAX_VIEW_SIZE: u32 = 31;
 
-/// Settings of `soccer-2v2`. Defaults are those of `MosaicMultiGrid-S-2v2-IndAgObs-v1`.
+/// What the symbolic observation holds (the `observation` setting).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObservationMode {
+    /// Global features (positions, ball, goals, score) then the egocentric view: the layout
+    /// of [`crate::SymbolicLayout`]. Its length depends on the team sizes.
+    #[default]
+    Mosaic,
+    /// Exactly the reference's per-agent observation dict (`image` and `direction`),
+    /// flattened as [`crate::reference`] documents. Its length depends on the view only,
+    /// so one policy plays every team size.
+    Reference,
+}
+
+impl ObservationMode {
+    fn is_mosaic(&self) -> bool {
+        *self == ObservationMode::Mosaic
+    }
+}
+
+/// Settings of the soccer environments. Defaults are those of the reference's variants
+/// (`MosaicMultiGrid-S-2v2-IndAgObs-v1` and its 1v0, 1v1 and 3v3 siblings).
 ///
 /// ```
 /// use mosaic_soccer::SoccerSettings;
@@ -32,6 +53,10 @@ pub struct SoccerSettings {
     /// Dense shaping rewards of the reference: +0.3 per steal and ±0.01 per cell moved
     /// towards/away from the ball (not carrying) or the opponent goal (carrying).
     pub reward_shaping: bool,
+    /// What the symbolic observation holds.
+    // Left out of snapshots while at its default, so they stay as they were before it.
+    #[serde(skip_serializing_if = "ObservationMode::is_mosaic")]
+    pub observation: ObservationMode,
 }
 
 impl Default for SoccerSettings {
@@ -42,6 +67,7 @@ impl Default for SoccerSettings {
             max_steps: 256,
             steal_cooldown: 10,
             reward_shaping: true,
+            observation: ObservationMode::Mosaic,
         }
     }
 }
@@ -113,5 +139,20 @@ mod tests {
         let err =
             SoccerSettings::parse(&raw(&[("view_size", serde_json::json!("big"))])).unwrap_err();
         assert!(err.message.contains("big"), "{err:?}");
+        let err = SoccerSettings::parse(&raw(&[("observation", serde_json::json!("pixels"))]))
+            .unwrap_err();
+        assert!(err.message.contains("pixels"), "{err:?}");
+    }
+
+    #[test]
+    fn observation_mode_is_read_and_left_out_of_snapshots_at_its_default() {
+        let reference =
+            SoccerSettings::parse(&raw(&[("observation", serde_json::json!("reference"))]))
+                .unwrap();
+        assert_eq!(reference.observation, ObservationMode::Reference);
+        let json = serde_json::to_string(&SoccerSettings::default()).unwrap();
+        assert!(!json.contains("observation"), "{json}");
+        let json = serde_json::to_string(&reference).unwrap();
+        assert!(json.contains(r#""observation":"reference""#), "{json}");
     }
 }

@@ -1,6 +1,7 @@
-//! Rule and environment tests of `soccer-2v2`.
+//! Rule and environment tests of `soccer-2v2`; the other lineups are tested in
+//! `lineup_tests.rs`.
 
-use super::game::{AGENTS, Ball, Cell, DROP, FORWARD, Game, LEFT, PICKUP, Player, Pos, RIGHT};
+use super::game::{Ball, Cell, DROP, FORWARD, Game, LEFT, PICKUP, Player, Pos, RIGHT};
 use super::*;
 use mosaic_core::baseline::Random;
 use mosaic_core::rng::seeded;
@@ -8,19 +9,33 @@ use mosaic_core::{AgentContext, Paradigm};
 use rand::Rng as _;
 
 const NOOP: u32 = 0;
+const AGENTS: usize = 4;
+const AGENT_IDS: &[&str] = Lineup::TwoOnTwo.agent_ids();
+const TWO: SymbolicLayout = SymbolicLayout::new(Lineup::TwoOnTwo, 3);
 
-fn settings() -> SoccerSettings {
+pub(crate) fn settings() -> SoccerSettings {
     SoccerSettings {
         reward_shaping: false,
         ..SoccerSettings::default()
     }
 }
 
-/// An env reset with `seed`, then players (x, y, dir) and the ball put by hand.
+/// A 2v2 env reset with seed 1, then players (x, y, dir) and the ball put by hand.
 fn arranged(settings: SoccerSettings, players: [(i32, i32, u8); AGENTS], ball: Ball) -> Soccer {
-    let mut env = Soccer::new(settings).unwrap();
+    arranged_lineup(Lineup::TwoOnTwo, settings, &players, ball)
+}
+
+/// An env of `lineup` reset with seed 1, then players (x, y, dir) and the ball put by hand.
+pub(crate) fn arranged_lineup(
+    lineup: Lineup,
+    settings: SoccerSettings,
+    players: &[(i32, i32, u8)],
+    ball: Ball,
+) -> Soccer {
+    let mut env = Soccer::with_lineup(lineup, settings).unwrap();
     env.reset(1).unwrap();
-    for (player, (x, y, dir)) in env.game.players.iter_mut().zip(players) {
+    assert_eq!(players.len(), lineup.agents());
+    for (player, &(x, y, dir)) in env.game.players.iter_mut().zip(players) {
         *player = Player {
             pos: Pos::new(x, y),
             dir,
@@ -33,14 +48,14 @@ fn arranged(settings: SoccerSettings, players: [(i32, i32, u8); AGENTS], ball: B
     env
 }
 
-fn act(env: &mut Soccer, actions: [u32; AGENTS]) -> Transition {
+pub(crate) fn act(env: &mut Soccer, actions: &[u32]) -> Transition {
     let mut out = Transition::default();
     let actions: Vec<_> = actions.iter().map(|a| Some(Action(*a))).collect();
     env.step(&actions, &mut out).unwrap();
     out
 }
 
-fn kinds(out: &Transition) -> Vec<&str> {
+pub(crate) fn kinds(out: &Transition) -> Vec<&str> {
     out.events.iter().map(|e| e.kind.as_str()).collect()
 }
 
@@ -75,7 +90,7 @@ fn reset_places_everything_on_distinct_free_cells() {
     let mut starts = std::collections::BTreeSet::new();
     let mut dirs = [0u32; 4];
     for seed in 0..200 {
-        let game = Game::new(settings(), seed);
+        let game = Game::new(settings(), Lineup::TwoOnTwo, seed);
         game.validate().unwrap();
         let Ball::Loose(ball) = game.ball else {
             panic!("ball starts carried")
@@ -128,16 +143,16 @@ fn same_seed_and_actions_give_identical_episodes() {
 #[test]
 fn turning_and_moving() {
     let mut env = arranged(settings(), APART, Ball::Loose(Pos::new(8, 5)));
-    act(&mut env, [LEFT, RIGHT, FORWARD, NOOP]);
+    act(&mut env, &[LEFT, RIGHT, FORWARD, NOOP]);
     let p = &env.game.players;
     assert_eq!((p[0].dir, p[1].dir), (3, 1));
     assert_eq!(p[2].pos, Pos::new(11, 3));
     assert_eq!(p[3].pos, Pos::new(12, 8));
-    act(&mut env, [RIGHT, LEFT, NOOP, NOOP]);
+    act(&mut env, &[RIGHT, LEFT, NOOP, NOOP]);
     assert_eq!((env.game.players[0].dir, env.game.players[1].dir), (0, 0));
     // toggle and done change nothing.
     let before = env.game.clone();
-    act(&mut env, [6, 7, 6, 7]);
+    act(&mut env, &[6, 7, 6, 7]);
     assert_eq!(env.game.players, before.players);
     assert_eq!(env.game.ball, before.ball);
 }
@@ -148,7 +163,7 @@ fn walls_and_the_ball_block_but_goals_and_players_do_not() {
     // blue_1 faces green_1's cell... and walks onto it.
     let players = [(5, 1, 3), (6, 6, 0), (13, 5, 0), (6, 5, 1)];
     let mut env = arranged(settings(), players, Ball::Loose(Pos::new(7, 6)));
-    act(&mut env, [FORWARD; 4]);
+    act(&mut env, &[FORWARD; 4]);
     let p = &env.game.players;
     assert_eq!(p[0].pos, Pos::new(5, 1), "walked into the wall");
     assert_eq!(p[1].pos, Pos::new(6, 6), "walked onto the ball");
@@ -161,12 +176,12 @@ fn walls_and_the_ball_block_but_goals_and_players_do_not() {
 fn pickup_takes_the_ball_in_front() {
     let players = [(7, 5, 0), (3, 8, 0), (12, 3, 2), (12, 8, 2)];
     let mut env = arranged(settings(), players, Ball::Loose(Pos::new(8, 5)));
-    let out = act(&mut env, [NOOP, PICKUP, PICKUP, NOOP]);
+    let out = act(&mut env, &[NOOP, PICKUP, PICKUP, NOOP]);
     assert!(
         out.events.is_empty(),
         "nothing in front of green_1 or blue_0"
     );
-    let out = act(&mut env, [PICKUP, NOOP, NOOP, NOOP]);
+    let out = act(&mut env, &[PICKUP, NOOP, NOOP, NOOP]);
     assert_eq!(env.game.ball, Ball::Carried(0));
     assert_eq!(env.game.cell(Pos::new(8, 5)), Cell::Empty);
     assert_eq!(kinds(&out), ["pickup"]);
@@ -179,7 +194,7 @@ fn steal_from_an_opponent_puts_both_on_cooldown() {
     // blue_0 (west of green_0's cell) faces green_0, who carries the ball.
     let players = [(7, 5, 0), (3, 8, 0), (6, 5, 0), (12, 8, 2)];
     let mut env = arranged(settings(), players, Ball::Carried(0));
-    let out = act(&mut env, [NOOP, NOOP, PICKUP, NOOP]);
+    let out = act(&mut env, &[NOOP, NOOP, PICKUP, NOOP]);
     assert_eq!(env.game.ball, Ball::Carried(2));
     assert_eq!(kinds(&out), ["steal"]);
     assert_eq!(
@@ -191,14 +206,14 @@ fn steal_from_an_opponent_puts_both_on_cooldown() {
     assert_eq!(env.metrics()["steals_blue"], 1);
 
     // green_0 turns to face blue_0 and cannot steal back while cooling down (9 steps).
-    act(&mut env, [LEFT, NOOP, NOOP, NOOP]);
-    act(&mut env, [LEFT, NOOP, NOOP, NOOP]);
+    act(&mut env, &[LEFT, NOOP, NOOP, NOOP]);
+    act(&mut env, &[LEFT, NOOP, NOOP, NOOP]);
     for _ in 3..10 {
-        act(&mut env, [PICKUP, NOOP, NOOP, NOOP]);
+        act(&mut env, &[PICKUP, NOOP, NOOP, NOOP]);
         assert_eq!(env.game.ball, Ball::Carried(2));
     }
     assert_eq!(env.game.players[0].cooldown, 1);
-    let out = act(&mut env, [PICKUP, NOOP, NOOP, NOOP]);
+    let out = act(&mut env, &[PICKUP, NOOP, NOOP, NOOP]);
     assert_eq!(
         env.game.ball,
         Ball::Carried(0),
@@ -211,7 +226,7 @@ fn steal_from_an_opponent_puts_both_on_cooldown() {
 fn no_stealing_from_a_teammate() {
     let players = [(7, 5, 0), (6, 5, 0), (12, 3, 2), (12, 8, 2)];
     let mut env = arranged(settings(), players, Ball::Carried(0));
-    let out = act(&mut env, [NOOP, PICKUP, NOOP, NOOP]);
+    let out = act(&mut env, &[NOOP, PICKUP, NOOP, NOOP]);
     assert_eq!(env.game.ball, Ball::Carried(0));
     assert!(out.events.is_empty());
 }
@@ -221,7 +236,7 @@ fn steal_bonus_with_reward_shaping() {
     let shaped = SoccerSettings::default();
     let players = [(7, 5, 0), (3, 8, 0), (6, 5, 0), (12, 8, 2)];
     let mut env = arranged(shaped, players, Ball::Carried(0));
-    let out = act(&mut env, [NOOP, NOOP, PICKUP, NOOP]);
+    let out = act(&mut env, &[NOOP, NOOP, PICKUP, NOOP]);
     assert_eq!(out.rewards, vec![0.0, 0.0, 0.3, 0.0]);
 }
 
@@ -231,11 +246,11 @@ fn distance_shaping_towards_ball_and_goal() {
     // green_0 walks towards the loose ball, blue_0 away from it, others still.
     let players = [(3, 5, 0), (3, 8, 0), (12, 3, 0), (12, 8, 2)];
     let mut env = arranged(shaped, players, Ball::Loose(Pos::new(8, 5)));
-    let out = act(&mut env, [FORWARD, NOOP, FORWARD, NOOP]);
+    let out = act(&mut env, &[FORWARD, NOOP, FORWARD, NOOP]);
     assert_eq!(out.rewards, vec![0.01, 0.0, -0.01, 0.0]);
     // The carrier is pulled towards the middle of the opponent goal; others get nothing.
     env.game.ball = Ball::Carried(0);
-    let out = act(&mut env, [FORWARD, FORWARD, NOOP, NOOP]);
+    let out = act(&mut env, &[FORWARD, FORWARD, NOOP, NOOP]);
     assert_eq!(out.rewards, vec![0.01, 0.0, 0.0, 0.0]);
 }
 
@@ -243,7 +258,7 @@ fn distance_shaping_towards_ball_and_goal() {
 fn drop_passes_by_teleport_to_the_teammate() {
     let players = [(3, 3, 0), (12, 9, 1), (5, 3, 2), (12, 8, 2)];
     let mut env = arranged(settings(), players, Ball::Carried(0));
-    let out = act(&mut env, [DROP, NOOP, NOOP, NOOP]);
+    let out = act(&mut env, &[DROP, NOOP, NOOP, NOOP]);
     assert_eq!(env.game.ball, Ball::Carried(1));
     assert_eq!(kinds(&out), ["pass"]);
     assert_eq!(
@@ -252,7 +267,7 @@ fn drop_passes_by_teleport_to_the_teammate() {
     );
     assert_eq!(env.metrics()["passes_green"], 1);
     // Dropping without the ball does nothing.
-    let out = act(&mut env, [DROP, NOOP, DROP, DROP]);
+    let out = act(&mut env, &[DROP, NOOP, DROP, DROP]);
     assert_eq!(env.game.ball, Ball::Carried(1));
     assert!(out.events.is_empty());
 }
@@ -261,8 +276,8 @@ fn drop_passes_by_teleport_to_the_teammate() {
 fn walking_onto_the_opponent_goal_with_the_ball_scores_and_respawns_it() {
     let players = [(13, 4, 0), (3, 8, 0), (12, 3, 2), (12, 8, 2)];
     let mut env = arranged(settings(), players, Ball::Carried(0));
-    act(&mut env, [NOOP; 4]);
-    let out = act(&mut env, [FORWARD, NOOP, NOOP, NOOP]);
+    act(&mut env, &[NOOP; 4]);
+    let out = act(&mut env, &[FORWARD, NOOP, NOOP, NOOP]);
     let reward = 1.0 + (256.0 - 2.0) * 0.05;
     assert_eq!(out.rewards, vec![reward, reward, 0.0, 0.0]);
     assert_eq!(kinds(&out), ["goal"]);
@@ -285,7 +300,7 @@ fn walking_onto_the_opponent_goal_with_the_ball_scores_and_respawns_it() {
 fn own_goal_does_not_count() {
     let players = [(2, 5, 2), (3, 8, 0), (12, 3, 2), (12, 8, 2)];
     let mut env = arranged(settings(), players, Ball::Carried(0));
-    let out = act(&mut env, [FORWARD, NOOP, NOOP, NOOP]);
+    let out = act(&mut env, &[FORWARD, NOOP, NOOP, NOOP]);
     assert_eq!(env.game.players[0].pos, Pos::new(1, 5));
     assert_eq!(env.game.ball, Ball::Carried(0));
     assert!(out.events.is_empty());
@@ -295,7 +310,7 @@ fn own_goal_does_not_count() {
 fn a_pass_to_a_teammate_on_the_goal_scores_at_once() {
     let players = [(2, 5, 2), (3, 8, 0), (12, 3, 2), (1, 6, 2)];
     let mut env = arranged(settings(), players, Ball::Carried(2));
-    let out = act(&mut env, [NOOP, NOOP, DROP, NOOP]);
+    let out = act(&mut env, &[NOOP, NOOP, DROP, NOOP]);
     assert_eq!(kinds(&out), ["pass", "goal"]);
     assert_eq!(out.events[1].agent, Some(3));
     assert_eq!(env.score(), [0, 1]);
@@ -307,7 +322,7 @@ fn second_goal_wins_and_ends_the_episode() {
     let players = [(13, 4, 0), (3, 8, 0), (12, 3, 2), (12, 8, 2)];
     let mut env = arranged(settings(), players, Ball::Carried(0));
     env.game.teams[0].goals = 1;
-    let out = act(&mut env, [FORWARD, NOOP, NOOP, NOOP]);
+    let out = act(&mut env, &[FORWARD, NOOP, NOOP, NOOP]);
     assert_eq!(out.terminated, vec![true; 4]);
     assert_eq!(out.truncated, vec![false; 4]);
     assert!(out.all_done());
@@ -338,7 +353,7 @@ fn goals_to_win_is_a_setting() {
     let players = [(13, 4, 0), (3, 8, 0), (12, 3, 2), (12, 8, 2)];
     let mut env = arranged(three, players, Ball::Carried(0));
     env.game.teams[0].goals = 1;
-    let out = act(&mut env, [FORWARD, NOOP, NOOP, NOOP]);
+    let out = act(&mut env, &[FORWARD, NOOP, NOOP, NOOP]);
     assert_eq!(env.score(), [2, 0]);
     assert!(!out.all_done());
 }
@@ -351,10 +366,10 @@ fn truncation_at_max_steps_is_a_draw_when_level() {
     };
     let mut env = arranged(short, APART, Ball::Loose(Pos::new(8, 5)));
     for _ in 0..4 {
-        let out = act(&mut env, [NOOP; 4]);
+        let out = act(&mut env, &[NOOP; 4]);
         assert!(!out.all_done());
     }
-    let out = act(&mut env, [NOOP; 4]);
+    let out = act(&mut env, &[NOOP; 4]);
     assert_eq!(out.truncated, vec![true; 4]);
     assert_eq!(out.terminated, vec![false; 4]);
     assert_eq!(env.steps(), 5);
@@ -381,7 +396,7 @@ fn turn_order_is_random_each_step() {
     for seed in 0..40 {
         let mut env = arranged(settings(), players, Ball::Loose(Pos::new(8, 5)));
         env.game.rng = seeded(seed);
-        act(&mut env, [PICKUP, NOOP, PICKUP, NOOP]);
+        act(&mut env, &[PICKUP, NOOP, PICKUP, NOOP]);
         let Ball::Carried(who) = env.game.ball else {
             panic!("nobody picked the ball up")
         };
@@ -468,13 +483,14 @@ fn views_match_the_reference_encoding() {
                 }
             };
             let env = arranged(settings, players.try_into().unwrap(), ball);
+            let shape = SymbolicLayout::new(Lineup::TwoOnTwo, *size);
             for (agent, image) in expected.iter().enumerate() {
                 let obs = env.observe(agent, ObsRequest::ALL);
                 let data = obs.symbolic.unwrap().data;
                 for (i, column) in image.iter().enumerate() {
                     for (j, cell) in column.iter().enumerate() {
                         let got: Vec<u8> = (0..3)
-                            .map(|c| data[layout::view_index(*size, i, j, c)] as u8)
+                            .map(|c| data[shape.view_index(i, j, c)] as u8)
                             .collect();
                         assert_eq!(
                             got, cell,
@@ -495,25 +511,26 @@ fn symbolic_globals_follow_the_layout() {
     env.game.teams[1].goals = 1;
     env.game.steps = 6;
     let data = env.observe(1, ObsRequest::ALL).symbolic.unwrap().data;
-    assert_eq!(data.len(), layout::len(3));
+    assert_eq!(data.len(), TWO.total_len());
     use layout::*;
+    let (teammate, opponents, score) = (TEAMMATES, TWO.opponents(), TWO.score());
     assert_eq!(
         &data[SELF..SELF + PLAYER_FIELDS],
         &[9.0, 2.0, 3.0, 0.0, 0.0]
     );
     assert_eq!(&data[BALL..BALL + 3], &[10.0, 7.0, HOLDER_OPPONENT]);
     assert_eq!(&data[GOALS..GOALS + 4], &[14.0, 5.0, 1.0, 5.0]);
-    assert_eq!(&data[TEAMMATE..TEAMMATE + 5], &[4.0, 6.0, 1.0, 0.0, 0.0]);
-    assert_eq!(&data[OPPONENTS..OPPONENTS + 5], &[10.0, 7.0, 2.0, 1.0, 0.0]);
+    assert_eq!(&data[teammate..teammate + 5], &[4.0, 6.0, 1.0, 0.0, 0.0]);
+    assert_eq!(&data[opponents..opponents + 5], &[10.0, 7.0, 2.0, 1.0, 0.0]);
     assert_eq!(
-        &data[OPPONENTS + 5..OPPONENTS + 10],
+        &data[opponents + 5..opponents + 10],
         &[13.0, 4.0, 0.0, 0.0, 4.0]
     );
-    assert_eq!(&data[SCORE..SCORE + 3], &[0.0, 1.0, 250.0]);
+    assert_eq!(&data[score..score + 3], &[0.0, 1.0, 250.0]);
     let blue = env.observe(2, ObsRequest::ALL).symbolic.unwrap().data;
     assert_eq!(&blue[BALL..BALL + 3], &[10.0, 7.0, HOLDER_SELF]);
     assert_eq!(&blue[GOALS..GOALS + 4], &[1.0, 5.0, 14.0, 5.0]);
-    assert_eq!(&blue[SCORE..SCORE + 2], &[1.0, 0.0]);
+    assert_eq!(&blue[score..score + 2], &[1.0, 0.0]);
     let mate = env.observe(3, ObsRequest::ALL).symbolic.unwrap().data;
     assert_eq!(mate[BALL + 2], HOLDER_TEAMMATE);
     env.game.ball = Ball::Loose(Pos::new(8, 8));
@@ -695,7 +712,7 @@ fn the_text_view_gives_the_facing_on_screen() {
     );
     assert_eq!(turned.observe(0, text).info.unwrap()["facing"], "up");
     assert_eq!(turned.observe(1, text).info.unwrap()["facing"], "down");
-    act(&mut turned, [RIGHT, NOOP, NOOP, NOOP]);
+    act(&mut turned, &[RIGHT, NOOP, NOOP, NOOP]);
     assert_eq!(turned.observe(0, text).info.unwrap()["facing"], "right");
     assert!(turned.observe(0, ObsRequest::MASK_ONLY).info.is_none());
 }
@@ -825,8 +842,8 @@ fn scripted_team_beats_random_team() {
         let (mut wins, mut losses) = (0, 0);
         for seed in 0..20 {
             let mut policies: [Box<dyn Policy>; AGENTS] = std::array::from_fn(|agent| {
-                if game::team_of(agent) == scripted_team {
-                    Box::new(ScriptedSoccer) as Box<dyn Policy>
+                if Lineup::TwoOnTwo.team_of(agent) == scripted_team {
+                    Box::new(ScriptedSoccer::default()) as Box<dyn Policy>
                 } else {
                     Box::new(Random::default())
                 }
@@ -847,13 +864,16 @@ fn scripted_team_beats_random_team() {
 #[test]
 fn registry_builds_env_and_scripted_player() {
     let mut registry = mosaic_core::EnvRegistry::default();
-    registry.register(KIND);
+    KINDS.into_iter().for_each(|kind| registry.register(kind));
     let kind = registry.get("soccer-2v2").unwrap();
     assert!(kind.settings.iter().any(|s| s.starts_with("view_size = 3")));
     let mut raw = Settings::new();
     raw.insert("view_size".into(), 7.into());
     let env = registry.make("soccer-2v2", &raw).unwrap();
-    assert_eq!(env.spec().symbolic_shape, Some(vec![layout::len(7)]));
+    assert_eq!(
+        env.spec().symbolic_shape,
+        Some(vec![SymbolicLayout::new(Lineup::TwoOnTwo, 7).total_len()])
+    );
     raw.insert("colour".into(), "red".into());
     let Err(err) = registry.make("soccer-2v2", &raw) else {
         panic!("unknown setting accepted")

@@ -1,22 +1,44 @@
 //! The text observation written for language models: egocentric and self-contained.
 
 use super::game::{
-    ACTION_LABELS, AGENT_IDS, AGENTS, Ball, Cell, DIRECTION_NAMES, GOAL_BOTTOM, GOAL_TOP, GOAL_X,
-    Game, Player, Pos, TEAMS, rival, team_of, teammate,
+    ACTION_LABELS, Ball, Cell, DIRECTION_NAMES, GOAL_BOTTOM, GOAL_TOP, GOAL_X, Game, Player, Pos,
+    TEAMS, rival,
 };
 use std::fmt::Write as _;
 
-/// What each action does, in label order.
-const ACTION_MEANINGS: [&str; 8] = [
-    "wait",
-    "turn left",
-    "turn right",
-    "move one cell forward",
-    "take the ball from the cell in front, or steal it from an opponent in front",
-    "pass the ball to your teammate, wherever they are",
-    "no effect",
-    "no effect",
-];
+/// What each action does, in label order, for a player with `teammates` teammates.
+fn action_meanings(teammates: usize) -> [&'static str; 8] {
+    [
+        "wait",
+        "turn left",
+        "turn right",
+        "move one cell forward",
+        "take the ball from the cell in front, or steal it from an opponent in front",
+        match teammates {
+            0 => "drop the ball on the grass in front of you",
+            1 => "pass the ball to your teammate, wherever they are",
+            _ => "pass the ball to one of your teammates (drawn at random), wherever they are",
+        },
+        "no effect",
+        "no effect",
+    ]
+}
+
+/// "Teammate: green_1." / "Teammates: green_1, green_2." / "No teammates.".
+fn roll_call(one: &str, many: &str, names: &[&str]) -> String {
+    match names {
+        [] => format!("No {many}."),
+        [name] => format!("{one}: {name}."),
+        _ => format!("{}: {}.", capitalised(many), names.join(", ")),
+    }
+}
+
+fn capitalised(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
 
 /// `target` relative to `from`: cells ahead (negative: behind) and to the right (negative:
 /// left) of its facing direction.
@@ -54,13 +76,16 @@ pub(crate) fn describe_offset(ahead: i32, right: i32) -> String {
 /// The text observation of `agent`.
 pub(crate) fn describe(game: &Game, agent: usize) -> String {
     let me = &game.players[agent];
-    let team = team_of(agent);
+    let lineup = game.lineup;
+    let ids = lineup.agent_ids();
+    let team = lineup.team_of(agent);
     let (own, other) = (TEAMS[team], TEAMS[rival(team)]);
-    let mate = AGENT_IDS[teammate(agent)];
-    let opponents: Vec<&str> = (0..AGENTS)
-        .filter(|a| team_of(*a) != team)
-        .map(|a| AGENT_IDS[a])
+    let mates: Vec<&str> = lineup
+        .members(team)
+        .filter(|a| *a != agent)
+        .map(|a| ids[a])
         .collect();
+    let opponents: Vec<&str> = lineup.members(rival(team)).map(|a| ids[a]).collect();
     let goal_x = GOAL_X[rival(team)];
     let settings = &game.settings;
     let mut text = String::with_capacity(1024);
@@ -68,24 +93,36 @@ pub(crate) fn describe(game: &Game, agent: usize) -> String {
 
     let _ = writeln!(
         line,
-        "You are {} (team {own}) in 2v2 grid soccer. Teammate: {}. Opponents: {}.",
-        AGENT_IDS[agent],
-        mate,
-        opponents.join(", ")
+        "You are {} (team {own}) in {} grid soccer. {} {}",
+        ids[agent],
+        lineup.short_name(),
+        roll_call("Teammate", "teammates", &mates),
+        roll_call("Opponent", "opponents", &opponents),
     );
+    let (to_win, score) = if lineup.has_opponents() {
+        (
+            format!("the first team to {} goals wins", settings.goals_to_win),
+            format!(
+                "{own} {}, {other} {}",
+                game.teams[team].goals,
+                game.teams[rival(team)].goals
+            ),
+        )
+    } else {
+        (
+            format!("score {} goals to win", settings.goals_to_win),
+            format!("{own} {}", game.teams[team].goals),
+        )
+    };
     let _ = writeln!(
         line,
         "Score by standing on the {other} goal (column {goal_x}, rows {GOAL_TOP}-{GOAL_BOTTOM}) \
-         while carrying the ball; the first team to {} goals wins.",
-        settings.goals_to_win
+         while carrying the ball; {to_win}."
     );
     let _ = writeln!(
         line,
-        "Step {} of {}. Score: {own} {}, {other} {}.",
-        game.steps,
-        settings.max_steps,
-        game.teams[team].goals,
-        game.teams[rival(team)].goals
+        "Step {} of {}. Score: {score}.",
+        game.steps, settings.max_steps,
     );
     let cooldown = match me.cooldown {
         0 => "you can steal".to_owned(),
@@ -104,14 +141,14 @@ pub(crate) fn describe(game: &Game, agent: usize) -> String {
         Ball::Carried(who) if who == agent => "you carry it".to_owned(),
         Ball::Carried(who) => {
             let (ahead, right) = relative(me, game.players[who].pos);
-            let role = if team_of(who) == team {
+            let role = if lineup.team_of(who) == team {
                 "your teammate"
             } else {
                 "opponent"
             };
             format!(
                 "carried by {} ({role}), {}",
-                AGENT_IDS[who],
+                ids[who],
                 describe_offset(ahead, right)
             )
         }
@@ -130,10 +167,10 @@ pub(crate) fn describe(game: &Game, agent: usize) -> String {
         describe_offset(ahead, right)
     );
 
-    for other_agent in (0..AGENTS).filter(|a| *a != agent) {
+    for other_agent in (0..ids.len()).filter(|a| *a != agent) {
         let player = &game.players[other_agent];
         let (ahead, right) = relative(me, player.pos);
-        let role = if team_of(other_agent) == team {
+        let role = if lineup.team_of(other_agent) == team {
             "teammate"
         } else {
             "opponent"
@@ -146,7 +183,7 @@ pub(crate) fn describe(game: &Game, agent: usize) -> String {
         let _ = writeln!(
             line,
             "{} ({role}): {}, facing {}{carrying}, steal cooldown {}.",
-            AGENT_IDS[other_agent],
+            ids[other_agent],
             describe_offset(ahead, right),
             DIRECTION_NAMES[usize::from(player.dir)],
             player.cooldown
@@ -155,7 +192,7 @@ pub(crate) fn describe(game: &Game, agent: usize) -> String {
 
     let front = game.front(agent);
     let in_front = match (game.agent_at(front), game.cell(front)) {
-        (Some(who), _) => AGENT_IDS[who].to_owned(),
+        (Some(who), _) => ids[who].to_owned(),
         (None, Cell::Wall) => "the wall".to_owned(),
         (None, Cell::Ball) => "the ball".to_owned(),
         (None, Cell::Goal { team: owner }) => format!("the {} goal", TEAMS[owner]),
@@ -165,7 +202,7 @@ pub(crate) fn describe(game: &Game, agent: usize) -> String {
 
     let meanings: Vec<String> = ACTION_LABELS
         .iter()
-        .zip(ACTION_MEANINGS)
+        .zip(action_meanings(mates.len()))
         .map(|(label, meaning)| format!("{label} ({meaning})"))
         .collect();
     let _ = writeln!(line, "Actions: {}.", meanings.join("; "));
