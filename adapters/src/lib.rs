@@ -71,6 +71,7 @@ mod tests {
                 "soccer-1v1",
                 "soccer-2v2",
                 "soccer-3v3",
+                "soccer-0v1",
                 "coord-world",
                 "gridworld",
                 "skirmish",

@@ -8,6 +8,7 @@
 //! | `soccer-1v1` | `MosaicMultiGrid-S-1v1-IndAgObs-v1` | `green_0`, `blue_0` |
 //! | `soccer-2v2` | `MosaicMultiGrid-S-2v2-IndAgObs-v1` | `green_0`, `green_1`, `blue_0`, `blue_1` |
 //! | `soccer-3v3` | `MosaicMultiGrid-S-3v3-IndAgObs-v1` | `green_0`–`green_2`, `blue_0`–`blue_2` |
+//! | `soccer-0v1` | `MosaicMultiGrid-S-B-0v1-v1` | `blue_0` alone (no opponent) |
 //!
 //! Rules (those of the reference; only its random streams differ):
 //! - A 16×11 pitch with walls on the border, the same for every team size. Green defends
@@ -99,8 +100,9 @@ const SETTINGS: &[&str] = &[
 ];
 
 /// The registry entries of the soccer environments, one per [`Lineup`], in
-/// [`Lineup::ALL`] order: `soccer-1v0`, `soccer-1v1`, `soccer-2v2`, `soccer-3v3`.
-pub const KINDS: [EnvKind; 4] = [
+/// [`Lineup::ALL`] order: `soccer-1v0`, `soccer-1v1`, `soccer-2v2`, `soccer-3v3`,
+/// `soccer-0v1`.
+pub const KINDS: [EnvKind; 5] = [
     EnvKind {
         name: Lineup::Solo.name(),
         summary: "MultiGrid soccer alone (mosaic-multigrid 7.0.0 S-G-1v0): one green player, \
@@ -132,6 +134,14 @@ pub const KINDS: [EnvKind; 4] = [
         settings: SETTINGS,
         make: make_env::<3>,
         scripted: Some(make_scripted::<3>),
+    },
+    EnvKind {
+        name: Lineup::SoloBlue.name(),
+        summary: "MultiGrid soccer alone on the blue side (mosaic-multigrid 7.0.0 S-B-0v1): one \
+                  blue player, no opponent, 16x11 pitch, first to 2 goals; solo pre-training",
+        settings: SETTINGS,
+        make: make_env::<4>,
+        scripted: Some(make_scripted::<4>),
     },
 ];
 
@@ -348,7 +358,7 @@ impl Environment for Soccer {
         let score = self.score();
         let lineup = self.game.lineup;
         if !lineup.has_opponents() {
-            let won = score[0] >= self.game.settings.goals_to_win;
+            let won = score[lineup.team_of(0)] >= self.game.settings.goals_to_win;
             let outcome = if won { Outcome::Win } else { Outcome::Loss };
             return Some(vec![outcome; lineup.agents()]);
         }

@@ -1,4 +1,4 @@
-//! Team sizes: the reference's solo (1v0), 1v1, 2v2 and 3v3 variants.
+//! Team sizes: the reference's solo (1v0 and 0v1), 1v1, 2v2 and 3v3 variants.
 
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
@@ -28,15 +28,19 @@ pub enum Lineup {
     TwoOnTwo,
     /// Three players a side (`soccer-3v3`).
     ThreeOnThree,
+    /// One blue player and no opponent (`soccer-0v1`): curriculum pre-training on the
+    /// blue side, scoring on green's goal.
+    SoloBlue,
 }
 
 impl Lineup {
     /// Every lineup, in registry order.
-    pub const ALL: [Lineup; 4] = [
+    pub const ALL: [Lineup; 5] = [
         Lineup::Solo,
         Lineup::OneOnOne,
         Lineup::TwoOnTwo,
         Lineup::ThreeOnThree,
+        Lineup::SoloBlue,
     ];
 
     /// The registered environment name, e.g. `soccer-2v2`.
@@ -46,6 +50,7 @@ impl Lineup {
             Lineup::OneOnOne => "soccer-1v1",
             Lineup::TwoOnTwo => "soccer-2v2",
             Lineup::ThreeOnThree => "soccer-3v3",
+            Lineup::SoloBlue => "soccer-0v1",
         }
     }
 
@@ -56,6 +61,7 @@ impl Lineup {
             Lineup::OneOnOne => "MosaicMultiGrid-S-1v1-IndAgObs-v1",
             Lineup::TwoOnTwo => "MosaicMultiGrid-S-2v2-IndAgObs-v1",
             Lineup::ThreeOnThree => "MosaicMultiGrid-S-3v3-IndAgObs-v1",
+            Lineup::SoloBlue => "MosaicMultiGrid-S-B-0v1-v1",
         }
     }
 
@@ -71,6 +77,7 @@ impl Lineup {
             Lineup::OneOnOne => [1, 1],
             Lineup::TwoOnTwo => [2, 2],
             Lineup::ThreeOnThree => [3, 3],
+            Lineup::SoloBlue => [0, 1],
         }
     }
 
@@ -89,6 +96,7 @@ impl Lineup {
             Lineup::ThreeOnThree => &[
                 "green_0", "green_1", "green_2", "blue_0", "blue_1", "blue_2",
             ],
+            Lineup::SoloBlue => &["blue_0"],
         }
     }
 
@@ -107,9 +115,10 @@ impl Lineup {
         }
     }
 
-    /// Whether both teams take the pitch (every lineup but the solo one).
+    /// Whether both teams take the pitch (every lineup but the solo ones).
     pub const fn has_opponents(self) -> bool {
-        self.team_sizes()[1] > 0
+        let [green, blue] = self.team_sizes();
+        green > 0 && blue > 0
     }
 
     /// "2v2", "1v0": how the rules text names the lineup.
@@ -119,6 +128,7 @@ impl Lineup {
             Lineup::OneOnOne => "1v1",
             Lineup::TwoOnTwo => "2v2",
             Lineup::ThreeOnThree => "3v3",
+            Lineup::SoloBlue => "0v1",
         }
     }
 }
@@ -144,5 +154,8 @@ mod tests {
         assert_eq!(Lineup::TwoOnTwo.members(1), 2..4);
         assert_eq!(Lineup::Solo.members(1), 1..1);
         assert!(!Lineup::Solo.has_opponents() && Lineup::OneOnOne.has_opponents());
+        assert!(!Lineup::SoloBlue.has_opponents());
+        assert_eq!(Lineup::SoloBlue.team_of(0), 1);
+        assert_eq!(Lineup::SoloBlue.members(0), 0..0);
     }
 }

@@ -17,7 +17,7 @@ fn reference_settings() -> SoccerSettings {
 
 #[test]
 fn every_lineup_has_its_spec_agents_and_teams() {
-    let expected: [(&str, &[&str], usize); 4] = [
+    let expected: [(&str, &[&str], usize); 5] = [
         ("soccer-1v0", &["green_0"], 15),
         ("soccer-1v1", &["green_0", "blue_0"], 20),
         (
@@ -32,6 +32,7 @@ fn every_lineup_has_its_spec_agents_and_teams() {
             ],
             40,
         ),
+        ("soccer-0v1", &["blue_0"], 15),
     ];
     for (lineup, (name, ids, globals)) in Lineup::ALL.into_iter().zip(expected) {
         let env = Soccer::with_lineup(lineup, SoccerSettings::default()).unwrap();
