@@ -1,5 +1,6 @@
 //! `mosaic train` end to end with the real binary: a short training run, its policy played
-//! by `kind = "rl"` in an experiment, a checkpoint that does not fit refused with exit 2.
+//! by `kind = "rl"` in an experiment, a checkpoint that does not fit refused with exit 2,
+//! and a policy trained alone (soccer-1v0) deployed in a team of four (soccer-2v2).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -102,4 +103,101 @@ env_settings = { view_size = 7 }"#,
     let refused = mosaic(&["train", &bad, "--out", &out]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("learn"));
+}
+
+#[test]
+fn a_policy_trained_alone_plays_beside_a_scripted_teammate_in_2v2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_string_lossy().into_owned();
+    // examples/training/soccer-solo.toml, shortened.
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/training/soccer-solo.toml"),
+    )
+    .unwrap();
+    let tiny = example
+        .replace("total_steps = 2000000", "total_steps = 512")
+        .replace("envs = 16", "envs = 4")
+        .replace("rollout = 128", "rollout = 32")
+        .replace("checkpoint_every = 10", "checkpoint_every = 2");
+    assert!(tiny.contains("total_steps = 512") && tiny.contains("rollout = 32"));
+    let train = write(&dir.path().join("solo.toml"), &tiny);
+    let output = mosaic(&["train", &train, "--out", &out, "--run-id", "solo"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let policy = dir.path().join("solo/policies/green");
+    let manifest = std::fs::read_to_string(policy.with_extension("json")).unwrap();
+    assert!(manifest.contains(r#""env": "soccer-1v0""#), "{manifest}");
+
+    let experiment = |settings: &str, transfer: bool| {
+        format!(
+            r#"
+name = "transfer"
+episodes = 2
+max_steps = 60
+[[operators]]
+id = "team"
+env = "soccer-2v2"
+env_settings = {{ {settings} }}
+[operators.agents]
+green_0 = {{ kind = "rl", checkpoint = "{}", transfer = {transfer} }}
+green_1 = {{ kind = "scripted" }}
+"*" = {{ kind = "random" }}
+"#,
+            policy.display()
+        )
+    };
+    let fits = write(
+        &dir.path().join("fits.toml"),
+        &experiment(r#"observation = "reference""#, true),
+    );
+    let played = mosaic(&["run", &fits, "--out", &out, "--run-id", "team"]);
+    assert!(
+        played.status.success(),
+        "{}",
+        String::from_utf8_lossy(&played.stderr)
+    );
+    let steps = std::fs::read_to_string(dir.path().join("team/steps.jsonl")).unwrap();
+    let kinds = |agent: &str| -> Vec<String> {
+        steps
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .filter(|record| record["agent_id"] == agent)
+            .filter_map(|record| record["kind"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let (rl, scripted) = (kinds("green_0"), kinds("green_1"));
+    assert!(!rl.is_empty() && rl.iter().all(|k| k == "rl"), "{rl:?}");
+    assert!(
+        !scripted.is_empty() && scripted.iter().all(|k| k == "scripted"),
+        "{scripted:?}"
+    );
+
+    // Without transfer the checkpoint stays in its own environment; with MOSAIC's
+    // observation layout the shapes differ between team sizes.
+    for (name, settings, transfer, expected) in [
+        (
+            "same-env",
+            r#"observation = "reference""#,
+            false,
+            "field `env` differs",
+        ),
+        (
+            "layout",
+            r#"observation = "mosaic""#,
+            true,
+            "field `obs_shape` differs",
+        ),
+    ] {
+        let misfit = write(
+            &dir.path().join(format!("{name}.toml")),
+            &experiment(settings, transfer),
+        );
+        let refused = mosaic(&["run", &misfit, "--out", &out, "--run-id", name]);
+        assert_eq!(refused.status.code(), Some(2), "{name}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains(expected), "{name}: {stderr}");
+    }
 }
