@@ -197,3 +197,46 @@ pub fn register(registry: &mut DeciderRegistry) {
     #[cfg(feature = "onnx")]
     registry.register(onnx_kind());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_core::{Action, AgentSpec, ObsRequest, Stepping};
+
+    #[test]
+    fn onnx_policies_are_told_by_extension_or_manifest_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("p");
+        assert!(is_onnx(&stem.with_extension("onnx")));
+        assert!(!is_onnx(&stem));
+        std::fs::write(
+            stem.with_extension("json"),
+            format!(r#"{{"schema": "{ONNX_MANIFEST_SCHEMA}"}}"#),
+        )
+        .unwrap();
+        assert!(is_onnx(&stem) && is_onnx(&stem.with_extension("json")));
+        let spec = EnvSpec {
+            name: "toy".into(),
+            agents: vec![AgentSpec {
+                id: "a".into(),
+                team: None,
+                role: None,
+            }],
+            action_labels: vec!["left".into(), "right".into()],
+            default_action: Action(0),
+            stepping: Stepping::Single,
+            max_steps: None,
+            symbolic_shape: Some(vec![3]),
+            offers: ObsRequest::SYMBOLIC,
+        };
+        let err = load_net(&stem, &spec).unwrap_err();
+        // Without the feature the build says why; with it, the manifest is incomplete.
+        let expected = if cfg!(feature = "onnx") {
+            "p.json"
+        } else {
+            "no ONNX support"
+        };
+        assert!(err.to_string().contains(expected), "{err}");
+        assert!(err.is_bad_input());
+    }
+}
