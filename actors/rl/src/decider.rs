@@ -229,7 +229,7 @@ mod tests {
             symbolic_shape: Some(vec![3]),
             offers: ObsRequest::SYMBOLIC,
         };
-        let err = load_net(&stem, &spec).unwrap_err();
+        let err = load_net(&stem, &spec, false).unwrap_err();
         // Without the feature the build says why; with it, the manifest is incomplete.
         let expected = if cfg!(feature = "onnx") {
             "p.json"
