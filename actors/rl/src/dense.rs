@@ -1,7 +1,7 @@
 //! Inference of MLP networks in plain Rust: the same layers as the candle network, read
 //! once into flat arrays, evaluated without allocating tensors. A decision of a small MLP
 //! costs a few microseconds this way, against tens through candle's per-operation
-//! dispatch; candle remains the network's definition and does the training (gradients).
+//! dispatch; candle remains the network's definition (and trains CNNs; MLPs train through `train::mlp_update`).
 
 use crate::error::Result;
 use candle_nn::Linear;
@@ -62,7 +62,11 @@ impl DenseStack {
             for row in current.chunks_exact(layer.inputs).take(rows) {
                 for (weights, bias) in layer.weight.chunks_exact(layer.inputs).zip(&layer.bias) {
                     let sum = dot(weights, row) + bias;
-                    next.push(if index < last { sum.tanh() } else { sum });
+                    next.push(if index < last {
+                        crate::activation::tanh(sum)
+                    } else {
+                        sum
+                    });
                 }
             }
             std::mem::swap(&mut current, &mut next);
