@@ -88,11 +88,13 @@ pub struct SymbolicLayout {
 impl SymbolicLayout {
     /// The layout of `lineup`'s observations with a view of side `view_size`.
     pub const fn new(lineup: Lineup, view_size: usize) -> Self {
-        // The solo lineup's only player is green: no teammate, no opponent.
+        // Both teams are the same size, except in the solo lineups, whose one player (green
+        // or blue) has no teammate and no opponent.
         let [green, blue] = lineup.team_sizes();
+        let (own, other) = if green > 0 { (green, blue) } else { (blue, green) };
         Self {
-            teammates: green - 1,
-            opponents: blue,
+            teammates: own.saturating_sub(1),
+            opponents: other,
             view_size,
         }
     }

@@ -43,10 +43,10 @@ fn every_lineup_has_its_spec_agents_and_teams() {
         for agent in &spec.agents {
             assert!(agent.id.starts_with(agent.team.as_deref().unwrap()));
         }
-        let teams = if lineup == Lineup::Solo {
-            vec!["green"]
-        } else {
-            vec!["green", "blue"]
+        let teams = match lineup {
+            Lineup::Solo => vec!["green"],
+            Lineup::SoloBlue => vec!["blue"],
+            _ => vec!["green", "blue"],
         };
         assert_eq!(spec.teams(), teams);
         assert_eq!(spec.symbolic_shape, Some(vec![globals + 27]), "{name}");
