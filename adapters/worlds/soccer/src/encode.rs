@@ -91,7 +91,11 @@ impl SymbolicLayout {
         // Both teams are the same size, except in the solo lineups, whose one player (green
         // or blue) has no teammate and no opponent.
         let [green, blue] = lineup.team_sizes();
-        let (own, other) = if green > 0 { (green, blue) } else { (blue, green) };
+        let (own, other) = if green > 0 {
+            (green, blue)
+        } else {
+            (blue, green)
+        };
         Self {
             teammates: own.saturating_sub(1),
             opponents: other,
