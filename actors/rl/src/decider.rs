@@ -1,6 +1,6 @@
 //! The `rl` decider kind: an agent acting with a trained checkpoint; and, with feature
 //! `onnx`, the `onnx` kind: an agent acting with a policy exported to ONNX elsewhere
-//! ([`crate::onnx`]).
+//! (the `onnx` module).
 //!
 //! ```toml
 //! [operators.agents.green_0]

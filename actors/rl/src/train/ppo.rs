@@ -174,7 +174,7 @@ pub struct Losses {
 }
 
 /// PPO's update of `net` on `batch`; minibatch order drawn from `rng`. MLPs train through
-/// the plain-Rust passes of [`super::mlp_update`], CNNs through candle's autograd
+/// the plain-Rust passes of `train::mlp_update`, CNNs through candle's autograd
 /// ([`update_autograd`]); both compute the same update up to float rounding.
 pub fn update(
     net: &ActorCritic,

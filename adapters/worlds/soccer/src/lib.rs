@@ -37,7 +37,7 @@
 //! Observations: a symbolic vector, either MOSAIC's (`observation = "mosaic"`, the
 //! default: global features then the view, see [`layout`]; its length depends on the team
 //! sizes) or the reference's observation dict flattened (`observation = "reference"`, see
-//! [`reference`]; the same length for every team size, so a policy trained alone plays in
+//! [`reference`](mod@reference); the same length for every team size, so a policy trained alone plays in
 //! a team); a text description for language models; the agent's view as a picture.
 //! [`Environment::render`] draws the whole pitch with a score bar.
 //!
