@@ -335,18 +335,24 @@ impl Turnover {
     }
 }
 
-/// Feeds every text of every stream to `each` and the consecutive pairs of a stream to
-/// `turnover`; answers the number of texts (empty texts are not texts: nothing was written).
-fn walk<'a, S, T>(streams: S, mut each: impl FnMut(&str), turnover: &mut Turnover) -> usize
+/// The per-text `figures` of every non-empty text of `streams` (empty texts are not texts:
+/// nothing was written), averaged over the texts, with the number of texts and the turnover
+/// of each stream's consecutive texts; `None` without a text.
+fn mean_figures<'a, const N: usize, S, T>(
+    streams: S,
+    figures: impl Fn(&str) -> [f64; N],
+) -> Option<(usize, [f64; N], Turnover)>
 where
     S: IntoIterator<Item = T>,
     T: IntoIterator<Item = &'a str>,
 {
-    let mut count = 0;
+    let (mut count, mut sums, mut turnover) = (0, [0f64; N], Turnover::default());
     for stream in streams {
         let mut previous: Option<&str> = None;
         for text in stream.into_iter().filter(|t| !t.trim().is_empty()) {
-            each(text);
+            sums.iter_mut()
+                .zip(figures(text))
+                .for_each(|(sum, x)| *sum += x);
             count += 1;
             if let Some(previous) = previous {
                 turnover.add(previous, text);
@@ -354,7 +360,8 @@ where
             previous = Some(text);
         }
     }
-    count
+    let n = count as f64;
+    (count > 0).then(|| (count, sums.map(|s| s / n), turnover))
 }
 
 /// The style of the messages agents sent (ALEM's Table 11): means per message, shares in
@@ -413,41 +420,30 @@ impl MessageStyle {
         S: IntoIterator<Item = T>,
         T: IntoIterator<Item = &'a str>,
     {
-        let mut sums = [0f64; 17];
-        let mut turnover = Turnover::default();
-        let count = walk(
-            streams,
-            |text| {
-                let sentences = sentences(text).len();
-                let imperatives = imperatives(text);
-                let without_coordinates = COORDINATE.replace_all(text, "");
-                let figures = [
-                    text.chars().count() as f64,
-                    text.split_whitespace().count() as f64,
-                    sentences as f64,
-                    f64::from(u8::from(sentences >= 2)),
-                    f64::from(u8::from(imperatives > 0)),
-                    imperatives as f64,
-                    f64::from(u8::from(sentences_of(text).any(|s| BROADCAST.is_match(s)))),
-                    f64::from(u8::from(ADDRESSEE.is_match(text))),
-                    f64::from(u8::from(ACKNOWLEDGEMENT.is_match(text))),
-                    f64::from(u8::from(without_coordinates.contains('?'))),
-                    f64::from(u8::from(text.contains('!'))),
-                    f64::from(u8::from(POLITENESS.is_match(text))),
-                    f64::from(u8::from(URGENCY.is_match(text))),
-                    f64::from(u8::from(COORDINATE.is_match(text))),
-                    f64::from(u8::from(PLAN.is_match(text))),
-                    f64::from(u8::from(PAST.is_match(text))),
-                    SELF_REFERENCE.find_iter(text).count() as f64,
-                ];
-                sums.iter_mut().zip(figures).for_each(|(sum, x)| *sum += x);
-            },
-            &mut turnover,
-        );
-        if count == 0 {
-            return None;
-        }
-        let n = count as f64;
+        let (count, means, turnover) = mean_figures(streams, |text| {
+            let sentences = sentences(text).len();
+            let imperatives = imperatives(text);
+            let without_coordinates = COORDINATE.replace_all(text, "");
+            [
+                text.chars().count() as f64,
+                text.split_whitespace().count() as f64,
+                sentences as f64,
+                f64::from(u8::from(sentences >= 2)),
+                f64::from(u8::from(imperatives > 0)),
+                imperatives as f64,
+                f64::from(u8::from(sentences_of(text).any(|s| BROADCAST.is_match(s)))),
+                f64::from(u8::from(ADDRESSEE.is_match(text))),
+                f64::from(u8::from(ACKNOWLEDGEMENT.is_match(text))),
+                f64::from(u8::from(without_coordinates.contains('?'))),
+                f64::from(u8::from(text.contains('!'))),
+                f64::from(u8::from(POLITENESS.is_match(text))),
+                f64::from(u8::from(URGENCY.is_match(text))),
+                f64::from(u8::from(COORDINATE.is_match(text))),
+                f64::from(u8::from(PLAN.is_match(text))),
+                f64::from(u8::from(PAST.is_match(text))),
+                SELF_REFERENCE.find_iter(text).count() as f64,
+            ]
+        })?;
         let [
             characters,
             words,
@@ -466,7 +462,7 @@ impl MessageStyle {
             plan,
             past,
             selfref,
-        ] = sums.map(|s| s / n);
+        ] = means;
         let (char_similarity, jaccard, verbatim_pct) = turnover.means();
         Some(Self {
             messages: count,
@@ -542,36 +538,25 @@ impl MemoryStyle {
         S: IntoIterator<Item = T>,
         T: IntoIterator<Item = &'a str>,
     {
-        let mut sums = [0f64; 11];
-        let mut turnover = Turnover::default();
-        let count = walk(
-            streams,
-            |text| {
-                let lines = text.lines().count().max(1);
-                let turn_lines = text.lines().filter(|l| TURN_LINE.is_match(l)).count();
-                let coordinates = COORDINATE.find_iter(text).count();
-                let plan_terms = PLAN.find_iter(text).count();
-                let figures = [
-                    text.chars().count() as f64,
-                    lines as f64,
-                    f64::from(u8::from(text.contains('\n'))),
-                    f64::from(u8::from(turn_lines >= 2)),
-                    f64::from(u8::from(STATUS_FIELD.find_iter(text).count() >= 2)),
-                    f64::from(u8::from(plan_terms > 0)),
-                    f64::from(u8::from(PAST.is_match(text))),
-                    f64::from(u8::from(coordinates > 0)),
-                    f64::from(u8::from(TEAMMATE.is_match(text))),
-                    coordinates as f64,
-                    plan_terms as f64,
-                ];
-                sums.iter_mut().zip(figures).for_each(|(sum, x)| *sum += x);
-            },
-            &mut turnover,
-        );
-        if count == 0 {
-            return None;
-        }
-        let n = count as f64;
+        let (count, means, turnover) = mean_figures(streams, |text| {
+            let lines = text.lines().count().max(1);
+            let turn_lines = text.lines().filter(|l| TURN_LINE.is_match(l)).count();
+            let coordinates = COORDINATE.find_iter(text).count();
+            let plan_terms = PLAN.find_iter(text).count();
+            [
+                text.chars().count() as f64,
+                lines as f64,
+                f64::from(u8::from(text.contains('\n'))),
+                f64::from(u8::from(turn_lines >= 2)),
+                f64::from(u8::from(STATUS_FIELD.find_iter(text).count() >= 2)),
+                f64::from(u8::from(plan_terms > 0)),
+                f64::from(u8::from(PAST.is_match(text))),
+                f64::from(u8::from(coordinates > 0)),
+                f64::from(u8::from(TEAMMATE.is_match(text))),
+                coordinates as f64,
+                plan_terms as f64,
+            ]
+        })?;
         let [
             characters,
             lines,
@@ -584,7 +569,7 @@ impl MemoryStyle {
             teammate,
             coordinates,
             plan_terms,
-        ] = sums.map(|s| s / n);
+        ] = means;
         let (char_similarity, jaccard, _) = turnover.means();
         Some(Self {
             entries: count,
