@@ -264,11 +264,12 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use mosaic_core::{Action, AgentSpec, ObsRequest, Stepping};
 
-    fn spec() -> EnvSpec {
+    /// A one-agent environment with a 3-value observation and two actions.
+    pub(crate) fn spec() -> EnvSpec {
         EnvSpec {
             name: "toy".into(),
             agents: vec![AgentSpec {

@@ -201,7 +201,6 @@ pub fn register(registry: &mut DeciderRegistry) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mosaic_core::{Action, AgentSpec, ObsRequest, Stepping};
 
     #[test]
     fn onnx_policies_are_told_by_extension_or_manifest_schema() {
@@ -215,20 +214,7 @@ mod tests {
         )
         .unwrap();
         assert!(is_onnx(&stem) && is_onnx(&stem.with_extension("json")));
-        let spec = EnvSpec {
-            name: "toy".into(),
-            agents: vec![AgentSpec {
-                id: "a".into(),
-                team: None,
-                role: None,
-            }],
-            action_labels: vec!["left".into(), "right".into()],
-            default_action: Action(0),
-            stepping: Stepping::Single,
-            max_steps: None,
-            symbolic_shape: Some(vec![3]),
-            offers: ObsRequest::SYMBOLIC,
-        };
+        let spec = crate::checkpoint::tests::spec();
         let err = load_net(&stem, &spec, false).unwrap_err();
         // Without the feature the build says why; with it, the manifest is incomplete.
         let expected = if cfg!(feature = "onnx") {
