@@ -12,6 +12,24 @@ fn mosaic(args: &[&str]) -> Output {
         .expect("the mosaic binary runs")
 }
 
+/// (episode, step, agent, action, source) of every step record in `steps`.
+fn actions(steps: &Path) -> Vec<(u64, u64, String, u64, String)> {
+    std::fs::read_to_string(steps)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            (
+                record["episode_index"].as_u64().unwrap(),
+                record["step_index"].as_u64().unwrap(),
+                record["agent_id"].as_str().unwrap().to_owned(),
+                record["action"].as_u64().unwrap(),
+                record["decision_source"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
 fn write(path: &Path, text: &str) -> String {
     std::fs::write(path, text).unwrap();
     path.to_string_lossy().into_owned()
@@ -81,6 +99,58 @@ green_0 = {{ kind = "rl", checkpoint = "{}" }}
     );
     let steps = std::fs::read_to_string(dir.path().join("play/steps.jsonl")).unwrap();
     assert!(steps.contains(r#""kind":"rl""#));
+
+    // Four agents on one checkpoint decide in one forward pass per step; on four copies
+    // of it, each alone. The decisions (seeded draws) are the same.
+    let four = |checkpoints: [&Path; 4], run: &str| {
+        let slots: String = checkpoints
+            .iter()
+            .enumerate()
+            .map(|(i, path)| {
+                let id = ["green_0", "green_1", "blue_0", "blue_1"][i];
+                format!(
+                    "{id} = {{ kind = \"rl\", checkpoint = \"{}\" }}\n",
+                    path.display()
+                )
+            })
+            .collect();
+        let file = write(
+            &dir.path().join(format!("{run}.toml")),
+            &format!(
+                "name = \"four\"\nepisodes = 3\nmax_steps = 60\n[[operators]]\nid = \"rl\"\n\
+                 env = \"soccer-2v2\"\n[operators.agents]\n{slots}"
+            ),
+        );
+        let ran = mosaic(&["run", &file, "--out", &out, "--run-id", run]);
+        assert!(
+            ran.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        actions(&dir.path().join(run).join("steps.jsonl"))
+    };
+    let copies: Vec<_> = (0..4)
+        .map(|i| {
+            let copy = dir.path().join(format!("copies/{i}/green"));
+            std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+            for extension in ["json", "safetensors"] {
+                std::fs::copy(
+                    policy.with_extension(extension),
+                    copy.with_extension(extension),
+                )
+                .unwrap();
+            }
+            copy
+        })
+        .collect();
+    let shared = four([&policy; 4], "shared");
+    assert_eq!(
+        shared.len(),
+        3 * 60 * 4,
+        "every agent decided at every step"
+    );
+    let separate = four([&copies[0], &copies[1], &copies[2], &copies[3]], "separate");
+    assert_eq!(shared, separate);
 
     let misfit = write(
         &dir.path().join("misfit.toml"),

@@ -10,8 +10,10 @@ use actix::{Actor, Addr, Context, Handler, Recipient};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::registry::ScriptedConstructor;
 use mosaic_core::{Decision, EnvSpec, ObsRequest, Paradigm, Policy, Settings, SlotSpec};
+use std::any::Any;
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The actor around a synchronous [`Policy`].
 pub struct PolicyActor {
@@ -167,6 +169,54 @@ impl DeciderHandle {
 pub struct SessionResources {
     /// The session's message channel, when its agents may talk.
     pub channel: Option<actix::Addr<crate::channel::Channel>>,
+    /// Objects a decider kind shares between the agents of the session.
+    pub shared: SessionShared,
+}
+
+/// Objects shared between the deciders of one session, by key: e.g. one loaded network
+/// answering for every agent that acts with the same checkpoint. They live as long as the
+/// session (restarted deciders find them again).
+///
+/// ```
+/// use mosaic_actors::decider::SessionShared;
+/// let shared = SessionShared::default();
+/// let first: Result<u32, ()> = shared.get_or_try_insert("net:a", || Ok(7));
+/// let again: Result<u32, ()> = shared.get_or_try_insert("net:a", || Ok(8));
+/// assert_eq!((first, again), (Ok(7), Ok(7)));
+/// ```
+#[derive(Clone, Default)]
+pub struct SessionShared(Arc<Mutex<HashMap<String, Box<dyn Any + Send>>>>);
+
+impl SessionShared {
+    /// The object under `key`, made by `make` the first time it is asked for. A `make`
+    /// that fails stores nothing, so the next decider asking tries again (and reports its
+    /// own error). Keys are namespaced by the kinds using them (e.g. `rl:`); an object of
+    /// another type under `key` is replaced.
+    pub fn get_or_try_insert<T, E>(
+        &self,
+        key: &str,
+        make: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        T: Clone + Send + 'static,
+    {
+        // A decider that panicked while holding the lock left the map whole: each insert
+        // is a single call.
+        let mut objects = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = objects.get(key).and_then(|o| o.downcast_ref::<T>()) {
+            return Ok(found.clone());
+        }
+        let made = make()?;
+        objects.insert(key.to_owned(), Box::new(made.clone()));
+        Ok(made)
+    }
+}
+
+impl fmt::Debug for SessionShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let objects = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_set().entries(objects.keys()).finish()
+    }
 }
 
 /// What a decider kind gets to build the decider of one agent slot.

@@ -180,6 +180,7 @@ async fn spawn_checks_environment_channel_and_key() {
     let text = spec(ObsRequest::ALL, None);
     let with_channel = SessionResources {
         channel: Some(Channel::start(&text, ChannelConfig::default())),
+        ..SessionResources::default()
     };
     let err = spawn_slot(
         &registry,

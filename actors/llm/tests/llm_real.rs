@@ -276,6 +276,7 @@ fn cached_rerun_is_identical_and_sends_nothing() {
                 let channel = Channel::start(&spec, ChannelConfig::default());
                 let session = SessionResources {
                     channel: Some(channel),
+                    ..SessionResources::default()
                 };
                 let slot = remote(
                     &proxy,
@@ -358,6 +359,7 @@ fn history_scratchpad_and_messages_reach_the_next_prompts() {
         let channel = Channel::start(&spec, ChannelConfig::default());
         let session = SessionResources {
             channel: Some(channel),
+            ..SessionResources::default()
         };
         let slot = json!({
             "kind": "llm", "format": "json", "channel": "team", "message_cap": 16,

@@ -24,10 +24,11 @@
 //! `soccer-1v0` playing one green slot of `soccer-2v2` (both with
 //! `observation = "reference"`, whose shape does not depend on the team sizes).
 
+use crate::batch::SessionNet;
 use crate::checkpoint::{self, Checkpoint, ONNX_MANIFEST_SCHEMA};
 use crate::error::{Result, RlError};
 use crate::policy::{Inference, PolicyNet, RlPolicy};
-use mosaic_actors::decider::{DeciderHandle, DeciderKind, DeciderRegistry};
+use mosaic_actors::decider::{DeciderKind, DeciderRegistry, SpawnContext};
 use mosaic_core::experiment::{SpecError, parse_settings};
 use mosaic_core::{EnvSpec, Settings};
 use std::path::{Path, PathBuf};
@@ -112,6 +113,19 @@ pub fn policy(settings: &Settings, spec: &EnvSpec) -> std::result::Result<RlPoli
     Ok(RlPolicy::new(net, settings.greedy))
 }
 
+/// The network of a slot naming `path`: loaded by `load` for the session's first slot
+/// naming it (with the same `transfer`), shared by the others, which then decide in one
+/// forward pass where that changes no decision ([`crate::batch`]).
+fn session_net(
+    cx: &SpawnContext<'_>,
+    path: &Path,
+    transfer: bool,
+    load: impl FnOnce() -> std::result::Result<Arc<dyn PolicyNet>, SpecError>,
+) -> std::result::Result<SessionNet, SpecError> {
+    let key = format!("policy-net:{transfer}:{}", path.display());
+    SessionNet::get_or_load(&cx.session.shared, &key, load)
+}
+
 fn spec_error(error: RlError) -> SpecError {
     match error {
         RlError::Spec(e) => e,
@@ -137,8 +151,11 @@ pub fn kind() -> DeciderKind {
             "transfer = false: accept a checkpoint trained in another environment with the same observation shape and actions",
         ],
         spawn: Arc::new(|cx| {
-            let policy = policy(&cx.slot.settings, cx.spec)?;
-            Ok(DeciderHandle::start_policy("rl", Box::new(policy)))
+            let settings = RlSettings::parse(&cx.slot.settings)?;
+            let net = session_net(cx, &settings.checkpoint, settings.transfer, || {
+                load_net(&settings.checkpoint, cx.spec, settings.transfer).map_err(spec_error)
+            })?;
+            Ok(net.start_decider("rl", settings.greedy))
         }),
     }
 }
@@ -167,11 +184,16 @@ pub fn onnx_policy(
     spec: &EnvSpec,
 ) -> std::result::Result<RlPolicy, SpecError> {
     let settings: OnnxSettings = parse_settings(settings)?;
-    let net = load_onnx(&settings.model, spec, settings.transfer).map_err(|error| match error {
+    let net = load_onnx(&settings.model, spec, settings.transfer).map_err(onnx_spec_error)?;
+    Ok(RlPolicy::new(net, settings.greedy))
+}
+
+#[cfg(feature = "onnx")]
+fn onnx_spec_error(error: RlError) -> SpecError {
+    match error {
         RlError::Spec(e) => e,
         other => SpecError::new("model", other.to_string()),
-    })?;
-    Ok(RlPolicy::new(net, settings.greedy))
+    }
 }
 
 /// The `onnx` kind.
@@ -185,8 +207,11 @@ pub fn onnx_kind() -> DeciderKind {
             "greedy = false: always the most likely legal action instead of a seeded draw",
         ],
         spawn: Arc::new(|cx| {
-            let policy = onnx_policy(&cx.slot.settings, cx.spec)?;
-            Ok(DeciderHandle::start_policy("onnx", Box::new(policy)))
+            let settings: OnnxSettings = parse_settings(&cx.slot.settings)?;
+            let net = session_net(cx, &settings.model, settings.transfer, || {
+                load_onnx(&settings.model, cx.spec, settings.transfer).map_err(onnx_spec_error)
+            })?;
+            Ok(net.start_decider("onnx", settings.greedy))
         }),
     }
 }

@@ -52,6 +52,7 @@
 //! shared cores; fewer epochs trade sample efficiency for speed.
 
 mod activation;
+pub mod batch;
 pub mod checkpoint;
 pub mod decider;
 pub mod dense;

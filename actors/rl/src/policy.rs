@@ -43,6 +43,13 @@ pub trait PolicyNet: Send + Sync + std::fmt::Debug {
     /// Action logits (unnormalised log-probabilities) of `rows` observations laid out row
     /// after row in `obs`, row after row.
     fn logits(&self, obs: &[f32], rows: usize) -> Result<Vec<f32>>;
+
+    /// Whether each row's logits are exactly the same whatever the other rows of the batch.
+    /// Only then do a session's agents sharing the network decide in one forward pass
+    /// ([`crate::batch`]): batching must not change a decision.
+    fn row_independent(&self) -> bool {
+        false
+    }
 }
 
 /// A network ready to act: MLPs through their plain-Rust copy ([`crate::dense`]), other
@@ -98,6 +105,12 @@ impl PolicyNet for Inference {
                 .to_vec1::<f32>()?),
         }
     }
+
+    /// The plain-Rust MLP path evaluates each row alike (see [`DenseStack::forward`]);
+    /// candle's kernels make no such promise.
+    fn row_independent(&self) -> bool {
+        self.dense.is_some()
+    }
 }
 
 /// Decides for several agents sharing a network in one forward pass: `obs` holds their
@@ -152,12 +165,31 @@ impl RlPolicy {
         }
     }
 
+    /// The network it acts with.
+    pub fn net(&self) -> &Arc<dyn PolicyNet> {
+        &self.net
+    }
+
+    /// The network's input for `obs`: its symbolic tensor, checked against the network.
+    pub fn input(&self, obs: &Observation) -> Result<Vec<f32>> {
+        let mut input = Vec::with_capacity(self.net.obs_len());
+        push_observation(obs, self.net.obs_len(), &mut input)?;
+        Ok(input)
+    }
+
+    /// The decision given the `logits` the network gave for an observation with the mask
+    /// `legal`: the most likely legal action when greedy, else a draw from this agent's
+    /// generator.
+    pub fn choose(&mut self, logits: &[f32], legal: &[bool]) -> Decision {
+        let rng = (!self.greedy).then_some(&mut self.rng);
+        Decision::act(Action(choose(logits, legal, rng).0 as u32))
+    }
+
     fn try_decide(&mut self, obs: &Observation) -> Result<Decision> {
         self.obs.clear();
         push_observation(obs, self.net.obs_len(), &mut self.obs)?;
-        let rng = (!self.greedy).then_some(std::slice::from_mut(&mut self.rng));
-        let choices = decide_batch(self.net.as_ref(), &self.obs, &[&obs.legal], rng)?;
-        Ok(Decision::act(Action(choices[0].0 as u32)))
+        let logits = self.net.logits(&self.obs, 1)?;
+        Ok(self.choose(&logits, &obs.legal))
     }
 }
 

@@ -147,6 +147,7 @@ impl Children {
             scripted: envs.get(&operator.env).and_then(|k| k.scripted),
             resources: SessionResources {
                 channel: Some(channel.clone()),
+                shared: Default::default(),
             },
         };
         let (deciders, decider_windows) = start_deciders(&factory, intensity)?;
