@@ -19,17 +19,8 @@ episodes="${1:-500}"
 seconds="${2:-5}"
 source "$root/scripts/setup/common.sh"
 
-requirements="$root/adapters/external/python/requirements-smax.txt"
-venv="$MOSAIC_CACHE/venvs/smax-$(hash_file "$requirements")"
-make_venv() {
-    [[ -f "$venv/.complete" ]] && return 0
-    log "creating venv smax in $venv (log: $MOSAIC_CACHE/logs/venv-smax.log)"
-    rm -rf "$venv"
-    quiet venv-smax "$PYTHON" -m venv "$venv"
-    quiet venv-smax "$venv/bin/python" -m pip install --quiet --no-input -r "$requirements"
-    touch "$venv/.complete"
-}
-with_lock venv-smax make_venv
+ensure_venv smax
+venv="$(venv_dir smax)"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -60,3 +60,31 @@ with_progress() {
 
 # hash_file FILE: short content hash (keys cache dirs by their requirements).
 hash_file() { sha256sum "$1" | cut -c1-12; }
+
+# The venvs of mosaic's Python sides, each from adapters/external/python/requirements-NAME.txt,
+# cached under $MOSAIC_CACHE/venvs/NAME-<hash of that file>/.
+PY_REQUIREMENTS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../adapters/external/python" && pwd)"
+
+# venv_dir NAME: the venv's directory.
+venv_dir() { echo "$MOSAIC_CACHE/venvs/$1-$(hash_file "$PY_REQUIREMENTS/requirements-$1.txt")"; }
+
+# ensure_venv NAME [CHECK]: create venv NAME unless already complete (under its lock), then
+# run the Python code CHECK in it, if given, before marking it complete.
+ensure_venv() { with_lock "venv-$1" make_venv "$@"; }
+
+make_venv() {
+    local name=$1 check=${2:-} dir
+    dir=$(venv_dir "$name")
+    [[ -f "$dir/.complete" ]] && return 0
+    log "creating venv $name in $dir (log: $MOSAIC_CACHE/logs/venv-$name.log)"
+    local t0=$SECONDS
+    rm -rf "$dir"
+    quiet "venv-$name" "$PYTHON" -m venv "$dir"
+    quiet "venv-$name" "$dir/bin/python" -m pip install --quiet --no-input \
+        -r "$PY_REQUIREMENTS/requirements-$name.txt"
+    if [[ -n "$check" ]]; then
+        quiet "venv-$name" "$dir/bin/python" -c "$check"
+    fi
+    touch "$dir/.complete"
+    log "venv $name ready in $((SECONDS - t0)) s"
+}

@@ -5,7 +5,6 @@
 #                     MOSAIC_PY_ANALYSIS=<python>  MOSAIC_PY_K8S=<python>
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-REQ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../adapters/external/python" && pwd)"
 
 CHECK_ENVS='
 import gymnasium, minigrid, pettingzoo, chess, mpe2, pytest, numpy, onnx
@@ -31,28 +30,10 @@ metrics.aggregate_iqm(numpy.ones((3, 2)))'
 CHECK_K8S='
 import kubernetes_validate'
 
-venv_dir() { echo "$MOSAIC_CACHE/venvs/$1-$(hash_file "$REQ_DIR/requirements-$1.txt")"; }
-
-# ensure_venv NAME CHECK: create the venv unless already complete, then run CHECK in it.
-ensure_venv() {
-    local name=$1 check=$2 dir
-    dir=$(venv_dir "$name")
-    [[ -f "$dir/.complete" ]] && return 0
-    log "creating venv $name in $dir (log: $MOSAIC_CACHE/logs/venv-$name.log)"
-    local t0=$SECONDS
-    rm -rf "$dir"
-    quiet "venv-$name" "$PYTHON" -m venv "$dir"
-    quiet "venv-$name" "$dir/bin/python" -m pip install --quiet --no-input \
-        -r "$REQ_DIR/requirements-$name.txt"
-    quiet "venv-$name" "$dir/bin/python" -c "$check"
-    touch "$dir/.complete"
-    log "venv $name ready in $((SECONDS - t0)) s"
-}
-
-with_lock venv-envs ensure_venv envs "$CHECK_ENVS"
-with_lock venv-multigrid ensure_venv multigrid "$CHECK_MULTIGRID"
-with_lock venv-analysis ensure_venv analysis "$CHECK_ANALYSIS"
-with_lock venv-k8s ensure_venv k8s "$CHECK_K8S"
+ensure_venv envs "$CHECK_ENVS"
+ensure_venv multigrid "$CHECK_MULTIGRID"
+ensure_venv analysis "$CHECK_ANALYSIS"
+ensure_venv k8s "$CHECK_K8S"
 log "ok: python venvs envs + multigrid + analysis + k8s ready in $MOSAIC_CACHE/venvs"
 echo "MOSAIC_PY_ENVS=$(venv_dir envs)/bin/python"
 echo "MOSAIC_PY_MULTIGRID=$(venv_dir multigrid)/bin/python"
