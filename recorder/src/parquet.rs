@@ -95,7 +95,8 @@ pub const LLM_USAGE_FILE: &str = "llm_usage.parquet";
 /// Writes the records of the complete units into `dir` (created if missing) as the three
 /// tables; returns their row counts.
 ///
-/// The step records are decoded and their columns built on this thread while another
+/// The step records are decoded into columns on worker threads while one thread reads the
+/// units, this one gathers their rows into batches in the store's order, and another
 /// encodes and compresses the batches built before into the files.
 pub fn export_parquet(records: &Records, dir: &Path) -> Result<ParquetCounts, ParquetExportError> {
     std::fs::create_dir_all(dir).map_err(|source| ParquetExportError::Io {
