@@ -20,7 +20,7 @@ use crate::RecorderError;
 use crate::json_walk::{Cursor, is_canonical};
 use crate::report::{DecisionFields, decision_fields, named, once};
 use crate::run_dir::Records;
-use crate::unit_lines::{StepSchema, Text};
+use crate::unit_lines::{StepSchema, Text, UnitLines, fold_workers};
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::basic::{Compression, ZstdLevel};
 use ::parquet::errors::ParquetError;
@@ -95,7 +95,8 @@ pub const LLM_USAGE_FILE: &str = "llm_usage.parquet";
 /// Writes the records of the complete units into `dir` (created if missing) as the three
 /// tables; returns their row counts.
 ///
-/// The step records are decoded and their columns built on this thread while another
+/// The step records are decoded into columns on worker threads while one thread reads the
+/// units, this one gathers their rows into batches in the store's order, and another
 /// encodes and compresses the batches built before into the files.
 pub fn export_parquet(records: &Records, dir: &Path) -> Result<ParquetCounts, ParquetExportError> {
     std::fs::create_dir_all(dir).map_err(|source| ParquetExportError::Io {
@@ -144,46 +145,71 @@ pub fn export_parquet(records: &Records, dir: &Path) -> Result<ParquetCounts, Pa
 }
 
 /// The tables made from step records.
+#[derive(Clone, Copy)]
 enum StepTable {
     Steps,
     Llm,
 }
 
-/// Builds the batches of the steps and LLM usage tables and hands them to `send`.
+/// Builds the batches of the steps and LLM usage tables and hands them to `send`: the
+/// units are decoded into columns on [`fold_workers`] threads, and their rows gathered
+/// here, in order, into batches of [`BATCH_ROWS`].
 fn build_step_batches(
     records: &Records,
     send: &std::sync::mpsc::SyncSender<(StepTable, RecordBatch)>,
 ) -> Result<(), ParquetExportError> {
-    let mut steps = Batches::<StepColumns>::default();
-    let mut llm = Batches::<LlmColumns>::default();
-    // The decoding callbacks report recorder errors only: the others wait here.
+    build_step_batches_on(records, fold_workers(), send)
+}
+
+/// [`build_step_batches`] with `workers` decoding threads: the batches are the same
+/// whatever their number.
+fn build_step_batches_on(
+    records: &Records,
+    workers: usize,
+    send: &std::sync::mpsc::SyncSender<(StepTable, RecordBatch)>,
+) -> Result<(), ParquetExportError> {
+    let mut steps = Rebatch::new(StepColumns::schema());
+    let mut llm = Rebatch::new(LlmColumns::schema());
+    // The reading reports recorder errors only: the others wait here.
     let mut failure: Option<ParquetExportError> = None;
     let mut writer_gone = false;
     let mut hand =
-        |table: StepTable, batch: Result<Option<RecordBatch>, ParquetExportError>| match batch {
-            Ok(Some(batch)) => {
-                writer_gone = send.send((table, batch)).is_err();
-                !writer_gone
+        |table: StepTable, batches: Result<Vec<RecordBatch>, ParquetExportError>| match batches {
+            Ok(batches) => {
+                for batch in batches {
+                    if send.send((table, batch)).is_err() {
+                        writer_gone = true;
+                        return false;
+                    }
+                }
+                true
             }
-            Ok(None) => true,
             Err(e) => {
                 failure.get_or_insert(e);
                 false
             }
         };
-    let read = records.for_each_unit_lines(|unit| {
-        unit.decode_each_quick(export_step, |step: ExportStep| {
-            if hand(StepTable::Steps, steps.push(&step)) && hand(StepTable::Llm, llm.push(&step)) {
-                Ok(())
-            } else {
+    let read = records.map_units(
+        workers,
+        |unit| Ok(unit_tables(unit)),
+        |tables| {
+            let handed = match tables {
+                Ok((unit_steps, unit_llm)) => {
+                    hand(StepTable::Steps, steps.push(unit_steps))
+                        && hand(StepTable::Llm, llm.push(unit_llm))
+                }
+                Err(e) => hand(StepTable::Steps, Err(e)),
+            };
+            match handed {
+                true => Ok(()),
                 // Stops the reading; the error given is the one that stopped it.
-                Err(RecorderError::io(
+                false => Err(RecorderError::io(
                     Path::new(STEPS_FILE),
                     std::io::Error::other("the Parquet export stopped"),
-                ))
+                )),
             }
-        })
-    });
+        },
+    );
     if read.is_ok() {
         let _ = hand(StepTable::Steps, steps.finish()) && hand(StepTable::Llm, llm.finish());
     }
@@ -196,6 +222,68 @@ fn build_step_batches(
     }
     read?;
     Ok(())
+}
+
+/// The rows of the steps and LLM usage tables of one unit.
+fn unit_tables(unit: &UnitLines) -> Result<(RecordBatch, RecordBatch), ParquetExportError> {
+    let mut steps = StepColumns::default();
+    let mut llm = LlmColumns::default();
+    unit.decode_each_quick(export_step, |step: ExportStep| {
+        steps.append(&step);
+        llm.append(&step);
+        Ok(())
+    })?;
+    Ok((
+        RecordBatch::try_new(Arc::new(StepColumns::schema()), steps.finish())?,
+        RecordBatch::try_new(Arc::new(LlmColumns::schema()), llm.finish())?,
+    ))
+}
+
+/// A table's rows as they come, unit by unit, gathered into batches of [`BATCH_ROWS`]
+/// (the last one shorter): the batches, and so the files, do not depend on how the rows
+/// came.
+struct Rebatch {
+    schema: SchemaRef,
+    pending: Vec<RecordBatch>,
+    rows: usize,
+}
+
+impl Rebatch {
+    fn new(schema: Schema) -> Self {
+        Self {
+            schema: Arc::new(schema),
+            pending: Vec::new(),
+            rows: 0,
+        }
+    }
+
+    /// Adds the rows of `batch`; the batches they fill.
+    fn push(&mut self, mut batch: RecordBatch) -> Result<Vec<RecordBatch>, ParquetExportError> {
+        let mut full = Vec::new();
+        while self.rows + batch.num_rows() >= BATCH_ROWS {
+            let take = BATCH_ROWS - self.rows;
+            self.pending.push(batch.slice(0, take));
+            self.rows += take;
+            batch = batch.slice(take, batch.num_rows() - take);
+            full.extend(self.finish()?);
+        }
+        if batch.num_rows() > 0 {
+            self.rows += batch.num_rows();
+            self.pending.push(batch);
+        }
+        Ok(full)
+    }
+
+    /// The rows added since the last batch, if any, as one.
+    fn finish(&mut self) -> Result<Vec<RecordBatch>, ParquetExportError> {
+        if self.rows == 0 {
+            return Ok(Vec::new());
+        }
+        let batch = arrow_select::concat::concat_batches(&self.schema, &self.pending)?;
+        self.pending.clear();
+        self.rows = 0;
+        Ok(vec![batch])
+    }
 }
 
 /// A step record as the export reads it: text borrowed from its line where it needs no

@@ -237,6 +237,25 @@ pub fn build(run: &RunDir, records: &Records) -> Result<Report> {
 
 /// [`build`] with `options`.
 pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Result<Report> {
+    // The step records are read from the start, while the episode records are read (one
+    // thread's work) and their figures resampled.
+    std::thread::scope(|scope| {
+        let figures = scope.spawn(|| StepFigures::read(records));
+        build_beside(run, records, options, || {
+            figures
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    })
+}
+
+/// [`build_with`], with the figures of the step records from `step_figures`.
+fn build_beside(
+    run: &RunDir,
+    records: &Records,
+    options: ReportOptions,
+    step_figures: impl FnOnce() -> Result<StepFigures>,
+) -> Result<Report> {
     let summary = run.summary_with(records)?;
     let episodes = records.episodes()?;
     let experiment = &run.manifest().experiment;
@@ -275,7 +294,7 @@ pub fn build_with(run: &RunDir, records: &Records, options: ReportOptions) -> Re
                 .map(|(id, env, mine)| operator_report(id, env, mine))
                 .collect::<Vec<OperatorReport>>()
         });
-        let figures = StepFigures::read(records);
+        let figures = step_figures();
         let join = |panic| -> ! { std::panic::resume_unwind(panic) };
         (
             figures,

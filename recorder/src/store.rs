@@ -443,21 +443,25 @@ impl RunStore {
         &self,
         mut each: impl FnMut(StepRecord) -> Result<()>,
     ) -> Result<()> {
-        self.for_each_complete_unit_lines(|lines| {
+        self.for_each_complete_unit_lines(Vec::new, |lines| {
             UnitLines::from_store(lines, self.path.clone()).decode_each(&mut each)
         })
     }
 
     /// Calls `each` with the JSON lines of the step records of every complete unit (each
-    /// line ending in a newline), in operator then episode order.
+    /// line ending in a newline), in operator then episode order. A unit's lines are
+    /// written over the bytes of a buffer from `buffer`: one used before is reused as it
+    /// stands, neither grown again nor zeroed.
     pub(crate) fn for_each_complete_unit_lines(
         &self,
+        mut buffer: impl FnMut() -> Vec<u8>,
         mut each: impl FnMut(Vec<u8>) -> Result<()>,
     ) -> Result<()> {
         for key in self.units.iter().keys() {
             let key = key.map_err(self.err())?;
-            let mut lines = Vec::new();
-            self.append_lines_of(&key, &mut lines)?;
+            let mut lines = buffer();
+            let (end, _) = self.write_lines_of(&key, &mut lines, 0)?;
+            lines.truncate(end);
             each(lines)?;
         }
         Ok(())
@@ -467,27 +471,36 @@ impl RunStore {
     /// ending in a newline), in step then agent order, to `out`. Returns how many records
     /// they are.
     fn append_lines_of(&self, key: &[u8], out: &mut Vec<u8>) -> Result<u64> {
-        let mut records = 0;
+        let (end, records) = self.write_lines_of(key, out, out.len())?;
+        out.truncate(end);
+        Ok(records)
+    }
+
+    /// Writes the JSON lines of the step records of the unit whose key is `key` (each line
+    /// ending in a newline), in step then agent order, into `out` from byte `at` on, over
+    /// what is there and beyond. Returns where they end and how many records they are.
+    fn write_lines_of(&self, key: &[u8], out: &mut Vec<u8>, at: usize) -> Result<(usize, u64)> {
+        let (mut end, mut records) = (at, 0);
         for chunk in self.steps.scan_prefix(key).values() {
             let chunk = chunk.map_err(self.err())?;
             match ChunkHeader::parse(&chunk).map_err(|m| self.corrupt_chunk(m))? {
                 Some(header) => {
-                    header
-                        .decompress_into(&chunk, out)
+                    end = header
+                        .decompress_at(&chunk, out, end)
                         .map_err(|m| self.corrupt_chunk(m))?;
                     records += u64::from(header.records);
                 }
                 None => {
-                    out.extend_from_slice(&chunk);
+                    end = write_at(out, end, &chunk);
                     records += memchr::memchr_iter(b'\n', &chunk).count() as u64;
-                    if out.last().is_some_and(|b| *b != b'\n') {
-                        out.push(b'\n');
+                    if end > at && out[end - 1] != b'\n' {
+                        end = write_at(out, end, b"\n");
                         records += 1;
                     }
                 }
             }
         }
-        Ok(records)
+        Ok((end, records))
     }
 
     /// Appends the JSON lines of the step records of `unit` (each ending in a newline), in
@@ -690,6 +703,17 @@ impl RunStore {
     pub fn writer(&self) -> StoreWriter {
         StoreWriter::new(self.clone())
     }
+}
+
+/// Writes `bytes` into `out` at byte `at` (over what is there, growing it as needed);
+/// returns where they end.
+fn write_at(out: &mut Vec<u8>, at: usize, bytes: &[u8]) -> usize {
+    let end = at + bytes.len();
+    if out.len() < end {
+        out.resize(end, 0);
+    }
+    out[at..end].copy_from_slice(bytes);
+    end
 }
 
 pub(crate) fn store_error(path: &Path, source: sled::Error) -> RecorderError {

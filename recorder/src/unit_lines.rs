@@ -13,6 +13,7 @@ use mosaic_core::record::{STEP_SCHEMA, StepRecord};
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// A decoded step record, or a view of one: its schema tag, checked on records read from
 /// the log (a store holds records of this version only).
@@ -68,6 +69,11 @@ impl UnitLines {
             bytes,
             origin: Origin::Store(path),
         }
+    }
+
+    /// The buffer of the lines, to be used again.
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        self.bytes
     }
 
     /// No lines yet, to be read from the log at `path` with [`UnitLines::push_log_span`].
@@ -192,4 +198,33 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 /// Worker threads for folding a run's units: the cores available, at most four.
 pub(crate) fn fold_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+/// Buffers of units' lines given back once read, for the next units to be read into: the
+/// lines of a unit take hundreds of kilobytes, which a fresh allocation would map, fault
+/// in and zero again for every unit.
+#[derive(Debug, Default)]
+pub(crate) struct LineBuffers(Mutex<Vec<Vec<u8>>>);
+
+impl LineBuffers {
+    /// Buffers kept: as many as units in flight between a reader and its workers.
+    const KEPT: usize = 16;
+
+    /// A buffer given back, or a new one.
+    pub(crate) fn take(&self) -> Vec<u8> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut kept| kept.pop())
+            .unwrap_or_default()
+    }
+
+    /// Gives back the buffer of `lines`, read.
+    pub(crate) fn give(&self, lines: UnitLines) {
+        if let Ok(mut kept) = self.0.lock()
+            && kept.len() < Self::KEPT
+        {
+            kept.push(lines.into_bytes());
+        }
+    }
 }

@@ -154,3 +154,144 @@ fn three_tables_with_every_complete_record() {
         );
     }
 }
+
+/// The batches handed to the writer by [`build_step_batches_on`] with `workers` threads.
+fn step_batches(records: &Records, workers: usize) -> Vec<(bool, RecordBatch)> {
+    let (send, receive) = std::sync::mpsc::sync_channel(1024);
+    build_step_batches_on(records, workers, &send).unwrap();
+    drop(send);
+    receive
+        .into_iter()
+        .map(|(table, batch)| (matches!(table, StepTable::Steps), batch))
+        .collect()
+}
+
+#[test]
+fn units_decoded_on_threads_make_the_batches_of_one_reading_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    // 90 episodes × 200 steps × 4 agents: the step rows fill a batch and start another,
+    // the LLM rows (a quarter) do not.
+    let manifest = synthetic::manifest("x", &["a"], 90, 1);
+    let (_, store) = synthetic::write_run(&dir.path().join("x"), &manifest, 200, 4).unwrap();
+    let records = Records::Store(Box::new(store));
+    // The reference: every record in the store's order, row by row into batches.
+    let mut steps = Batches::<StepColumns>::default();
+    let mut llm = Batches::<LlmColumns>::default();
+    let mut expected = Vec::new();
+    let (mut step_batches_expected, mut llm_batches_expected) = (Vec::new(), Vec::new());
+    records
+        .for_each_unit_lines(|unit| {
+            unit.decode_each_quick(export_step, |step: ExportStep| {
+                step_batches_expected.extend(steps.push(&step).unwrap());
+                llm_batches_expected.extend(llm.push(&step).unwrap());
+                Ok(())
+            })
+        })
+        .unwrap();
+    step_batches_expected.extend(steps.finish().unwrap());
+    llm_batches_expected.extend(llm.finish().unwrap());
+    let rows = |batches: &[RecordBatch]| batches.iter().map(|b| b.num_rows()).collect::<Vec<_>>();
+    assert_eq!(
+        rows(&step_batches_expected),
+        [BATCH_ROWS, 72_000 - BATCH_ROWS]
+    );
+    assert_eq!(rows(&llm_batches_expected), [18_000]);
+    expected.extend(step_batches_expected.into_iter().map(|b| (true, b)));
+    expected.extend(llm_batches_expected.into_iter().map(|b| (false, b)));
+    for workers in [1, 3] {
+        let mut got = step_batches(&records, workers);
+        // Each table's batches in order; the two tables' interleaved as they filled.
+        got.sort_by_key(|(steps, _)| !steps);
+        assert_eq!(got, expected, "{workers} workers");
+    }
+}
+
+#[test]
+fn rows_are_gathered_into_full_batches_whatever_their_pieces() {
+    let schema = Schema::new(vec![field("n", DataType::UInt64, false)]);
+    let piece = |from: u64, len: u64| {
+        let values = arrow_array::UInt64Array::from_iter_values(from..from + len);
+        RecordBatch::try_new(Arc::new(schema.clone()), vec![Arc::new(values)]).unwrap()
+    };
+    let mut rebatch = Rebatch::new(schema.clone());
+    let mut batches = Vec::new();
+    let mut from = 0;
+    // Pieces smaller than a batch, one ending exactly on a batch, one spanning two.
+    for len in [10, BATCH_ROWS - 10, 7, 2 * BATCH_ROWS + 3, 0, 5] {
+        batches.extend(rebatch.push(piece(from, len as u64)).unwrap());
+        from += len as u64;
+    }
+    batches.extend(rebatch.finish().unwrap());
+    assert!(rebatch.finish().unwrap().is_empty());
+    let sizes: Vec<usize> = batches.iter().map(RecordBatch::num_rows).collect();
+    assert_eq!(sizes, [BATCH_ROWS, BATCH_ROWS, BATCH_ROWS, 15]);
+    let all: Vec<u64> = batches
+        .iter()
+        .flat_map(|b| {
+            let column = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<arrow_array::UInt64Array>();
+            column.unwrap().values().to_vec()
+        })
+        .collect();
+    assert_eq!(all, (0..from).collect::<Vec<u64>>());
+}
+
+/// A run of `episodes` short episodes of one operator.
+fn short_run(dir: &Path, episodes: u32) -> Records {
+    let manifest = synthetic::manifest("x", &["a"], episodes, 1);
+    let (_, store) = synthetic::write_run(&dir.join("x"), &manifest, 5, 2).unwrap();
+    Records::Store(Box::new(store))
+}
+
+/// The episode index of the records of `unit`.
+fn episode_of(unit: &UnitLines) -> Result<u32, RecorderError> {
+    let mut first = None;
+    unit.decode_each_quick(export_step, |step: ExportStep| {
+        first.get_or_insert(step.episode_index);
+        Ok(())
+    })?;
+    first.ok_or_else(|| RecorderError::io(Path::new("empty unit"), std::io::Error::other("")))
+}
+
+#[test]
+fn mapped_units_come_in_order_and_the_first_error_stops_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = short_run(dir.path(), 40);
+    let mut seen = Vec::new();
+    records
+        .map_units(3, episode_of, |episode| {
+            seen.push(episode);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(seen, (0..40).collect::<Vec<u32>>());
+    // A unit that cannot be mapped: the units before it are handed over, its error given.
+    seen.clear();
+    let failed = records.map_units(
+        3,
+        |unit| match episode_of(unit)? {
+            7 => Err(RecorderError::io(
+                Path::new("unit 7"),
+                std::io::Error::other("bad"),
+            )),
+            episode => Ok(episode),
+        },
+        |episode| {
+            seen.push(episode);
+            Ok(())
+        },
+    );
+    assert!(failed.unwrap_err().to_string().contains("unit 7"));
+    assert_eq!(seen, (0..7).collect::<Vec<u32>>());
+    // A result that cannot be taken: the reading stops with its error, nothing waits.
+    let failed = records.map_units(2, episode_of, |episode| match episode {
+        3 => Err(RecorderError::io(
+            Path::new("taking 3"),
+            std::io::Error::other("full"),
+        )),
+        _ => Ok(()),
+    });
+    assert!(failed.unwrap_err().to_string().contains("taking 3"));
+}

@@ -5,7 +5,7 @@ use super::logs;
 use crate::error::{RecorderError, Result};
 use crate::jsonl::TornTail;
 use crate::store::{RunStore, Unit};
-use crate::unit_lines::UnitLines;
+use crate::unit_lines::{LineBuffers, UnitLines};
 use mosaic_core::record::{EpisodeRecord, RunManifest, StepRecord};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -112,6 +112,7 @@ impl Records {
         let (send, receive) = std::sync::mpsc::sync_channel::<UnitLines>(2 * workers.max(1));
         let receive = Mutex::new(receive);
         let failure: Mutex<Option<RecorderError>> = Mutex::new(None);
+        let buffers = LineBuffers::default();
         let work = || {
             let mut state = init();
             let mut failed = false;
@@ -133,12 +134,13 @@ impl Records {
                         failure.get_or_insert(e);
                     }
                 }
+                buffers.give(unit);
             }
             state
         };
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers.max(1)).map(|_| scope.spawn(work)).collect();
-            let read = self.for_each_unit_lines(|unit| {
+            let read = self.for_each_unit_lines_into(&buffers, |unit| {
                 if let Some(e) = failure.lock().ok().and_then(|mut f| f.take()) {
                     return Err(e);
                 }
@@ -160,6 +162,101 @@ impl Records {
                 return Err(e);
             }
             Ok((states, torn_tail))
+        })
+    }
+
+    /// Maps every unit of these records with `map` on `workers` threads (at least one)
+    /// while another thread reads them, and hands the results to `each` on this thread,
+    /// in the store's order. Returns the torn tail of the log, if any. Stops at the first
+    /// error, in that order.
+    #[cfg(feature = "parquet")]
+    pub(crate) fn map_units<T: Send>(
+        &self,
+        workers: usize,
+        map: impl Fn(&UnitLines) -> Result<T> + Sync,
+        mut each: impl FnMut(T) -> Result<()>,
+    ) -> Result<Option<TornTail>> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let workers = workers.max(1);
+        let (send_unit, receive_unit) = std::sync::mpsc::sync_channel::<(u64, UnitLines)>(
+            // A few units queued per worker keep them busy while the reader reads.
+            2 * workers,
+        );
+        let (send_result, receive_result) =
+            std::sync::mpsc::sync_channel::<(u64, Result<T>)>(2 * workers);
+        let (receive_unit, stop, buffers, map) = (
+            &Mutex::new(receive_unit),
+            &AtomicBool::new(false),
+            &LineBuffers::default(),
+            &map,
+        );
+        std::thread::scope(|scope| {
+            let reader = scope.spawn(move || {
+                let mut sequence = 0;
+                self.for_each_unit_lines_into(buffers, |unit| {
+                    if stop.load(Ordering::Relaxed) {
+                        // Ends the reading; the error that stopped it is given instead.
+                        return Err(RecorderError::io(
+                            Path::new(""),
+                            std::io::Error::other("reading stopped"),
+                        ));
+                    }
+                    // The workers receive until the channel closes: sending cannot fail.
+                    let _ = send_unit.send((sequence, unit));
+                    sequence += 1;
+                    Ok(())
+                })
+            });
+            for _ in 0..workers {
+                let send_result = send_result.clone();
+                scope.spawn(move || {
+                    loop {
+                        // The lock is held while waiting only: one worker takes the next unit.
+                        let next = match receive_unit.lock() {
+                            Ok(receiver) => receiver.recv(),
+                            Err(_) => break,
+                        };
+                        let Ok((sequence, unit)) = next else { break };
+                        // After a failure the units still queued are drained, not mapped: the
+                        // reader must not wait on a full queue.
+                        if stop.load(Ordering::Relaxed) {
+                            continue;
+                        }
+                        let result = map(&unit);
+                        buffers.give(unit);
+                        if send_result.send((sequence, result)).is_err() {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+            drop(send_result);
+            // Results come in the order the workers finish: those ahead wait their turn.
+            let mut waiting = std::collections::BTreeMap::new();
+            let mut next = 0;
+            let mut failure = None;
+            'receive: for (sequence, result) in &receive_result {
+                waiting.insert(sequence, result);
+                while let Some(result) = waiting.remove(&next) {
+                    next += 1;
+                    if let Err(e) = result.and_then(&mut each) {
+                        failure = Some(e);
+                        break 'receive;
+                    }
+                }
+            }
+            if failure.is_some() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            // The workers' results are not waited for any more.
+            drop(receive_result);
+            let read = reader
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            match failure {
+                Some(e) => Err(e),
+                None => read,
+            }
         })
     }
 
@@ -237,13 +334,24 @@ impl Records {
     /// Returns the torn tail of `steps.jsonl`, if the file being written ends in one.
     pub(crate) fn for_each_unit_lines(
         &self,
+        each: impl FnMut(UnitLines) -> Result<()>,
+    ) -> Result<Option<TornTail>> {
+        self.for_each_unit_lines_into(&LineBuffers::default(), each)
+    }
+
+    /// [`Records::for_each_unit_lines`], reading the store's units into buffers from
+    /// `buffers` (those given back by the readers of the units before).
+    pub(crate) fn for_each_unit_lines_into(
+        &self,
+        buffers: &LineBuffers,
         mut each: impl FnMut(UnitLines) -> Result<()>,
     ) -> Result<Option<TornTail>> {
         match self {
             Records::Store(store) => {
-                store.for_each_complete_unit_lines(|lines| {
-                    each(UnitLines::from_store(lines, store.path().to_owned()))
-                })?;
+                store.for_each_complete_unit_lines(
+                    || buffers.take(),
+                    |lines| each(UnitLines::from_store(lines, store.path().to_owned())),
+                )?;
                 Ok(None)
             }
             Records::Logs {

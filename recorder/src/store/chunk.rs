@@ -41,16 +41,19 @@ impl ChunkHeader {
     /// The JSON lines of the compressed `chunk` this header was read from.
     pub(super) fn decompress(self, chunk: &[u8]) -> std::result::Result<Vec<u8>, String> {
         let mut lines = Vec::new();
-        self.decompress_into(chunk, &mut lines)?;
+        self.decompress_at(chunk, &mut lines, 0)?;
         Ok(lines)
     }
 
-    /// Appends the JSON lines of the compressed `chunk` this header was read from to `out`.
-    pub(super) fn decompress_into(
+    /// Writes the JSON lines of the compressed `chunk` this header was read from into
+    /// `out` from byte `at` on (over what is there: bytes already there need no zeroing,
+    /// `out` grows where it is too short). Returns where they end.
+    pub(super) fn decompress_at(
         self,
         chunk: &[u8],
         out: &mut Vec<u8>,
-    ) -> std::result::Result<(), String> {
+        at: usize,
+    ) -> std::result::Result<usize, String> {
         let block = &chunk[CHUNK_HEADER..];
         let len = self.len as usize;
         // A corrupt length must not make us allocate more than the block can hold.
@@ -60,10 +63,12 @@ impl ChunkHeader {
                 block.len()
             ));
         }
-        let start = out.len();
-        out.resize(start + len, 0);
-        match lz4_flex::block::decompress_into(block, &mut out[start..]) {
-            Ok(n) if n == len => Ok(()),
+        let end = at + len;
+        if out.len() < end {
+            out.resize(end, 0);
+        }
+        match lz4_flex::block::decompress_into(block, &mut out[at..end]) {
+            Ok(n) if n == len => Ok(end),
             Ok(n) => Err(format!("{n} bytes decompressed, {len} expected")),
             Err(e) => Err(e.to_string()),
         }
