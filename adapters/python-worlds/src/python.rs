@@ -21,7 +21,7 @@ impl From<WorldError> for PyErr {
                 ..
             }
             | WorldError::SettingsNotAnObject { .. }
-            | WorldError::Spec(_)
+            | WorldError::Spec { .. }
             | WorldError::NoSuchAgent { .. }
             | WorldError::ActionCount { .. } => PyValueError::new_err(message),
             WorldError::Env { .. } | WorldError::NotReset { .. } => {

@@ -18,8 +18,13 @@ pub enum WorldError {
         reason: String,
     },
     /// The registry refused the name or the settings (the message names the setting).
-    #[error(transparent)]
-    Spec(#[from] SpecError),
+    #[error("{world}: {source}")]
+    Spec {
+        /// The world's name.
+        world: String,
+        /// What the registry or the world's constructor said.
+        source: SpecError,
+    },
     /// The environment refused a reset or a step.
     #[error("{world}: {source}")]
     Env {
@@ -86,7 +91,12 @@ impl World {
     /// Builds the world `name` of [`mosaic_adapters::in_process_envs`] with `settings`, as
     /// an experiment's `env_settings` would.
     pub fn new(name: &str, settings: &Settings) -> Result<Self, WorldError> {
-        let env = mosaic_adapters::in_process_envs().make(name, settings)?;
+        let env = mosaic_adapters::in_process_envs()
+            .make(name, settings)
+            .map_err(|source| WorldError::Spec {
+                world: name.to_owned(),
+                source,
+            })?;
         let agents = env.spec().agents.len();
         Ok(Self {
             env,
@@ -233,7 +243,9 @@ mod tests {
     #[test]
     fn settings_errors_name_the_setting_and_the_world() {
         let err = World::from_json("soccer-2v2", r#"{"view_size": 4}"#).unwrap_err();
-        assert!(err.to_string().contains("view_size"), "{err}");
+        let message = err.to_string();
+        assert!(message.starts_with("soccer-2v2: env_settings"), "{message}");
+        assert!(message.contains("view_size"), "{message}");
         let err = World::from_json("soccer-2v2", "[1]").unwrap_err();
         assert!(err.to_string().contains("soccer-2v2"), "{err}");
         let err = World::from_json("socer", "{}").unwrap_err();
