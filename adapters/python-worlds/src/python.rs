@@ -68,7 +68,12 @@ impl PyWorld {
     /// Agent ids in index order.
     #[getter]
     fn agents(&self) -> Vec<String> {
-        self.world.spec().agents.iter().map(|a| a.id.clone()).collect()
+        self.world
+            .spec()
+            .agents
+            .iter()
+            .map(|a| a.id.clone())
+            .collect()
     }
 
     /// Each agent's team, `None` in games without teams.

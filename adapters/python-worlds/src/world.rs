@@ -231,7 +231,10 @@ mod tests {
 
     #[test]
     fn every_in_process_world_builds_and_replays_its_seed() {
-        assert_eq!(world_names().len(), mosaic_adapters::in_process_envs().kinds().len());
+        assert_eq!(
+            world_names().len(),
+            mosaic_adapters::in_process_envs().kinds().len()
+        );
         for name in world_names() {
             let mut world = World::new(name, &Settings::new()).unwrap();
             let first = rollout(&mut world, 7, 40);
