@@ -14,9 +14,9 @@
 //! Python headers and no libpython (maturin turns on `extension-module`, see
 //! pyproject.toml).
 //!
-//! Unsafe code: the workspace forbids it; this crate only denies it, so that the `python`
-//! module alone can allow the unsafe blocks that PyO3's macros generate. No hand-written
-//! unsafe code.
+//! Unsafe code: forbidden, as in the whole workspace; PyO3's macros (0.30) expand to code
+//! that passes `unsafe_code = "forbid"`, so the crate needs none of the exception the
+//! bindings were allowed.
 //!
 //! ```
 //! use mosaic_python::World;

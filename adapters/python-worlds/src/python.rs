@@ -1,10 +1,8 @@
 //! The `mosaic_worlds._native` module: [`World`] for Python, its results as Python lists,
 //! tuples and bytes (the Python package turns them into numpy arrays and spaces).
 //!
-//! PyO3's macros expand to unsafe blocks (the C-API glue of the module, the class and its
-//! methods); this module is the one place where the crate allows them. Its own code has
-//! no unsafe block.
-#![allow(unsafe_code)]
+//! The workspace forbids unsafe code, and that holds here too: PyO3's macros expand to
+//! code that passes `unsafe_code = "forbid"`, so the crate needs no exception.
 
 use crate::world::{World, WorldError, world_names};
 use mosaic_core::{EnvError, Frame, ObsRequest, Outcome, Stepping};
@@ -41,6 +39,9 @@ fn f32_bytes<'py>(py: Python<'py>, values: &[f32]) -> Bound<'py, PyBytes> {
 fn picture<'py>(py: Python<'py>, frame: &Frame) -> (u32, u32, Bound<'py, PyBytes>) {
     (frame.height, frame.width, PyBytes::new(py, &frame.rgb))
 }
+
+/// What `step` answers: rewards, terminated and truncated flags per agent, events as JSON.
+type StepResult = (Vec<f32>, Vec<bool>, Vec<bool>, String);
 
 /// One native world: `World(name, settings_json)`.
 #[pyclass(name = "World", module = "mosaic_worlds._native", unsendable)]
@@ -169,11 +170,7 @@ impl PyWorld {
 
     /// Advances one step with one entry per agent (`None` for agents not acting); answers
     /// the rewards, terminated and truncated flags per agent and the step's events as JSON.
-    #[allow(clippy::type_complexity)]
-    fn step(
-        &mut self,
-        actions: Vec<Option<u32>>,
-    ) -> PyResult<(Vec<f32>, Vec<bool>, Vec<bool>, String)> {
+    fn step(&mut self, actions: Vec<Option<u32>>) -> PyResult<StepResult> {
         let out = self.world.step(&actions)?;
         let events = serde_json::to_string(&out.events)
             .map_err(|e| PyRuntimeError::new_err(format!("events: {e}")))?;
