@@ -47,7 +47,8 @@ with_progress() {
         sleep 1
         if (( SECONDS >= next )); then
             local pct
-            pct=$(grep -o '\[ *[0-9]*%\]' "$logf" 2>/dev/null | tail -n 1 | tr -d '[] ')
+            # `|| true`: a log with no figure (cargo's) is no failure under pipefail.
+            pct=$(grep -o '\[ *[0-9]*%\]' "$logf" 2>/dev/null | tail -n 1 | tr -d '[] ' || true)
             log "$what: $((SECONDS - t0)) s${pct:+, $pct done}"
             next=$((SECONDS + every))
         fi

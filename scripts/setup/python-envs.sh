@@ -7,7 +7,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 CHECK_ENVS='
-import gymnasium, minigrid, pettingzoo, chess, mpe2, pytest, numpy, onnx
+import gymnasium, minigrid, pettingzoo, chess, mpe2, pytest, numpy, onnx, maturin
 from pettingzoo.classic import chess_v6
 from mpe2 import simple_spread_v3
 gymnasium.make("MiniGrid-DoorKey-5x5-v0").reset(seed=0)

@@ -106,7 +106,9 @@ impl WorkerCommand {
 static BACKGROUND_STOPS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
 
 /// Runs `stop` (a worker's stop, bounded by its grace period) on a thread of its own, kept
-/// so that [`wait_for_background_stops`] can wait for it.
+/// so that [`wait_for_background_stops`] can wait for it. Only the asynchronous link
+/// (feature `tokio`) stops workers this way.
+#[cfg(feature = "tokio")]
 pub(crate) fn stop_in_background(stop: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
     let handle = std::thread::Builder::new()
         .name("worker-stop".into())
