@@ -55,7 +55,7 @@ pub fn achievable(config: &Config) -> (usize, usize) {
 }
 
 /// Whether one agent can earn `achievement` in this configuration.
-fn reachable(config: &Config, achievement: Achievement) -> bool {
+pub(crate) fn reachable(config: &Config, achievement: Achievement) -> bool {
     !achievement.is_coordination() || achievable_coordination(config).contains(&achievement)
 }
 
