@@ -1,6 +1,6 @@
 //! The coordination world (`coord-world`): a compact ALEM-style open world on
 //! Craftax-Classic's rules (one 64 × 64 overworld: noise terrain, day and night, vitals,
-//! crafting, mobs, Classic's 22 achievements) for 2–4 agents with soft specialisation,
+//! crafting, mobs, Classic's 22 achievements) for 1–4 agents with soft specialisation,
 //! resource requests and gives, revives and friendly fire, plus procedurally generated
 //! coordination tasks (synchronous and handover mining, construction sites, elite mobs,
 //! joint diamond crafting) whose execution difficulty is set by one knob α.

@@ -128,16 +128,25 @@ pub(crate) fn text(
 ) -> String {
     let mut out = String::with_capacity(2048);
     let me = &world.agents[agent];
-    let success = (config.difficulty.non_specialist_success * 100.0).round();
     let _ = writeln!(out, "Step: {}/{}", world.step, config.max_steps);
     let _ = writeln!(out, "Position: (x={}, y={})", me.x, me.y);
-    let _ = writeln!(
-        out,
-        "Role: {} (Agent {agent} of {}). You always succeed at {}; other roles succeed at those with probability {success}%.",
-        me.role.name(),
-        config.agents,
-        role_text(me.role),
-    );
+    if config.specialisation {
+        let success = (config.difficulty.non_specialist_success * 100.0).round();
+        let _ = writeln!(
+            out,
+            "Role: {} (Agent {agent} of {}). You always succeed at {}; other roles succeed at those with probability {success}%.",
+            me.role.name(),
+            config.agents,
+            role_text(me.role),
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Role: {} (Agent {agent} of {}). No specialisation: every agent always succeeds at every action.",
+            me.role.name(),
+            config.agents,
+        );
+    }
     let _ = writeln!(
         out,
         "Light: {} ({:.2})",
@@ -398,6 +407,10 @@ fn coordination(out: &mut String, world: &World, config: &Config, agent: usize) 
 
 fn teammates(out: &mut String, world: &World, agent: usize) {
     let me = &world.agents[agent];
+    // A lone agent (ALEM's single-agent calibration) has no section to read.
+    if world.agents.len() == 1 {
+        return;
+    }
     out.push_str("\nTeammates:\n");
     for (i, o) in world.agents.iter().enumerate() {
         if i == agent {
