@@ -52,7 +52,7 @@ fn system_prompt(template: &Arc<Template>, env: &str, options: PromptOptions) ->
 }
 
 fn system_prompt_of(template: &Arc<Template>, spec: &EnvSpec, options: PromptOptions) -> String {
-    let identity = Identity::of(&spec, 0, None, template);
+    let identity = Identity::of(spec, 0, None, template);
     PromptBuilder::new(template.clone(), options, spec, &identity)
         .system()
         .to_owned()
