@@ -87,6 +87,10 @@ fn the_achievement_list_follows_the_scoring_mode() {
             "{name}: {alem_list:?}"
         );
     }
+    // 25 base (ALEM's 23 basic ones this world has, the two diamond tools) and 21
+    // coordination achievements (ALEM's 27 less sapphire and ruby mining, the beacon
+    // and diamond armour).
+    assert_eq!(alem_list.len(), 46, "{alem_list:?}");
     assert_eq!(alem_list[0], "Collect Wood");
     // Base first, then coordination, as ALEM lists them.
     let first_coordination = alem_list
