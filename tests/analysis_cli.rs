@@ -209,3 +209,72 @@ fn runs_at_several_difficulties_make_one_table_by_alpha() {
     let refused = mosaic(&["report", path(&scripted), path(&random), "--matrix"]);
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
 }
+
+#[test]
+fn a_single_run_report_gives_every_metric_its_interval() {
+    // ALEM's single-agent calibration setting, through the binary: one scripted agent,
+    // no role gate, no coordination tasks, on ALEM's scale.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("solo.toml");
+    std::fs::write(
+        &file,
+        "name = \"solo\"\nepisodes = 4\nseeds = { plan = \"procedural\", base = 11 }\n\n[[operators]]\nid = \"alone\"\nenv = \"coord-world\"\nenv_settings = { preset = \"hard\", agents = 1, specialisation = false, scoring = \"alem\", width = 16, height = 16, max_steps = 60 }\nagents = { \"*\" = { kind = \"scripted\" } }\n",
+    )
+    .unwrap();
+    let out = dir.path().join("runs");
+    let run = mosaic(&["run", path(&file), "--out", path(&out), "--run-id", "solo"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let run = out.join("solo");
+
+    let report = mosaic(&["report", path(&run)]);
+    let md = text(&report.stdout);
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    assert!(md.contains("| metric | mean [95% CI] |"), "{md}");
+    // A constant metric has its point as its interval.
+    assert!(
+        md.contains("| coord_max | 159.000 [159.000, 159.000] |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| coordination_sites | 0.000 [0.000, 0.000] |"),
+        "{md}"
+    );
+
+    let report = mosaic(&["report", path(&run), "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let operator = &json["operators"][0];
+    let episodes = std::fs::read_to_string(run.join("episodes.jsonl")).unwrap();
+    let base: Vec<f64> = episodes
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .map(|e| e["metrics"]["base_pct"].as_f64().unwrap())
+        .collect();
+    assert_eq!(base.len(), 4);
+    let interval = &operator["metric_intervals"]["base_pct"];
+    let mean = base.iter().sum::<f64>() / 4.0;
+    assert!(
+        (interval["mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{interval}"
+    );
+    assert_eq!(interval["n"], 4);
+    let (low, high) = (
+        interval["low"].as_f64().unwrap(),
+        interval["high"].as_f64().unwrap(),
+    );
+    let (min, max) = base
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    assert!(
+        min <= low && low <= mean && mean <= high && high <= max,
+        "{interval}"
+    );
+    // The means stay where they were.
+    assert_eq!(operator["metrics"]["base_pct"], interval["mean"]);
+    // Every numeric metric has its interval.
+    let metrics = operator["metrics"].as_object().unwrap();
+    let intervals = operator["metric_intervals"].as_object().unwrap();
+    assert_eq!(
+        metrics.keys().collect::<Vec<_>>(),
+        intervals.keys().collect::<Vec<_>>()
+    );
+}

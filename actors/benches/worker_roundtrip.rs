@@ -53,6 +53,7 @@ fn spec() -> Arc<EnvSpec> {
         max_steps: None,
         symbolic_shape: None,
         offers: ObsRequest::MASK_ONLY,
+        descriptions: Default::default(),
     })
 }
 

@@ -25,6 +25,7 @@
 //!     max_steps: None,
 //!     symbolic_shape: None,
 //!     offers: ObsRequest::MASK_ONLY,
+//!     descriptions: Default::default(),
 //! };
 //! let channel = Channel::start(&spec, ChannelConfig::default());
 //! channel.send(Post::broadcast("green_0", Scope::Team, "ball is mine", 3)).await.unwrap().unwrap();
@@ -576,6 +577,7 @@ mod tests {
             max_steps: None,
             symbolic_shape: None,
             offers: ObsRequest::MASK_ONLY,
+            descriptions: Default::default(),
         }
     }
 

@@ -380,6 +380,7 @@ mod tests {
             max_steps: None,
             symbolic_shape: None,
             offers: ObsRequest::MASK_ONLY,
+            descriptions: Default::default(),
         });
         kinds
             .spawn(&SpawnContext {

@@ -251,6 +251,7 @@ fn toy_spec() -> Arc<EnvSpec> {
         max_steps: None,
         symbolic_shape: None,
         offers: ObsRequest::MASK_ONLY,
+        descriptions: Default::default(),
     })
 }
 

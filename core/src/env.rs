@@ -2,6 +2,7 @@
 
 use crate::{Action, Frame, ObsRequest, Observation};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How agents take turns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +52,12 @@ pub struct EnvSpec {
     pub symbolic_shape: Option<Vec<usize>>,
     /// Which modalities the environment can produce.
     pub offers: ObsRequest,
+    /// Texts describing this instance of the environment in words, by name, for deciders
+    /// that explain the world to their agent (an LLM prompt template's `{world.<name>}`),
+    /// e.g. the coordination world's `achievements`: the achievements its configured
+    /// scoring counts. Empty for most environments.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub descriptions: BTreeMap<String, String>,
 }
 
 impl EnvSpec {

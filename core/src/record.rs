@@ -213,6 +213,7 @@ impl EpisodeRecord {
     ///     action_labels: vec!["stay".into()], default_action: Action(0),
     ///     stepping: Stepping::Simultaneous, max_steps: None, symbolic_shape: None,
     ///     offers: ObsRequest::MASK_ONLY,
+    ///     descriptions: Default::default(),
     /// };
     /// let result = |id: &str, paradigm| AgentResult {
     ///     agent_id: id.into(), team: None, paradigm, kind: "k".into(), total_reward: 0.0,

@@ -264,6 +264,7 @@ mod tests {
                     max_steps: None,
                     symbolic_shape: None,
                     offers: ObsRequest::MASK_ONLY,
+                    descriptions: Default::default(),
                 },
                 random: rng::seeded(0),
                 steps: 0,

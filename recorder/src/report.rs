@@ -107,6 +107,8 @@ pub struct OperatorReport {
     pub groups: Vec<GroupReport>,
     /// Means of the environment's numeric metrics.
     pub metrics: BTreeMap<String, f64>,
+    /// The same means with their 95% bootstrap intervals, stratified over seeds.
+    pub metric_intervals: BTreeMap<String, MeanCi>,
     /// Failures recovered from (or given up on), per failing child.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub restarts: Vec<RestartStats>,
@@ -395,7 +397,7 @@ fn operator_report(operator_id: &str, env: &str, episodes: &[&EpisodeRecord]) ->
     let mut teams: BTreeMap<String, GroupAcc> = BTreeMap::new();
     let mut agents: Vec<(String, GroupAcc)> = Vec::new();
     let mut returns = Vec::new();
-    let mut metric_sums: BTreeMap<String, (f64, u32)> = BTreeMap::new();
+    let mut metric_values: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
     for episode in &ok {
         let total: f64 = episode.agents.iter().map(|a| a.total_reward).sum();
         all.add(episode.seed, total, None);
@@ -437,9 +439,10 @@ fn operator_report(operator_id: &str, env: &str, episodes: &[&EpisodeRecord]) ->
                 _ => None,
             };
             if let Some(number) = number {
-                let entry = metric_sums.entry(name.clone()).or_default();
-                entry.0 += number;
-                entry.1 += 1;
+                metric_values
+                    .entry(name.clone())
+                    .or_default()
+                    .push((episode.seed, number));
             }
         }
     }
@@ -472,9 +475,16 @@ fn operator_report(operator_id: &str, env: &str, episodes: &[&EpisodeRecord]) ->
         mean_length: (!ok.is_empty()).then(|| steps as f64 / ok.len() as f64),
         steps_per_s: steps_per_second(ok.iter().copied().copied()),
         groups,
-        metrics: metric_sums
+        metrics: metric_values
+            .iter()
+            .map(|(name, values)| {
+                let sum: f64 = values.iter().map(|(_, v)| v).sum();
+                (name.clone(), sum / values.len() as f64)
+            })
+            .collect(),
+        metric_intervals: metric_values
             .into_iter()
-            .map(|(name, (sum, n))| (name, sum / f64::from(n)))
+            .filter_map(|(name, values)| Some((name, bootstrap_mean(&values)?)))
             .collect(),
         restarts: restart_stats(episodes),
         returns,
@@ -563,10 +573,10 @@ impl Report {
                     fmt_ci(g.mean_return)
                 );
             }
-            if !op.metrics.is_empty() {
-                out.push_str("\n| metric | mean |\n|---|---|\n");
-                for (name, mean) in &op.metrics {
-                    let _ = writeln!(out, "| {name} | {mean:.3} |");
+            if !op.metric_intervals.is_empty() {
+                out.push_str("\n| metric | mean [95% CI] |\n|---|---|\n");
+                for (name, ci) in &op.metric_intervals {
+                    let _ = writeln!(out, "| {name} | {} |", fmt_ci(Some(*ci)));
                 }
             }
             out.push_str(&restarts_markdown(&op.restarts));
@@ -656,15 +666,13 @@ impl Report {
         let mut metrics: Vec<&String> = self
             .operators
             .iter()
-            .flat_map(|op| op.metrics.keys())
+            .flat_map(|op| op.metric_intervals.keys())
             .collect();
         metrics.sort();
         metrics.dedup();
         for metric in metrics {
-            row(&format!("metric {metric}"), &|op| {
-                op.metrics
-                    .get(metric)
-                    .map_or("–".into(), |m| format!("{m:.3}"))
+            row(&format!("metric {metric} [95% CI]"), &|op| {
+                fmt_ci(op.metric_intervals.get(metric).copied())
             });
         }
         out.push('\n');
@@ -748,6 +756,10 @@ impl Report {
             }
             for (name, mean) in &op.metrics {
                 put(id, "metric", name, "mean", mean.to_string());
+                if let Some(ci) = op.metric_intervals.get(name) {
+                    put(id, "metric", name, "ci_low", ci.low.to_string());
+                    put(id, "metric", name, "ci_high", ci.high.to_string());
+                }
             }
             for r in &op.restarts {
                 put(id, "restarts", &r.child, "failures", r.failures.to_string());

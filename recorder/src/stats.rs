@@ -49,6 +49,19 @@ pub fn bootstrap_mean(values: &[(u64, f64)]) -> Option<MeanCi> {
         return None;
     }
     let mean = values.iter().map(|(_, v)| v).sum::<f64>() / n as f64;
+    // Values without spread resample to themselves: the interval is the mean, at no cost
+    // (reports bootstrap every metric, and many are constant, such as a run's α).
+    if values
+        .iter()
+        .all(|(_, v)| v.to_bits() == values[0].1.to_bits())
+    {
+        return Some(MeanCi {
+            mean,
+            low: mean,
+            high: mean,
+            n,
+        });
+    }
     let mut by_seed: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
     for (seed, value) in values {
         by_seed.entry(*seed).or_default().push(*value);

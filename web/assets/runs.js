@@ -360,12 +360,18 @@
       return el('tr', { 'data-group': `${g.kind}:${g.name}` }, ...cells);
     });
     const metrics = Object.entries(op.metrics || {});
+    const intervals = op.metric_intervals || {};
+    /** `base_pct 4.200 [3.700, 4.700]`: the mean with its 95% interval when the report has one. */
+    const metricText = ([k, v]) => {
+      const ci = intervals[k];
+      return ci ? `${k} ${formatNumber(v, 3)} [${formatNumber(ci.low, 3)}, ${formatNumber(ci.high, 3)}]` : `${k} ${formatNumber(v, 3)}`;
+    };
     return el('section', { class: 'operator-report', 'data-operator': op.operator_id },
       el('h4', {}, el('span', { class: 'mono', text: op.operator_id }),
         el('span', { class: 'muted', text: ` · ${op.env} · ${episodeSummary(op, left.length)} · mean length ${
           op.mean_length != null || !partial ? formatNumber(op.mean_length, 1) : `${formatNumber(partial.length, 1)} (partial)`} · ${formatNumber(op.steps_per_s, 0)} steps/s` })),
       table(headers, rows),
-      metrics.length ? el('p', { class: 'metrics', text: `metrics: ${metrics.map(([k, v]) => `${k} ${formatNumber(v, 3)}`).join(', ')}` }) : null);
+      metrics.length ? el('p', { class: 'metrics', text: `metrics (mean [95% CI]): ${metrics.map(metricText).join(', ')}` }) : null);
   }
 
   /** `3 episodes (1 abandoned, 1 failed)`: abandoned ones are not failures of anybody. */

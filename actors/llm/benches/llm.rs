@@ -74,6 +74,7 @@ fn spec() -> Arc<EnvSpec> {
         max_steps: None,
         symbolic_shape: None,
         offers: ObsRequest::ALL,
+        descriptions: Default::default(),
     })
 }
 

@@ -147,6 +147,13 @@ pub struct Template {
     /// environment name; in the system prompt with `disclosure = 0` only.
     #[serde(default)]
     pub coordination_rules: BTreeMap<String, String>,
+    /// Sections showing what an environment describes about itself
+    /// ([`EnvSpec::descriptions`]), by description name: `{text}`. The system prompt's
+    /// `{world.<name>}` is the section holding the environment's description of that
+    /// name (the bare description when the template has no section for it), or nothing
+    /// when the environment gives none.
+    #[serde(default)]
+    pub world_sections: BTreeMap<String, String>,
     /// Roles handed out in team order, by environment name (`default` for the rest).
     #[serde(default)]
     pub roles: BTreeMap<String, Vec<String>>,
@@ -155,6 +162,10 @@ pub struct Template {
     /// Turn texts.
     pub turn: TurnTexts,
 }
+
+/// The prefix of the system prompt's placeholders of environment descriptions:
+/// `{world.achievements}`.
+const WORLD_PREFIX: &str = "world.";
 
 /// Fills `{name}` placeholders; `{{` and `}}` are literal braces.
 fn fill(text: &str, vars: &[(&str, &str)]) -> String {
@@ -251,9 +262,17 @@ impl Template {
     }
 
     fn validate(&self) -> Result<(), String> {
+        // The system prompt's `{world.<name>}` name the environment's descriptions, which
+        // only the environment knows: any name is allowed there.
+        let world = |key: &str, name: &str| {
+            key == "system"
+                && name
+                    .strip_prefix(WORLD_PREFIX)
+                    .is_some_and(|n| !n.is_empty())
+        };
         let check = |key: &str, text: &str, allowed: &[&str]| -> Result<(), String> {
             for name in placeholders(text).map_err(|e| format!("{key}: {e}"))? {
-                if !allowed.contains(&name) {
+                if !allowed.contains(&name) && !world(key, name) {
                     return Err(format!(
                         "{key}: unknown placeholder {{{name}}} (allowed: {})",
                         allowed.join(", ")
@@ -294,6 +313,9 @@ impl Template {
         }
         for (env, rules) in &self.coordination_rules {
             check(&format!("coordination_rules.{env}"), rules, &[])?;
+        }
+        for (name, section) in &self.world_sections {
+            check(&format!("world_sections.{name}"), section, &["text"])?;
         }
         for (env, texts) in &self.coordination.by_env {
             for (level, text) in [
@@ -688,23 +710,39 @@ impl PromptBuilder {
                 ("max_tokens", &options.max_tokens.to_string()),
             ],
         );
-        let system = fill(
-            &t.system,
-            &[
-                ("agent", &identity.agent),
-                ("role", &role),
-                ("env", &spec.name),
-                ("team", &team),
-                ("rules", &rules),
-                (
-                    "coordination_rules",
-                    coordination_rules.as_deref().unwrap_or_default(),
-                ),
-                ("coordination", &coordination),
-                ("actions", &actions),
-                ("output_format", &output_format),
-            ],
-        );
+        let world: Vec<(&str, String)> = placeholders(&t.system)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|name| {
+                let description = name.strip_prefix(WORLD_PREFIX)?;
+                let text = spec
+                    .descriptions
+                    .get(description)
+                    .map_or_else(String::new, |text| {
+                        t.world_sections.get(description).map_or_else(
+                            || text.clone(),
+                            |section| fill(section, &[("text", text)]),
+                        )
+                    });
+                Some((name, text))
+            })
+            .collect();
+        let mut vars = vec![
+            ("agent", identity.agent.as_str()),
+            ("role", role.as_str()),
+            ("env", spec.name.as_str()),
+            ("team", team.as_str()),
+            ("rules", rules.as_str()),
+            (
+                "coordination_rules",
+                coordination_rules.as_deref().unwrap_or_default(),
+            ),
+            ("coordination", coordination.as_str()),
+            ("actions", actions.as_str()),
+            ("output_format", output_format.as_str()),
+        ];
+        vars.extend(world.iter().map(|(name, text)| (*name, text.as_str())));
+        let system = fill(&t.system, &vars);
         let reminder = fill(&format.reminder, &[]);
         Self {
             template,

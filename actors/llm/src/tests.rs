@@ -64,6 +64,7 @@ fn spec(offers: ObsRequest, team: Option<&str>) -> Arc<EnvSpec> {
         max_steps: None,
         symbolic_shape: None,
         offers,
+        descriptions: Default::default(),
     })
 }
 

@@ -22,6 +22,7 @@ fn alem_examples_are_valid() {
         names,
         [
             "alem-ablations.toml",
+            "alem-calibration.toml",
             "alem-heterogeneous.toml",
             "alem-homogeneous.toml"
         ]
@@ -46,6 +47,6 @@ fn alem_examples_are_valid() {
             }
         }
     }
-    // Three agents in each of 3 + 3 + 6 operators.
-    assert_eq!(slots, 36);
+    // Three agents in each of 3 + 3 + 6 operators, and 1 + 3 + 3 + 3 in the calibration.
+    assert_eq!(slots, 46);
 }

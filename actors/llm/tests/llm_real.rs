@@ -45,6 +45,7 @@ fn spec() -> Arc<EnvSpec> {
         max_steps: Some(200),
         symbolic_shape: None,
         offers: ObsRequest::ALL,
+        descriptions: Default::default(),
     })
 }
 

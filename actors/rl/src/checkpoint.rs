@@ -283,6 +283,7 @@ pub(crate) mod tests {
             max_steps: None,
             symbolic_shape: Some(vec![3]),
             offers: ObsRequest::SYMBOLIC,
+            descriptions: Default::default(),
         }
     }
 

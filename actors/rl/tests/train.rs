@@ -39,6 +39,7 @@ fn make_corridor(_: &Settings) -> Result<Box<dyn Environment>, SpecError> {
             max_steps: Some(LIMIT),
             symbolic_shape: Some(vec![LENGTH]),
             offers: ObsRequest::SYMBOLIC,
+            descriptions: Default::default(),
         },
         position: 0,
         steps: 0,

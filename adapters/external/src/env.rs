@@ -209,6 +209,7 @@ impl ExternalEnv {
                         frame: true,
                         ..ObsRequest::MASK_ONLY
                     },
+                    descriptions: Default::default(),
                 };
                 validate_spec(&spec)?;
                 (spec, true, false, FrameEncoding::Rgb)

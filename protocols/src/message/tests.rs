@@ -16,6 +16,7 @@ fn spec() -> EnvSpec {
         max_steps: Some(10),
         symbolic_shape: None,
         offers: ObsRequest::ALL,
+        descriptions: Default::default(),
     }
 }
 

@@ -169,6 +169,24 @@ fn figures_trace_back_to_the_records() {
             .is_none()
     );
     assert!(a.metrics.contains_key("goals"));
+    // Every metric has its stratified bootstrap interval around the same mean.
+    assert_eq!(
+        a.metric_intervals.keys().collect::<Vec<_>>(),
+        a.metrics.keys().collect::<Vec<_>>()
+    );
+    for (name, mean) in &a.metrics {
+        let values: Vec<(u64, f64)> = episodes[..8]
+            .iter()
+            .map(|e| (e.record.seed, e.record.metrics[name].as_f64().unwrap()))
+            .collect();
+        let ci = a.metric_intervals[name];
+        assert_eq!(Some(ci), crate::stats::bootstrap_mean(&values), "{name}");
+        assert!((ci.mean - mean).abs() < 1e-12, "{name}");
+        assert!(ci.low <= ci.mean && ci.mean <= ci.high, "{name}");
+        assert_eq!(ci.n, 8);
+    }
+    let possession = a.metric_intervals["possession"];
+    assert!(possession.low < possession.high, "{possession:?}");
 }
 
 #[test]
@@ -185,9 +203,31 @@ fn renders_are_complete_and_reproducible() {
     assert!(md.contains("## Paired by seed"), "{md}");
     assert!(md.contains("| return | "), "{md}");
     assert!(md.contains("8 seeds paired."), "{md}");
+    // Every metric row carries its interval, in every format.
+    let possession = report.operators[0].metric_intervals["possession"];
+    let row = format!(
+        "| possession | {:.3} [{:.3}, {:.3}] |",
+        possession.mean, possession.low, possession.high
+    );
+    assert!(md.contains("| metric | mean [95% CI] |"), "{md}");
+    assert!(md.contains(&row), "{md}");
+    assert!(md.contains("| metric possession [95% CI] |"), "{md}");
     let json: serde_json::Value = serde_json::from_str(&report.render(Format::Json)).unwrap();
     assert_eq!(json["operators"][1]["episodes"], 8);
+    let interval = &json["operators"][0]["metric_intervals"]["possession"];
+    assert_eq!(interval["low"], possession.low);
+    assert_eq!(interval["high"], possession.high);
+    assert_eq!(interval["n"], 8);
+    // The means stay where they were.
+    assert_eq!(
+        json["operators"][0]["metrics"]["possession"],
+        possession.mean
+    );
     let csv = report.render(Format::Csv);
+    assert!(
+        csv.contains(&format!("a,metric,possession,ci_low,{}\n", possession.low)),
+        "{csv}"
+    );
     assert!(csv.lines().all(|l| l.split(',').count() == 5), "{csv}");
     assert!(csv.contains("a,team,green,win_rate,"), "{csv}");
     assert!(csv.contains("b,paired,return vs a,difference,0\n"), "{csv}");

@@ -79,6 +79,7 @@ impl Race {
                     text: true,
                     frame: false,
                 },
+                descriptions: Default::default(),
             },
             positions: vec![0, 0],
             length,

@@ -95,6 +95,7 @@ impl Walk {
                     text: true,
                     frame: false,
                 },
+                descriptions: Default::default(),
             },
             width,
             height,

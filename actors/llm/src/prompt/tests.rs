@@ -22,6 +22,7 @@ fn spec() -> EnvSpec {
         max_steps: None,
         symbolic_shape: None,
         offers: ObsRequest::ALL,
+        descriptions: Default::default(),
     }
 }
 
@@ -47,9 +48,12 @@ fn spec_named(name: &str) -> EnvSpec {
 }
 
 fn system_prompt(template: &Arc<Template>, env: &str, options: PromptOptions) -> String {
-    let spec = spec_named(env);
-    let identity = Identity::of(&spec, 0, None, template);
-    PromptBuilder::new(template.clone(), options, &spec, &identity)
+    system_prompt_of(template, &spec_named(env), options)
+}
+
+fn system_prompt_of(template: &Arc<Template>, spec: &EnvSpec, options: PromptOptions) -> String {
+    let identity = Identity::of(spec, 0, None, template);
+    PromptBuilder::new(template.clone(), options, spec, &identity)
         .system()
         .to_owned()
 }
@@ -142,13 +146,18 @@ fn coord_world_has_its_own_roles_and_coordination_texts() {
 #[test]
 fn the_alem_template_discloses_by_level() {
     let template = Arc::new(Template::builtin_or(Some("alem")).unwrap());
+    let mut spec = spec_named("coord-world");
+    spec.descriptions.insert(
+        "achievements".into(),
+        "Collect Wood\nCoord Build Forge".into(),
+    );
     let at = |disclosure, format| {
         let options = PromptOptions {
             disclosure,
             coordination: CoordinationLevel::Emergent,
             ..options(format)
         };
-        system_prompt(&template, "coord-world", options)
+        system_prompt_of(&template, &spec, options)
     };
     let environment = [
         "<game_rules>",
@@ -157,16 +166,11 @@ fn the_alem_template_discloses_by_level() {
         "## Resource chain",
         "## Crafting recipes",
         "Build Forge: 10 stone + 3 iron + 2 coal",
-        "<achievements>",
-        "Make Iron Sword",
     ];
-    let coordination = [
-        "<coordination>",
-        "- Synchronous:",
-        "- Handover:",
-        "Coord Build Forge",
-    ];
+    let coordination = ["<coordination>", "- Synchronous:", "- Handover:"];
+    // The achievement list is the world's, kept at every level (ALEM App. H.7).
     let always = [
+        "<achievements>\n## Achievements\nCollect Wood\nCoord Build Forge\n</achievements>",
         "You are green_0 (warrior)",
         "Your teammates are green_1.",
         "<output_format>",
@@ -206,9 +210,36 @@ fn the_alem_template_discloses_by_level() {
     let json = at(Disclosure::Full, OutputFormat::Json);
     assert!(json.contains("Token budget: 256 tokens"), "{json}");
     assert!(json.contains(r#"{"action": "ONE LEGAL ACTION""#), "{json}");
-    // Other environments keep their own rules under the ALEM frame.
+    // Other environments keep their own rules under the ALEM frame; without a
+    // description there is no achievement section.
     let soccer = system_prompt(&template, "soccer-2v2", options(OutputFormat::Json));
     assert!(!soccer.contains("<game_rules>") && !soccer.contains("<coordination>"));
+    assert!(!soccer.contains("<achievements>") && !soccer.contains("{world."));
+}
+
+#[test]
+fn world_descriptions_fill_their_sections() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.toml");
+    std::fs::write(
+        &path,
+        "system = \"[{world.goals}] [{world.map}] [{world.missing}]\"\n[world_sections]\ngoals = \"Goals: {text}.\"\nmissing = \"never {text}\"\n",
+    )
+    .unwrap();
+    let template = Arc::new(Template::load(&path).unwrap());
+    let mut spec = spec();
+    spec.descriptions.insert("goals".into(), "score".into());
+    spec.descriptions.insert("map".into(), "a pitch".into());
+    assert_eq!(
+        system_prompt_of(&template, &spec, options(OutputFormat::Tagged)),
+        "[Goals: score.] [a pitch] []"
+    );
+    // A section takes only `{text}`; `{world.}` names nothing.
+    std::fs::write(&path, "[world_sections]\ngoals = \"{role}\"\n").unwrap();
+    let err = Template::load(&path).unwrap_err().to_string();
+    assert!(err.contains("world_sections.goals"), "{err}");
+    std::fs::write(&path, "system = \"{world.}\"\n").unwrap();
+    assert!(Template::load(&path).is_err());
 }
 
 #[test]

@@ -210,6 +210,7 @@ impl BoardRules {
             max_steps: Some((self.rows * self.cols) as u32),
             symbolic_shape: Some(self.symbolic_shape()),
             offers: ObsRequest::ALL,
+            descriptions: Default::default(),
         }
     }
 }

@@ -32,9 +32,10 @@ pub(crate) fn event(
 }
 
 /// A role-gated attempt by `agent`: specialists always pass, others with probability
-/// 1 − α (one draw per attempt by a non-specialist).
+/// 1 − α (one draw per attempt by a non-specialist); without specialisation everyone
+/// passes.
 pub(crate) fn role_check(world: &mut World, config: &Config, agent: usize, role: Role) -> bool {
-    if world.agents[agent].role == role {
+    if world.agents[agent].role == role || !config.specialisation {
         return true;
     }
     world.counters.role_attempts += 1;

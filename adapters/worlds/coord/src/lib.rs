@@ -1,6 +1,6 @@
 //! The coordination world (`coord-world`): a compact ALEM-style open world on
 //! Craftax-Classic's rules (one 64 × 64 overworld: noise terrain, day and night, vitals,
-//! crafting, mobs, Classic's 22 achievements) for 2–4 agents with soft specialisation,
+//! crafting, mobs, Classic's 22 achievements) for 1–4 agents with soft specialisation,
 //! resource requests and gives, revives and friendly fire, plus procedurally generated
 //! coordination tasks (synchronous and handover mining, construction sites, elite mobs,
 //! joint diamond crafting) whose execution difficulty is set by one knob α.
@@ -65,11 +65,15 @@ use std::sync::Arc;
 /// Registered name.
 pub const NAME: &str = "coord-world";
 
+/// The name of the spec's description listing the achievements the configured scoring
+/// counts (`EnvSpec::descriptions`, an LLM prompt's `{world.achievements}`).
+pub const ACHIEVEMENTS_DESCRIPTION: &str = "achievements";
+
 /// The registry entry of the coordination world.
 pub fn kind() -> EnvKind {
     EnvKind {
         name: NAME,
-        summary: "ALEM-style open world on Craftax-Classic rules: 2-4 agents, roles, procedural synchronous/handover coordination, one difficulty knob alpha",
+        summary: "ALEM-style open world on Craftax-Classic rules: 1-4 agents, roles, procedural synchronous/handover coordination, one difficulty knob alpha",
         settings: SETTINGS_HELP,
         make: |settings| Ok(Box::new(CoordWorld::from_settings(settings)?)),
         scripted: Some(scripted_policy),
@@ -122,6 +126,11 @@ impl CoordWorld {
             max_steps: Some(config.max_steps),
             symbolic_shape: Some(vec![layout.len()]),
             offers: ObsRequest::ALL,
+            descriptions: [(
+                ACHIEVEMENTS_DESCRIPTION.to_owned(),
+                text::achievement_list(&config),
+            )]
+            .into(),
         };
         Self {
             config,

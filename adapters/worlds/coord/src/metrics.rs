@@ -10,12 +10,16 @@ use super::state::{AgentState, DeathCause, World};
 use super::types::Achievement;
 use serde_json::{Map, Value, json};
 
-/// The coordination achievements one agent can earn in this configuration: the team-size
+/// The coordination achievements one agent can earn in this configuration: none without
+/// coordination tasks (and so for one agent); otherwise the team-size
 /// achievements need a team of 3+ and α > 0 (or, for two-agent targets, α < 1 or a
 /// forge), building and diamond crafting need construction sites, and mining
 /// achievements need coordinated resource blocks.
 pub fn achievable_coordination(config: &Config) -> Vec<Achievement> {
     use Achievement::*;
+    if !config.coordination_tasks {
+        return Vec::new();
+    }
     let alpha = config.difficulty.alpha;
     let sites = config.construction_sites > 0;
     let blocks = config.coordination_probability > 0.0;
@@ -55,7 +59,7 @@ pub fn achievable(config: &Config) -> (usize, usize) {
 }
 
 /// Whether one agent can earn `achievement` in this configuration.
-fn reachable(config: &Config, achievement: Achievement) -> bool {
+pub(crate) fn reachable(config: &Config, achievement: Achievement) -> bool {
     !achievement.is_coordination() || achievable_coordination(config).contains(&achievement)
 }
 

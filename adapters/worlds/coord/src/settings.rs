@@ -124,6 +124,14 @@ struct RawSettings {
     scale_base_difficulty: bool,
     #[serde(default)]
     scoring: Scoring,
+    #[serde(default = "default_true")]
+    specialisation: bool,
+    #[serde(default)]
+    coordination_tasks: Option<bool>,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_agents() -> usize {
@@ -150,7 +158,7 @@ fn default_construction_sites() -> usize {
 
 /// The `settings` lines shown by `mosaic envs`.
 pub const SETTINGS_HELP: &[&str] = &[
-    "agents = 3: team size (2-4)",
+    "agents = 3: team size (1-4; one agent: ALEM's single-agent calibration, without coordination tasks)",
     "preset = \"medium\": easy (alpha 0.3), medium (0.6) or hard (0.9)",
     "alpha = <preset>: the difficulty knob in [0, 1] (instead of preset)",
     "roles = [\"warrior\", \"forager\", \"miner\", ...]: one role per agent",
@@ -162,13 +170,15 @@ pub const SETTINGS_HELP: &[&str] = &[
     "coordination_probability = 0.25: share of resource blocks with a coordination requirement",
     "construction_sites = 8: construction sites per map (0-64)",
     "scale_base_difficulty = false: also scale mob health and starting food, drink and energy with alpha",
+    "specialisation = true: roles gate their actions (non-specialists succeed with probability 1 - alpha); false: every agent succeeds at everything",
+    "coordination_tasks = true: generate coordination tasks (coordinated blocks, construction sites, elite and large mobs); false: none (the base game), the default for one agent",
     "scoring = \"compact\": \"compact\" (every achievement worth 1) or \"alem\" (ALEM's 93 achievements, tier weights, maxima 217/159) or \"alem_lite\" (ALEM-Lite's overworld list, maxima 38/159)",
 ];
 
 /// The validated configuration of one coordination world.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Config {
-    /// Team size, 2–4.
+    /// Team size, 1–4 (one agent plays without coordination tasks).
     pub agents: usize,
     /// Role of each agent.
     pub roles: Vec<Role>,
@@ -192,6 +202,15 @@ pub struct Config {
     pub scale_base_difficulty: bool,
     /// The scale of rewards and of the `*_pct` metrics.
     pub scoring: Scoring,
+    /// Whether roles gate their actions (soft specialisation); without it every agent
+    /// succeeds at every action, whatever α.
+    #[serde(default = "default_true")]
+    pub specialisation: bool,
+    /// Whether world generation places coordination tasks (coordinated resource blocks,
+    /// construction sites, elite and large mobs); without them the world is the base
+    /// game (ALEM's calibration settings).
+    #[serde(default = "default_true")]
+    pub coordination_tasks: bool,
 }
 
 impl Config {
@@ -208,10 +227,17 @@ impl Config {
     /// ```
     pub fn from_settings(settings: &Settings) -> Result<Self, SpecError> {
         let raw: RawSettings = parse_settings(settings)?;
-        if !(2..=4).contains(&raw.agents) {
+        if !(1..=4).contains(&raw.agents) {
             return Err(SpecError::new(
                 "agents",
-                format!("`agents` must be 2, 3 or 4, not {}", raw.agents),
+                format!("`agents` must be 1, 2, 3 or 4, not {}", raw.agents),
+            ));
+        }
+        let coordination_tasks = raw.coordination_tasks.unwrap_or(raw.agents > 1);
+        if coordination_tasks && raw.agents == 1 {
+            return Err(SpecError::new(
+                "coordination_tasks",
+                "`coordination_tasks` need a team: one agent plays without them",
             ));
         }
         let alpha = match (raw.alpha, raw.preset) {
@@ -300,6 +326,8 @@ impl Config {
             construction_sites: raw.construction_sites,
             scale_base_difficulty: raw.scale_base_difficulty,
             scoring: raw.scoring,
+            specialisation: raw.specialisation,
+            coordination_tasks,
         })
     }
 
@@ -320,6 +348,16 @@ impl Config {
                 .round() as i32
         } else {
             super::state::VITAL_MAX
+        }
+    }
+
+    /// Success probability of a role-gated action by a non-specialist: 1 − α, or 1
+    /// without specialisation.
+    pub fn non_specialist_success(&self) -> f64 {
+        if self.specialisation {
+            self.difficulty.non_specialist_success
+        } else {
+            1.0
         }
     }
 
@@ -372,6 +410,26 @@ mod tests {
     }
 
     #[test]
+    fn calibration_settings() {
+        let full = Config::from_settings(&Settings::new()).unwrap();
+        assert!(full.specialisation && full.coordination_tasks);
+        assert!((full.non_specialist_success() - 0.4).abs() < 1e-9);
+        // One agent plays the base game: no coordination tasks unless asked (refused).
+        let solo = Config::from_settings(&settings(&[("agents", 1.into())])).unwrap();
+        assert_eq!((solo.agents, solo.roles.len()), (1, 1));
+        assert!(!solo.coordination_tasks);
+        let plain = Config::from_settings(&settings(&[
+            ("preset", "hard".into()),
+            ("specialisation", false.into()),
+            ("coordination_tasks", false.into()),
+        ]))
+        .unwrap();
+        assert!(!plain.coordination_tasks);
+        assert_eq!(plain.non_specialist_success(), 1.0);
+        assert_eq!(plain.difficulty.alpha, 0.9);
+    }
+
+    #[test]
     fn defaults_and_errors_name_the_setting() {
         let c = Config::from_settings(&Settings::new()).unwrap();
         assert_eq!(c.agents, 3);
@@ -381,7 +439,7 @@ mod tests {
         let alem = Config::from_settings(&settings(&[("scoring", "alem".into())])).unwrap();
         assert_eq!(alem.scoring, Scoring::Alem);
         let bad = [
-            settings(&[("agents", 1.into())]),
+            settings(&[("agents", 5.into())]),
             settings(&[("alpha", 0.5.into()), ("preset", "easy".into())]),
             settings(&[("alpha", 1.5.into())]),
             settings(&[("roles", serde_json::json!(["miner"]))]),
@@ -390,9 +448,19 @@ mod tests {
             settings(&[("preset", "brutal".into())]),
             settings(&[("colour", "red".into())]),
             settings(&[("scoring", "craftax".into())]),
+            settings(&[("agents", 1.into()), ("coordination_tasks", true.into())]),
         ];
         let names = [
-            "agents", "alpha", "alpha", "roles", "width", "signals", "brutal", "colour", "craftax",
+            "agents",
+            "alpha",
+            "alpha",
+            "roles",
+            "width",
+            "signals",
+            "brutal",
+            "colour",
+            "craftax",
+            "coordination_tasks",
         ];
         for (s, name) in bad.iter().zip(names) {
             let err = Config::from_settings(s).unwrap_err();

@@ -10,12 +10,52 @@
 
 use super::actions::ActionSet;
 use super::agent_id;
-use super::metrics::achievement_tally;
+use super::metrics::{achievement_tally, reachable};
 use super::observation::{VIEW_H, VIEW_W};
+use super::scoring::Scoring;
 use super::settings::Config;
 use super::state::{AgentState, CoordKind, Life, VITAL_MAX, World};
 use super::types::{Achievement, Block, Item, Role, Structure};
 use std::fmt::Write as _;
+
+/// The achievements the configured scoring counts that this configuration lets an agent
+/// earn, one per line in title case as ALEM's prompt lists them (`Collect Wood`): ALEM's
+/// names in ALEM's order on its scales (`Coord 3 Agents Soft` for this world's
+/// whole-team achievement; what this world lacks left out), this world's on the compact
+/// one.
+pub(crate) fn achievement_list(config: &Config) -> String {
+    let names: Vec<&str> = match config.scoring {
+        Scoring::Compact => Achievement::ALL
+            .iter()
+            .filter(|a| reachable(config, **a))
+            .map(|a| a.name())
+            .collect(),
+        Scoring::Alem | Scoring::AlemLite => config
+            .scoring
+            .alem_list()
+            .filter(|e| e.world.is_some_and(|a| reachable(config, a)))
+            .map(|e| e.name)
+            .collect(),
+    };
+    names
+        .iter()
+        .map(|name| title_case(name))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `coord_2_agents_soft` → `Coord 2 Agents Soft`.
+fn title_case(name: &str) -> String {
+    name.split('_')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect()
+            })
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// Most coordination targets listed (nearest first).
 const MAX_COORDINATION_LINES: usize = 8;
@@ -88,16 +128,25 @@ pub(crate) fn text(
 ) -> String {
     let mut out = String::with_capacity(2048);
     let me = &world.agents[agent];
-    let success = (config.difficulty.non_specialist_success * 100.0).round();
     let _ = writeln!(out, "Step: {}/{}", world.step, config.max_steps);
     let _ = writeln!(out, "Position: (x={}, y={})", me.x, me.y);
-    let _ = writeln!(
-        out,
-        "Role: {} (Agent {agent} of {}). You always succeed at {}; other roles succeed at those with probability {success}%.",
-        me.role.name(),
-        config.agents,
-        role_text(me.role),
-    );
+    if config.specialisation {
+        let success = (config.difficulty.non_specialist_success * 100.0).round();
+        let _ = writeln!(
+            out,
+            "Role: {} (Agent {agent} of {}). You always succeed at {}; other roles succeed at those with probability {success}%.",
+            me.role.name(),
+            config.agents,
+            role_text(me.role),
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Role: {} (Agent {agent} of {}). No specialisation: every agent always succeeds at every action.",
+            me.role.name(),
+            config.agents,
+        );
+    }
     let _ = writeln!(
         out,
         "Light: {} ({:.2})",
@@ -358,6 +407,10 @@ fn coordination(out: &mut String, world: &World, config: &Config, agent: usize) 
 
 fn teammates(out: &mut String, world: &World, agent: usize) {
     let me = &world.agents[agent];
+    // A lone agent (ALEM's single-agent calibration) has no section to read.
+    if world.agents.len() == 1 {
+        return;
+    }
     out.push_str("\nTeammates:\n");
     for (i, o) in world.agents.iter().enumerate() {
         if i == agent {

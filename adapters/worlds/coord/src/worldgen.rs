@@ -98,7 +98,7 @@ pub(crate) fn generate(config: &Config, seed: u64) -> World {
             continue;
         }
         let draw = draw_tag(&mut rng, config);
-        if draw.selected {
+        if draw.selected && config.coordination_tasks {
             tags[tile] = draw.tag;
             match (draw.tag.kind, draw.tag.soft) {
                 (CoordKind::Handover, _) => census.handover += 1,
@@ -107,7 +107,12 @@ pub(crate) fn generate(config: &Config, seed: u64) -> World {
             }
         }
     }
-    for tile in construction_sites(&mut rng, config, &blocks) {
+    let sites = if config.coordination_tasks {
+        construction_sites(&mut rng, config, &blocks)
+    } else {
+        Vec::new()
+    };
+    for tile in sites {
         blocks[tile] = Block::Site;
         tags[tile] = draw_tag(&mut rng, config).tag;
         census.construction_sites += 1;
@@ -287,7 +292,7 @@ fn mob_label(rng: &mut Rng, config: &Config, kind: MobKind) -> MobTag {
         MobKind::Zombie | MobKind::Skeleton => opportunity::ELITE_MOB_PROBABILITY,
     };
     MobTag {
-        coordinated: u_select < share,
+        coordinated: config.coordination_tasks && u_select < share,
         soft: u_hard >= opportunity::HARD_MOB_PROBABILITY,
         required: if u_all < config.difficulty.p_all_agents {
             config.agents as u8
@@ -373,6 +378,38 @@ mod tests {
                     .max()
             };
             assert!(window(&hard) <= Some(6) && window(&easy) >= Some(9));
+        }
+    }
+
+    #[test]
+    fn without_coordination_tasks_the_terrain_stays_and_no_task_is_placed() {
+        let mut s = Settings::new();
+        s.insert("coordination_tasks".into(), false.into());
+        let plain = Config::from_settings(&s).unwrap();
+        s.insert("agents".into(), 1.into());
+        let solo = Config::from_settings(&s).unwrap();
+        for seed in [1, 2] {
+            let full = generate(&config(0.6, 3), seed);
+            for world in [generate(&plain, seed), generate(&solo, seed)] {
+                assert_eq!(world.census.total(), 0);
+                assert!(world.tags.iter().all(|t| *t == Tag::NONE));
+                assert!(world.mob_labels.iter().flatten().all(|l| !l.coordinated));
+                // The same map, less the construction sites (grass instead) and the
+                // start tiles of absent agents (cleared for present ones only).
+                let (w, cx, cy) = (
+                    plain.width as i32,
+                    (plain.width / 2) as i32,
+                    (plain.height / 2) as i32,
+                );
+                let starts: Vec<usize> = START_OFFSETS
+                    .iter()
+                    .map(|(dx, dy)| ((cy + dy) * w + cx + dx) as usize)
+                    .collect();
+                for (tile, (a, b)) in full.blocks.iter().zip(&world.blocks).enumerate() {
+                    let expected = if *a == Block::Site { Block::Grass } else { *a };
+                    assert!(*b == expected || starts.contains(&tile), "tile {tile}");
+                }
+            }
         }
     }
 

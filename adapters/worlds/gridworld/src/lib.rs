@@ -355,6 +355,7 @@ impl Gridworld {
             max_steps: Some(config.max_steps),
             symbolic_shape: Some(vec![SYMBOLIC_LEN]),
             offers: ObsRequest::ALL,
+            descriptions: Default::default(),
         };
         Ok(Self {
             spec,

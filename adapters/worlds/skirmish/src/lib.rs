@@ -130,6 +130,7 @@ impl Skirmish {
             max_steps: Some(config.max_steps),
             symbolic_shape: Some(vec![Layout::new(&config, 0).len()]),
             offers: ObsRequest::ALL,
+            descriptions: Default::default(),
         };
         Ok(Self {
             spec,

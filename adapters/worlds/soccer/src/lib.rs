@@ -215,6 +215,7 @@ impl Soccer {
             max_steps: Some(settings.max_steps),
             symbolic_shape: Some(vec![symbolic_len]),
             offers: ObsRequest::ALL,
+            descriptions: Default::default(),
         };
         Ok(Self {
             spec,

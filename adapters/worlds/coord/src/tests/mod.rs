@@ -93,6 +93,7 @@ fn two_agents() -> Vec<(&'static str, Value)> {
 /// An episode's metrics.
 type Map = serde_json::Map<String, Value>;
 
+mod calibration;
 mod coordination;
 mod episodes;
 mod scoring;

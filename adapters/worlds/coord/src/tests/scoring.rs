@@ -2,14 +2,16 @@
 
 use super::*;
 
-/// A team of three `kind` agents (scripted or random) on the easy preset plus `pairs`,
-/// played for up to `steps` steps.
-fn run_team(kind: &str, pairs: &[(&str, Value)], seed: u64, steps: u32) -> CoordWorld {
+/// A team of `kind` agents (scripted or random; three unless `pairs` say otherwise) on
+/// the easy preset plus `pairs`, played for up to `steps` steps.
+pub(super) fn run_team(kind: &str, pairs: &[(&str, Value)], seed: u64, steps: u32) -> CoordWorld {
     let mut all = vec![("preset", json!("easy"))];
     all.extend(pairs.iter().cloned());
     let mut env = CoordWorld::from_settings(&settings(&all)).unwrap();
     env.reset(seed).unwrap();
-    let mut policies: Vec<Box<dyn mosaic_core::Policy>> = (0..3)
+    let n = env.config().agents;
+    let labels = env.spec().action_labels.len();
+    let mut policies: Vec<Box<dyn mosaic_core::Policy>> = (0..n)
         .map(|_| -> Box<dyn mosaic_core::Policy> {
             if kind == "scripted" {
                 Box::new(Scripted::from_settings(env.config(), &Settings::new()).unwrap())
@@ -23,7 +25,7 @@ fn run_team(kind: &str, pairs: &[(&str, Value)], seed: u64, steps: u32) -> Coord
             seed,
             i,
             format!("agent_{i}"),
-            36,
+            labels,
         ));
     }
     let mut t = Transition::default();
@@ -32,7 +34,7 @@ fn run_team(kind: &str, pairs: &[(&str, Value)], seed: u64, steps: u32) -> Coord
         if acting.is_empty() {
             break;
         }
-        let mut actions = vec![None; 3];
+        let mut actions = vec![None; n];
         for i in acting {
             let obs = env.observe(i, policies[i].wants());
             let decision = policies[i].decide(&obs);
