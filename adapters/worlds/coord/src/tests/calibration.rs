@@ -29,16 +29,7 @@ fn a_single_agent_plays_the_base_game() {
             "the scripted agent earns base achievements: {m:?}"
         );
         // The agent's text says it plays alone, with no role gate.
-        let text = env
-            .observe(
-                0,
-                ObsRequest {
-                    text: true,
-                    ..ObsRequest::MASK_ONLY
-                },
-            )
-            .text
-            .unwrap();
+        let text = text_of(&env, 0);
         assert!(text.contains("(Agent 0 of 1). No specialisation"), "{text}");
         assert!(!text.contains("Teammates:"), "{text}");
     }

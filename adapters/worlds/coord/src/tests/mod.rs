@@ -57,6 +57,15 @@ fn refresh(env: &mut CoordWorld) {
     }
 }
 
+/// The text observation of `agent`.
+fn text_of(env: &CoordWorld, agent: usize) -> String {
+    let text_only = ObsRequest {
+        text: true,
+        ..ObsRequest::MASK_ONLY
+    };
+    env.observe(agent, text_only).text.unwrap_or_default()
+}
+
 fn step(env: &mut CoordWorld, acts: &[Act]) -> Transition {
     let set = *env.action_set();
     let actions: Vec<_> = acts

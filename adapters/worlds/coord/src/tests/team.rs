@@ -11,16 +11,7 @@ fn request_and_give_work_at_any_distance_while_active() {
     assert!(!env.observe(0, ObsRequest::MASK_ONLY).legal[give]);
     step(&mut env, &[Act::Noop, Act::Request(Resource::Wood)]);
     assert!(env.observe(0, ObsRequest::MASK_ONLY).legal[give]);
-    let text = env
-        .observe(
-            0,
-            ObsRequest {
-                text: true,
-                ..ObsRequest::MASK_ONLY
-            },
-        )
-        .text
-        .unwrap();
+    let text = text_of(&env, 0);
     assert!(text.contains("requests wood"), "{text}");
     let out = step(&mut env, &[Act::Give(1), Act::Noop]);
     assert!(out.events.iter().any(|e| e.kind == "trade"));
