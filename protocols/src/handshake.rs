@@ -247,7 +247,7 @@ mod tests {
         let auth = policy.auth().unwrap().encode();
         let auth = String::from_utf8(auth).unwrap();
         assert!(
-            auth.starts_with(r#"{"type":"auth","protocol":"mosaic/1.2","token":"s3cret"}"#),
+            auth.starts_with(r#"{"type":"auth","protocol":"mosaic/1.3","token":"s3cret"}"#),
             "{auth}"
         );
         assert!(!format!("{policy:?}").contains("s3cret"));

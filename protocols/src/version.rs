@@ -11,11 +11,12 @@ pub const FAMILY: &str = "mosaic";
 
 /// The version this crate speaks: 1.1 added the team channel to policy workers (the
 /// `messages` capability, `decide.inbox`); 1.2 the token of listening workers (`auth`, a
-/// worker's first-line `reject`, the `auth:token` capability).
-pub const CURRENT: Version = Version { major: 1, minor: 2 };
+/// worker's first-line `reject`, the `auth:token` capability); 1.3 the optional
+/// `descriptions` of an environment's spec (texts that prompts may show).
+pub const CURRENT: Version = Version { major: 1, minor: 3 };
 
 /// The version string this crate sends in `hello` and `welcome`.
-pub const PROTOCOL: &str = "mosaic/1.2";
+pub const PROTOCOL: &str = "mosaic/1.3";
 
 /// A protocol version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
