@@ -509,6 +509,24 @@ fn canonical_string(raw: &[u8], at: &mut usize) -> Option<bool> {
     }
 }
 
+/// For the tests of a quick reader: whether `quick` read `line` (`false` when it gave way
+/// to serde), asserting that what it read is what `serde_json` reads.
+#[cfg(test)]
+pub(crate) fn agrees_with_serde<'a, T>(line: &'a str, quick: impl Fn(&'a [u8]) -> Option<T>) -> bool
+where
+    T: serde::Deserialize<'a> + PartialEq + std::fmt::Debug,
+{
+    let read = quick(line.as_bytes());
+    if let Some(read) = &read {
+        assert_eq!(
+            Some(read),
+            serde_json::from_str::<T>(line).ok().as_ref(),
+            "{line}"
+        );
+    }
+    read.is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
