@@ -360,10 +360,19 @@ impl RunDir {
     fn logs_are_empty(&self) -> Result<bool> {
         for path in [self.steps_path(), self.episodes_path()] {
             match fs::metadata(&path) {
-                Ok(meta) if meta.len() > 0 => return Ok(false),
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Ok(meta) if meta.len() > 0 => {}
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(RecorderError::io(&path, e)),
+            }
+            // Bytes are not yet a record: a kill in the middle of the first write leaves a
+            // torn line (or frame) alone, which the reader cuts off. Any whole line counts,
+            // readable or not.
+            let mut first = Vec::new();
+            std::io::BufRead::read_until(&mut crate::jsonl::open_lines(&path)?, b'\n', &mut first)
+                .map_err(|e| RecorderError::io(&path, e))?;
+            if first.ends_with(b"\n") {
+                return Ok(false);
             }
         }
         Ok(true)

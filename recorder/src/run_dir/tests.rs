@@ -44,6 +44,8 @@ fn runs_appear_whole_and_creations_cut_short_say_so() {
         synthetic::wait_for_unlock(&early.join(STORE_DIR)).unwrap();
     }
     fs::remove_dir_all(early.join(STORE_DIR)).unwrap();
+    // A torn first line (the kill cut the first write) is no record either.
+    fs::write(early.join(STEPS_FILE), b"{\"schema\":\"mosaic.st").unwrap();
     let run = RunDir::open(&early).unwrap();
     let summary = run.summary().unwrap();
     assert_eq!((summary.status, summary.done), (RunStatus::Interrupted, 0));
