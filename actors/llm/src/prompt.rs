@@ -129,6 +129,8 @@ pub struct Template {
     pub system: String,
     /// The team sentence.
     pub team_line: String,
+    /// The team sentence of an agent whose team has no other member.
+    pub alone_team_line: String,
     /// The sentence for agents without a team.
     pub no_team_line: String,
     /// One action of the catalogue.
@@ -300,6 +302,11 @@ impl Template {
             "team_line",
             &self.team_line,
             &["team", "teammates", "opponents"],
+        )?;
+        check(
+            "alone_team_line",
+            &self.alone_team_line,
+            &["team", "opponents"],
         )?;
         check("no_team_line", &self.no_team_line, &["others"])?;
         check("action_line", &self.action_line, &["label"])?;
@@ -638,6 +645,13 @@ impl PromptBuilder {
             OutputFormat::Tagged | OutputFormat::Grammar => &t.format.tagged,
         };
         let team = match &identity.team {
+            Some(team) if identity.teammates.is_empty() => fill(
+                &t.alone_team_line,
+                &[
+                    ("team", team),
+                    ("opponents", &join_or(&identity.opponents, "nobody")),
+                ],
+            ),
             Some(team) => fill(
                 &t.team_line,
                 &[

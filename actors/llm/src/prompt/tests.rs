@@ -218,6 +218,28 @@ fn the_alem_template_discloses_by_level() {
 }
 
 #[test]
+fn an_agent_without_teammates_is_told_it_plays_alone() {
+    let mut lone = spec_named("coord-world");
+    lone.agents.truncate(1);
+    let default = Arc::new(Template::builtin_or(None).unwrap());
+    let alem = Arc::new(Template::builtin_or(Some("alem")).unwrap());
+    let default = system_prompt_of(&default, &lone, options(OutputFormat::Json));
+    assert!(
+        default.contains("You play alone for team green; your opponents are nobody."),
+        "{default}"
+    );
+    let alem = system_prompt_of(&alem, &lone, options(OutputFormat::Tagged));
+    assert!(
+        alem.contains("You play alone: you have no teammates."),
+        "{alem}"
+    );
+    for prompt in [&default, &alem] {
+        assert!(!prompt.contains("with nobody"), "{prompt}");
+        assert!(!prompt.contains("teammates are nobody"), "{prompt}");
+    }
+}
+
+#[test]
 fn world_descriptions_fill_their_sections() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.toml");
