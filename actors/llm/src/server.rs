@@ -9,7 +9,9 @@
 //!
 //! The binary and the model come from `scripts/setup/llm-server.sh`, which prints
 //! `MOSAIC_LLAMA_SERVER=...` and `MOSAIC_LLM_MODEL=...` (see [`LlmServerConfig::from_env`]);
-//! `MOSAIC_LLAMA_THREADS` optionally sets its thread count.
+//! `MOSAIC_LLAMA_THREADS`, `MOSAIC_LLAMA_SLOTS`, `MOSAIC_LLAMA_CONTEXT` and
+//! `MOSAIC_LLAMA_ARGS` optionally set its thread count, its parallel slots, each slot's
+//! context and further `llama-server` arguments.
 
 use actix::prelude::*;
 use mosaic_external::ledger;
@@ -30,6 +32,15 @@ pub const MODEL_ENV: &str = "MOSAIC_LLM_MODEL";
 /// other processes compete for the CPU: on two busy cores one thread answered about four
 /// times faster than two.
 pub const THREADS_ENV: &str = "MOSAIC_LLAMA_THREADS";
+/// Environment variable with the number of parallel slots (optional; default 4).
+pub const SLOTS_ENV: &str = "MOSAIC_LLAMA_SLOTS";
+/// Environment variable with each slot's context in tokens (optional; default 2048). Long
+/// prompts, such as ALEM's, need more than the default.
+pub const CONTEXT_ENV: &str = "MOSAIC_LLAMA_CONTEXT";
+/// Environment variable with further `llama-server` arguments, split at whitespace
+/// (optional), e.g. `--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 8192` to stretch a
+/// model's context, or `-n 256` to cap every answer's length server-side.
+pub const ARGS_ENV: &str = "MOSAIC_LLAMA_ARGS";
 
 /// The local server failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -100,15 +111,28 @@ impl LlmServerConfig {
         };
         let mut config = Self::new(var(SERVER_ENV)?, var(MODEL_ENV)?);
         config.threads = Self::threads_from_env()?;
+        let per_slot = count_from_env(CONTEXT_ENV, "tokens of context per slot")?
+            .unwrap_or(config.context / config.parallel);
+        config.parallel = count_from_env(SLOTS_ENV, "slots")?.unwrap_or(config.parallel);
+        config.context = per_slot.checked_mul(config.parallel).ok_or_else(|| {
+            ServerError::Config(format!(
+                "{SLOTS_ENV} × {CONTEXT_ENV} = {} × {per_slot} tokens is too large",
+                config.parallel
+            ))
+        })?;
+        if let Some(args) = std::env::var_os(ARGS_ENV) {
+            let args = args
+                .to_str()
+                .ok_or_else(|| ServerError::Config(format!("{ARGS_ENV} is not valid UTF-8")))?;
+            config.extra_args = args.split_whitespace().map(str::to_owned).collect();
+        }
         config.check()?;
         Ok(config)
     }
 
     /// The thread count in `MOSAIC_LLAMA_THREADS`, if it is set.
     pub fn threads_from_env() -> Result<Option<u32>, ServerError> {
-        std::env::var_os(THREADS_ENV)
-            .map(|value| parse_threads(&value))
-            .transpose()
+        count_from_env(THREADS_ENV, "threads")
     }
 
     /// Checks that the binary and the model exist.
@@ -135,15 +159,22 @@ impl LlmServerConfig {
     }
 }
 
-/// A thread count as `MOSAIC_LLAMA_THREADS` gives it.
-fn parse_threads(value: &std::ffi::OsStr) -> Result<u32, ServerError> {
+/// The count in the environment variable `name`, if it is set.
+fn count_from_env(name: &str, what: &str) -> Result<Option<u32>, ServerError> {
+    std::env::var_os(name)
+        .map(|value| parse_count(name, what, &value))
+        .transpose()
+}
+
+/// A count of `what` (1 or more) as the environment variable `name` gives it.
+fn parse_count(name: &str, what: &str, value: &std::ffi::OsStr) -> Result<u32, ServerError> {
     value
         .to_str()
         .and_then(|v| v.trim().parse::<u32>().ok())
-        .filter(|threads| *threads > 0)
+        .filter(|count| *count > 0)
         .ok_or_else(|| {
             ServerError::Config(format!(
-                "{THREADS_ENV}={}: expected a number of threads (1 or more)",
+                "{name}={}: expected a number of {what} (1 or more)",
                 value.to_string_lossy()
             ))
         })
@@ -550,12 +581,17 @@ mod tests {
     }
 
     #[test]
-    fn thread_counts_are_checked() {
-        assert_eq!(parse_threads(OsStr::new(" 1 ")), Ok(1));
+    fn counts_from_the_environment_are_checked() {
+        assert_eq!(
+            parse_count(THREADS_ENV, "threads", OsStr::new(" 1 ")),
+            Ok(1)
+        );
         for bad in ["0", "two", "-1", ""] {
-            let error = parse_threads(OsStr::new(bad)).unwrap_err();
+            let error = parse_count(SLOTS_ENV, "slots", OsStr::new(bad)).unwrap_err();
             assert!(
-                error.to_string().contains(&format!("{THREADS_ENV}={bad}:")),
+                error
+                    .to_string()
+                    .contains(&format!("{SLOTS_ENV}={bad}: expected a number of slots")),
                 "{error}"
             );
         }

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# ALEM's example experiments with the bundled local model: one episode of every operator of
+# every examples/experiments/alem-*.toml, recorded with the model, then replayed from the
+# run's response cache with no model configured at all; the replay's step and episode
+# records must equal the recording's. Prints, per file, the decisions, how many the model's
+# answers parsed into legal actions, timeouts, prompt tokens per decision, the wall times of
+# recording and replay, and whether the records are equal; exits 1 if any file failed.
+#
+# The files are run as written (prompts, history, answer budget) except for `episodes = 1`
+# and a shorter episode (`max_steps`, default 3 steps): on two cores the 135M model takes
+# seconds per decision, and ALEM's episodes run to 10,000 steps. ALEM's prompt is longer
+# than the model's default 2,048 tokens per slot, so the server runs a slot per agent (each
+# agent's next prompt extends its last, which the slot keeps) with a stretched context
+# (YaRN), and caps answers at 256 tokens server-side; the model is far too
+# small to play well: this checks that every setting runs end to end and replays exactly,
+# not how well the model plays.
+#
+# Usage: scripts/bench/alem-local.sh [MAX_STEPS]
+#   MAX_STEPS  steps per episode (default 3)
+# Server shape: MOSAIC_LLAMA_SLOTS (default 3), MOSAIC_LLAMA_CONTEXT (default 16384),
+# MOSAIC_LLAMA_ARGS (default: YaRN from the model's 8,192 tokens, answers of ≤ 256 tokens).
+# The binary is $MOSAIC_BIN, else target/release/mosaic (built if missing).
+set -euo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+max_steps="${1:-3}"
+
+set -a
+eval "$("$root/scripts/setup/llm-server.sh")"
+set +a
+export MOSAIC_LLAMA_SLOTS="${MOSAIC_LLAMA_SLOTS:-3}"
+export MOSAIC_LLAMA_CONTEXT="${MOSAIC_LLAMA_CONTEXT:-16384}"
+export MOSAIC_LLAMA_ARGS="${MOSAIC_LLAMA_ARGS:---rope-scaling yarn --rope-scale 2 --yarn-orig-ctx 8192 -n 256}"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+# The LLM figures of a run, summed over its operators and agents, from `mosaic report`.
+llm_figures() {
+    "$bin" report "$1" --format json | python3 -c '
+import json, sys
+report = json.load(sys.stdin)
+rows = [g["llm"] for op in report["operators"] for g in op["groups"] if g.get("llm")]
+total = lambda key: sum(r.get(key, 0) for r in rows)
+decisions, parsed, timeouts = total("decisions"), total("parse_ok"), total("timeouts")
+mean_prompt = total("prompt_tokens") / max(decisions, 1)
+print(f"{decisions} decisions, {parsed} parsed, {timeouts} timeouts, "
+      f"{mean_prompt:.0f} prompt tokens per decision")'
+}
+
+printf 'server: %s slot(s) x %s tokens, args: %s\n' \
+    "$MOSAIC_LLAMA_SLOTS" "$MOSAIC_LLAMA_CONTEXT" "$MOSAIC_LLAMA_ARGS"
+failed=0
+for example in "$root"/examples/experiments/alem-*.toml; do
+    name="$(basename "$example" .toml)"
+    file="$work/$name.toml"
+    sed -e 's/^episodes = .*/episodes = 1/' -e "s/^max_steps = .*/max_steps = $max_steps/" \
+        "$example" >"$file"
+    if ! grep -q '^episodes = 1$' "$file" || ! grep -q "^max_steps = $max_steps\$" "$file"; then
+        echo "$name: no top-level 'episodes' or 'max_steps' line to shorten" >&2
+        failed=1
+        continue
+    fi
+    start="$(now)"
+    if ! "$bin" run "$file" --out "$work/recorded" --run-id "$name" \
+        >"$work/$name.record.log" 2>&1; then
+        echo "$name: the recording failed:" >&2
+        tail -n 20 "$work/$name.record.log" >&2
+        failed=1
+        continue
+    fi
+    recorded="$(elapsed "$start" "$(now)")"
+    start="$(now)"
+    if ! env -u MOSAIC_LLAMA_SERVER -u MOSAIC_LLM_MODEL "$bin" run "$file" \
+        --out "$work/replayed" --run-id "$name" \
+        --llm-cache replay --llm-cache-from "$work/recorded/$name" \
+        >"$work/$name.replay.log" 2>&1; then
+        echo "$name: the replay failed:" >&2
+        tail -n 20 "$work/$name.replay.log" >&2
+        failed=1
+        continue
+    fi
+    replayed="$(elapsed "$start" "$(now)")"
+    equal=yes
+    for records in steps.jsonl episodes.jsonl; do
+        if ! cmp -s <(sort "$work/recorded/$name/$records") <(sort "$work/replayed/$name/$records"); then
+            equal=no
+            failed=1
+        fi
+    done
+    printf '%s: %s; recorded in %s s, replayed in %s s without the model, records equal: %s\n' \
+        "$name" "$(llm_figures "$work/recorded/$name")" "$recorded" "$replayed" "$equal"
+done
+exit "$failed"
