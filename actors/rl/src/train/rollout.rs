@@ -413,7 +413,11 @@ pub fn collect(
             let list = if rows == 0 {
                 Vec::new()
             } else {
-                let (logits, values, states) = forward(net, request)?;
+                let Forward {
+                    logits,
+                    values,
+                    states,
+                } = forward(net, request)?;
                 let actions = net.net().shape().actions;
                 let first_env = runners.first().map_or(0, |r| r.index);
                 (0..rows)
@@ -443,13 +447,23 @@ pub fn collect(
     Ok(())
 }
 
-/// Logits and values of a group's request, and for a recurrent network each row's state
-/// after the step.
-fn forward(net: &Inference, request: &Request) -> Result<(Vec<f32>, Vec<f32>, Vec<Vec<f32>>)> {
+/// What a group's network answers to one step's request.
+struct Forward {
+    logits: Vec<f32>,
+    values: Vec<f32>,
+    /// A recurrent network's state of each row after the step (empty otherwise).
+    states: Vec<Vec<f32>>,
+}
+
+/// The forward pass of a group's request.
+fn forward(net: &Inference, request: &Request) -> Result<Forward> {
     let rows = request.rows.len();
     let Some(units) = net.net().shape().gru_units() else {
-        let logits = net.logits(&request.obs, rows)?;
-        return Ok((logits, net.values(&request.critic, rows)?, Vec::new()));
+        return Ok(Forward {
+            logits: net.logits(&request.obs, rows)?,
+            values: net.values(&request.critic, rows)?,
+            states: Vec::new(),
+        });
     };
     // Each row's state is the actor's `units` values, then the critic's.
     let mut actor = Vec::with_capacity(rows * units);
@@ -465,5 +479,9 @@ fn forward(net: &Inference, request: &Request) -> Result<(Vec<f32>, Vec<f32>, Ve
         .zip(critic.chunks_exact(units))
         .map(|(a, c)| [a, c].concat())
         .collect();
-    Ok((logits, values, states))
+    Ok(Forward {
+        logits,
+        values,
+        states,
+    })
 }
