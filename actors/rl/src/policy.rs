@@ -113,14 +113,9 @@ impl Inference {
         &self.net
     }
 
-    /// Values of recurrent state the critic carries per agent (0: feed-forward).
-    pub fn critic_state_len(&self) -> usize {
-        self.net.shape().gru_units().unwrap_or(0)
-    }
-
     /// State values of `rows` critic inputs (row after row in `inputs`), each read in its
-    /// agent's critic state: `state` holds `rows × critic_state_len()` values and is
-    /// replaced by the states after the step.
+    /// agent's critic state: for a recurrent network `state` holds `rows × units` values
+    /// (the GRU's units) and is replaced by the states after the step.
     pub fn values_step(&self, inputs: &[f32], state: &mut [f32], rows: usize) -> Result<Vec<f32>> {
         if self.dense.is_some() {
             return self.values(inputs, rows);
