@@ -248,17 +248,20 @@ impl Gru {
 
     /// The next states `[rows, units]` after reading `x` `[rows, inputs]` in states `h`.
     pub(crate) fn step(&self, x: &Tensor, h: &Tensor) -> Result<Tensor> {
+        self.step_projected(&self.input.forward(x)?, h)
+    }
+
+    /// The next states `[rows, units]` given the input's part of the gates,
+    /// `W_ih x + b_ih` (`[rows, 3 × units]`), in states `h`. Sequences project every step's
+    /// input in one product before unrolling.
+    fn step_projected(&self, from_input: &Tensor, h: &Tensor) -> Result<Tensor> {
         let u = self.units;
-        let from_input = self.input.forward(x)?;
         let from_state = self.recurrent.forward(h)?;
-        let gate = |index: usize| -> Result<Tensor> {
-            let sum =
-                (from_input.narrow(1, index * u, u)? + from_state.narrow(1, index * u, u)?)?;
-            // σ(x) = (tanh(x/2) + 1) / 2, through operations candle can differentiate.
-            Ok((((sum * 0.5)?.tanh()? + 1.0)? * 0.5)?)
-        };
-        let reset = gate(0)?;
-        let update = gate(1)?;
+        // The reset and update gates together, one sigmoid over both.
+        let gates = candle_nn::ops::sigmoid(
+            &(from_input.narrow(1, 0, 2 * u)? + from_state.narrow(1, 0, 2 * u)?)?,
+        )?;
+        let (reset, update) = (gates.narrow(1, 0, u)?, gates.narrow(1, u, u)?);
         let candidate = (from_input.narrow(1, 2 * u, u)?
             + (reset * from_state.narrow(1, 2 * u, u)?)?)?
         .tanh()?;
@@ -363,12 +366,13 @@ impl Trunk {
             return Ok(features);
         };
         let sequences = state.dim(0)?;
+        let projected = gru.input.forward(&features)?;
         let mut h = state.clone();
         let mut outputs = Vec::with_capacity(steps);
         for t in 0..steps {
             let rows = t * sequences;
             h = h.broadcast_mul(&keep.narrow(0, rows, sequences)?)?;
-            h = gru.step(&features.narrow(0, rows, sequences)?, &h)?;
+            h = gru.step_projected(&projected.narrow(0, rows, sequences)?, &h)?;
             outputs.push(h.clone());
         }
         Ok(Tensor::cat(&outputs, 0)?)
