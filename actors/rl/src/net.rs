@@ -248,14 +248,8 @@ impl Gru {
 
     /// The next states `[rows, units]` after reading `x` `[rows, inputs]` in states `h`.
     pub(crate) fn step(&self, x: &Tensor, h: &Tensor) -> Result<Tensor> {
-        self.step_projected(&self.input.forward(x)?, h)
-    }
-
-    /// The next states `[rows, units]` given the input's part of the gates,
-    /// `W_ih x + b_ih` (`[rows, 3 × units]`), in states `h`. Sequences project every step's
-    /// input in one product before unrolling.
-    fn step_projected(&self, from_input: &Tensor, h: &Tensor) -> Result<Tensor> {
         let u = self.units;
+        let from_input = self.input.forward(x)?;
         let from_state = self.recurrent.forward(h)?;
         // The reset and update gates together, one sigmoid over both.
         let gates = candle_nn::ops::sigmoid(
@@ -361,18 +355,20 @@ impl Trunk {
     /// (`[sequences, units]`); `keep` (`[rows, 1]`) is 0 where the state restarts from zero
     /// before the row's step (a new episode), else 1.
     fn unroll(&self, x: &Tensor, state: &Tensor, keep: &Tensor, steps: usize) -> Result<Tensor> {
-        let features = self.encode(x)?;
         let Some(gru) = &self.gru else {
-            return Ok(features);
+            return self.encode(x);
         };
         let sequences = state.dim(0)?;
-        let projected = gru.input.forward(&features)?;
         let mut h = state.clone();
         let mut outputs = Vec::with_capacity(steps);
         for t in 0..steps {
             let rows = t * sequences;
+            // Each step encodes its own rows: a slice of the input, which needs no gradient,
+            // rather than of the encoded whole, whose every slice would send back a
+            // gradient as large as the whole.
+            let features = self.encode(&x.narrow(0, rows, sequences)?)?;
             h = h.broadcast_mul(&keep.narrow(0, rows, sequences)?)?;
-            h = gru.step_projected(&projected.narrow(0, rows, sequences)?, &h)?;
+            h = gru.step(&features, &h)?;
             outputs.push(h.clone());
         }
         Ok(Tensor::cat(&outputs, 0)?)
