@@ -133,7 +133,7 @@ fn builder(steps: u64, architecture: Architecture) -> TrainerBuilder {
         .total_steps(steps)
         .parallel(8, 2)
         .rollout(32)
-        .checkpoint_every(4)
+        .checkpoint_every(16)
         .architecture(architecture)
         .ppo(PpoConfig {
             learning_rate: 3e-3,
@@ -178,7 +178,7 @@ fn trained(policy: &Path) -> RlPolicy {
 
 #[test]
 fn a_gru_policy_learns_to_remember_what_a_feed_forward_one_cannot() {
-    const STEPS: u64 = 12_000;
+    const STEPS: u64 = 6_000;
     const BOUND: f64 = 0.9;
     let dir = tempfile::tempdir().unwrap();
     let feed_forward = builder(
