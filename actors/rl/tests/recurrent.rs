@@ -263,3 +263,65 @@ fn the_recurrent_example_training_file_is_valid() {
     assert_eq!(spec.architecture.and_then(|a| a.gru()), Some(64));
     assert_eq!(spec.ppo.sequence_length, 16);
 }
+
+#[test]
+fn a_recurrent_mappo_team_trains_in_self_play_and_acts_as_an_rl_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut self_play = mosaic_core::SlotSpec::kind("self");
+    self_play.settings.insert("group".into(), "green".into());
+    let outcome = Trainer::builder("soccer-gru", "soccer-2v2")
+        .env_setting("max_steps", 16)
+        .learn("green")
+        .agent("blue", self_play)
+        .algorithm(mosaic_rl::train::Algorithm::Mappo)
+        .architecture(gru(8))
+        .total_steps(256)
+        .parallel(2, 2)
+        .rollout(32)
+        .checkpoint_every(2)
+        .build()
+        .unwrap()
+        .run(&options(&dir.path().join("run")))
+        .unwrap();
+    assert_eq!(outcome.updates, 4);
+    let policy = &outcome.policies[0].1;
+    let checkpoint = Checkpoint::load(policy).unwrap();
+    assert_eq!(checkpoint.manifest.critic_agents, 2);
+    assert_eq!(checkpoint.manifest.architecture, gru(8));
+
+    // As an `rl` slot of soccer-2v2: it carries its state through an episode, and a copy
+    // restored from its saved state mid-episode decides as it does.
+    let mut env = mosaic_adapters::in_process_envs()
+        .make("soccer-2v2", &Settings::new())
+        .unwrap();
+    let spec = env.spec().clone();
+    let mut settings = Settings::new();
+    settings.insert(
+        "checkpoint".into(),
+        policy.to_string_lossy().into_owned().into(),
+    );
+    let mut agent = mosaic_rl::decider::policy(&settings, &spec).unwrap();
+    let mut copy = mosaic_rl::decider::policy(&settings, &spec).unwrap();
+    let ctx = AgentContext::new(9, 0, spec.agents[0].id.clone(), spec.action_labels.len());
+    env.reset(9).unwrap();
+    agent.reset(&ctx);
+    copy.reset(&ctx);
+    let mut out = Transition::new(spec.agents.len());
+    let noop = Some(spec.default_action);
+    for step in 0..12 {
+        if env.acting().is_empty() {
+            break;
+        }
+        let obs = env.observe(0, ObsRequest::SYMBOLIC);
+        let action = agent.decide(&obs).action;
+        if step == 5 {
+            copy.load_state(&agent.save_state().unwrap()).unwrap();
+        }
+        if step > 5 {
+            assert_eq!(copy.decide(&obs).action, action, "step {step}");
+        }
+        let mut actions = vec![noop; spec.agents.len()];
+        actions[0] = Some(action);
+        env.step(&actions, &mut out).unwrap();
+    }
+}
