@@ -353,6 +353,7 @@ struct Request {
 }
 
 /// One learner's decision.
+#[derive(Default)]
 struct Answer {
     action: usize,
     logp: f32,
@@ -369,15 +370,7 @@ struct Answers {
 
 impl Answers {
     fn next(&mut self) -> Answer {
-        let answer = std::mem::replace(
-            &mut self.list[self.next],
-            Answer {
-                action: 0,
-                logp: 0.0,
-                value: 0.0,
-                state: Vec::new(),
-            },
-        );
+        let answer = std::mem::take(&mut self.list[self.next]);
         self.next += 1;
         answer
     }
