@@ -121,6 +121,7 @@ fn update_batch(shape: &NetShape) -> Batch {
                 .map(|_| if rng.random_bool(0.02) { 1.0 } else { 0.0 })
                 .collect(),
             dones: (0..steps).map(|_| rng.random_bool(0.01)).collect(),
+            states: Vec::new(),
         };
         batch.push(&stream, shape, 0.99, 0.95);
     }

@@ -9,8 +9,8 @@
 //! every request waiting in its mailbox, runs one forward pass over them and hands each
 //! agent its row. Each agent keeps its own generator and saved state, and a row's logits do
 //! not depend on the batch it is in, so batching changes no decision, only the number of
-//! forward passes. Other networks (CNNs through candle, ONNX models) are shared too but
-//! answer each agent alone, in its own [`PolicyActor`](mosaic_actors::decider::PolicyActor).
+//! forward passes. Other networks (CNNs through candle, recurrent networks, whose state
+//! each agent steps alone, ONNX models) are shared too but answer each agent alone, in its own [`PolicyActor`](mosaic_actors::decider::PolicyActor).
 
 use crate::policy::{PolicyNet, RlPolicy};
 use actix::prelude::*;

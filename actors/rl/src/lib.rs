@@ -1,8 +1,8 @@
 //! Reinforcement learning for mosaic: neural policies that act as agents (the `rl`
 //! decider kind) and PPO training on the native worlds (`mosaic train`).
 //!
-//! - [`net`]: the actor-critic networks (MLP, small CNN over symbolic planes), seeded
-//!   initialisation, masked action choice;
+//! - [`net`]: the actor-critic networks (MLP, small CNN over symbolic planes, either with
+//!   an optional GRU layer), seeded initialisation, masked action choice;
 //! - [`checkpoint`]: safetensors weights plus a JSON [`Manifest`] checked against the
 //!   environment;
 //! - [`policy`]: batched inference and [`RlPolicy`], one agent's seeded policy;

@@ -1,5 +1,29 @@
 //! The actor-critic networks: an MLP over flat observations, or a small CNN over symbolic
-//! planes (`[channels, height, width]`).
+//! planes (`[channels, height, width]`), either optionally followed by a GRU layer that
+//! carries a recurrent state from step to step.
+//!
+//! # Recurrent (GRU) networks
+//!
+//! With `gru = H`, each trunk (actor and critic) ends in its own GRU layer of `H` units
+//! between its encoder layers and its head, as Stable-Baselines3's recurrent PPO does by
+//! default (separate recurrent layers for actor and critic): the trunks stay independent,
+//! the policy acts without the critic, and MAPPO's centralised critic keeps reading the
+//! team's observations. The state one agent carries is the actor's `H` values (plus the
+//! critic's `H` during training).
+//!
+//! The layer follows PyTorch's `torch.nn.GRU` (gates in the order reset, update, new):
+//!
+//! ```text
+//! r  = σ(W_ir x + b_ir + W_hr h + b_hr)
+//! z  = σ(W_iz x + b_iz + W_hz h + b_hz)
+//! n  = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))
+//! h' = (1 − z) ⊙ n + z ⊙ h
+//! ```
+//!
+//! Its parameters are `{actor,critic}.gru.weight_ih` (`[3H, inputs]`, rows `W_ir`, `W_iz`,
+//! `W_in`), `.weight_hh` (`[3H, H]`), `.bias_ih` and `.bias_hh` (`[3H]`): those of a
+//! one-layer `torch.nn.GRU` (`weight_ih_l0`, `weight_hh_l0`, `bias_ih_l0`, `bias_hh_l0`),
+//! initialised like PyTorch's (uniform in ±1/√H).
 //!
 //! Parameters live in a [`Params`] store in name order; they are initialised from a seeded
 //! RNG (candle's own initialisers draw from an unseeded one) or loaded from a checkpoint,
@@ -23,6 +47,9 @@ pub const MASKED_LOGIT: f32 = -1e9;
 /// use mosaic_rl::Architecture;
 /// let mlp: Architecture = serde_json::from_str(r#"{"type": "mlp", "hidden": [64, 64]}"#).unwrap();
 /// assert_eq!(mlp, Architecture::default());
+/// let recurrent: Architecture =
+///     serde_json::from_str(r#"{"type": "mlp", "hidden": [64], "gru": 64}"#).unwrap();
+/// assert_eq!(recurrent.gru(), Some(64));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -31,6 +58,9 @@ pub enum Architecture {
     Mlp {
         /// Units of each hidden layer.
         hidden: Vec<usize>,
+        /// Units of a GRU layer after the hidden layers (none: feed-forward).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gru: Option<usize>,
     },
     /// 3×3 convolutions (padding 1, ReLU) over `[channels, height, width]` observations,
     /// then fully connected ReLU layers.
@@ -39,6 +69,9 @@ pub enum Architecture {
         channels: Vec<usize>,
         /// Units of each hidden layer after the convolutions.
         hidden: Vec<usize>,
+        /// Units of a GRU layer after the hidden layers (none: feed-forward).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gru: Option<usize>,
     },
 }
 
@@ -47,6 +80,7 @@ impl Default for Architecture {
     fn default() -> Self {
         Architecture::Mlp {
             hidden: vec![64, 64],
+            gru: None,
         }
     }
 }
@@ -59,19 +93,27 @@ impl Architecture {
             [_, _, _] => Architecture::Cnn {
                 channels: vec![16, 16],
                 hidden: vec![64],
+                gru: None,
             },
             _ => Architecture::default(),
+        }
+    }
+
+    /// Units of the GRU layer, if the network is recurrent.
+    pub fn gru(&self) -> Option<usize> {
+        match self {
+            Architecture::Mlp { gru, .. } | Architecture::Cnn { gru, .. } => *gru,
         }
     }
 
     /// Checks that the architecture can read observations of `shape`.
     pub fn check(&self, shape: &[usize]) -> std::result::Result<(), String> {
         let layers_ok = match self {
-            Architecture::Mlp { hidden } => hidden.iter().all(|&h| h > 0),
-            Architecture::Cnn { channels, hidden } => {
-                !channels.is_empty() && channels.iter().chain(hidden).all(|&h| h > 0)
-            }
-        };
+            Architecture::Mlp { hidden, .. } => hidden.iter().all(|&h| h > 0),
+            Architecture::Cnn {
+                channels, hidden, ..
+            } => !channels.is_empty() && channels.iter().chain(hidden).all(|&h| h > 0),
+        } && self.gru() != Some(0);
         if !layers_ok {
             return Err("every layer needs at least one unit (and a CNN one convolution)".into());
         }
@@ -179,6 +221,49 @@ impl Builder {
     }
 }
 
+/// A GRU layer: PyTorch's equations and parameter layout (see the module docs).
+#[derive(Clone, Debug)]
+pub(crate) struct Gru {
+    /// `W_ih`, `b_ih`: the three gates' weights of the input, rows in gate order.
+    input: Linear,
+    /// `W_hh`, `b_hh`: the three gates' weights of the previous state.
+    recurrent: Linear,
+    units: usize,
+}
+
+impl Gru {
+    fn build(b: &mut Builder, name: &str, inputs: usize, units: usize) -> Result<Self> {
+        let bound = 1.0 / (units as f32).sqrt();
+        let gates = 3 * units;
+        let weight_ih = b.param(&format!("{name}.weight_ih"), &[gates, inputs], bound)?;
+        let weight_hh = b.param(&format!("{name}.weight_hh"), &[gates, units], bound)?;
+        let bias_ih = b.param(&format!("{name}.bias_ih"), &[gates], bound)?;
+        let bias_hh = b.param(&format!("{name}.bias_hh"), &[gates], bound)?;
+        Ok(Self {
+            input: Linear::new(weight_ih, Some(bias_ih)),
+            recurrent: Linear::new(weight_hh, Some(bias_hh)),
+            units,
+        })
+    }
+
+    /// The next states `[rows, units]` after reading `x` `[rows, inputs]` in states `h`.
+    pub(crate) fn step(&self, x: &Tensor, h: &Tensor) -> Result<Tensor> {
+        let u = self.units;
+        let from_input = self.input.forward(x)?;
+        let from_state = self.recurrent.forward(h)?;
+        // The reset and update gates together, one sigmoid over both.
+        let gates = candle_nn::ops::sigmoid(
+            &(from_input.narrow(1, 0, 2 * u)? + from_state.narrow(1, 0, 2 * u)?)?,
+        )?;
+        let (reset, update) = (gates.narrow(1, 0, u)?, gates.narrow(1, u, u)?);
+        let candidate = (from_input.narrow(1, 2 * u, u)?
+            + (reset * from_state.narrow(1, 2 * u, u)?)?)?
+        .tanh()?;
+        // (1 − z) ⊙ n + z ⊙ h, written n + z ⊙ (h − n).
+        Ok((&candidate + (update * (h - &candidate)?)?)?)
+    }
+}
+
 fn missing(name: &str) -> RlError {
     RlError::Corrupt {
         path: Default::default(),
@@ -195,6 +280,8 @@ struct Trunk {
     linears: Vec<Linear>,
     /// tanh for MLPs (the PPO default), ReLU after convolutions.
     tanh: bool,
+    /// The recurrent layer after the others, if any.
+    gru: Option<Gru>,
 }
 
 impl Trunk {
@@ -205,8 +292,10 @@ impl Trunk {
         shape: &[usize],
     ) -> Result<(Self, usize)> {
         let (planes, channels, hidden): (Vec<usize>, &[usize], &[usize]) = match architecture {
-            Architecture::Mlp { hidden } => (Vec::new(), &[], hidden),
-            Architecture::Cnn { channels, hidden } => (shape.to_vec(), channels, hidden),
+            Architecture::Mlp { hidden, .. } => (Vec::new(), &[], hidden),
+            Architecture::Cnn {
+                channels, hidden, ..
+            } => (shape.to_vec(), channels, hidden),
         };
         let mut convs = Vec::new();
         let mut width = shape.iter().product::<usize>();
@@ -224,18 +313,69 @@ impl Trunk {
             width = units;
         }
         let tanh = planes.is_empty();
+        let gru = match architecture.gru() {
+            Some(units) => {
+                let gru = Gru::build(b, &format!("{prefix}.gru"), width, units)?;
+                width = units;
+                Some(gru)
+            }
+            None => None,
+        };
         Ok((
             Self {
                 planes,
                 convs,
                 linears,
                 tanh,
+                gru,
             },
             width,
         ))
     }
 
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+    /// The features of `x` and, for a recurrent trunk, the next states: from `state`
+    /// (`[rows, units]`), or from zeros when it is `None`.
+    fn step(&self, x: &Tensor, state: Option<&Tensor>) -> Result<(Tensor, Option<Tensor>)> {
+        let features = self.encode(x)?;
+        let Some(gru) = &self.gru else {
+            return Ok((features, None));
+        };
+        let next = match state {
+            Some(h) => gru.step(&features, h)?,
+            None => {
+                let zeros = Tensor::zeros((features.dim(0)?, gru.units), DType::F32, x.device())?;
+                gru.step(&features, &zeros)?
+            }
+        };
+        Ok((next.clone(), Some(next)))
+    }
+
+    /// The features of `steps` time steps of sequences read time-major (`x`: row
+    /// `t × sequences + s` is step `t` of sequence `s`), from initial states `state`
+    /// (`[sequences, units]`); `keep` (`[rows, 1]`) is 0 where the state restarts from zero
+    /// before the row's step (a new episode), else 1.
+    fn unroll(&self, x: &Tensor, state: &Tensor, keep: &Tensor, steps: usize) -> Result<Tensor> {
+        let Some(gru) = &self.gru else {
+            return self.encode(x);
+        };
+        let sequences = state.dim(0)?;
+        let mut h = state.clone();
+        let mut outputs = Vec::with_capacity(steps);
+        for t in 0..steps {
+            let rows = t * sequences;
+            // Each step encodes its own rows: a slice of the input, which needs no gradient,
+            // rather than of the encoded whole, whose every slice would send back a
+            // gradient as large as the whole.
+            let features = self.encode(&x.narrow(0, rows, sequences)?)?;
+            h = h.broadcast_mul(&keep.narrow(0, rows, sequences)?)?;
+            h = gru.step(&features, &h)?;
+            outputs.push(h.clone());
+        }
+        Ok(Tensor::cat(&outputs, 0)?)
+    }
+
+    /// The layers before the recurrent one.
+    fn encode(&self, x: &Tensor) -> Result<Tensor> {
         let mut x = x.clone();
         if let [c, h, w] = self.planes[..] {
             let batch = x.dim(0)?;
@@ -287,6 +427,17 @@ impl NetShape {
     /// Values in one critic input.
     pub fn critic_len(&self) -> usize {
         self.obs_len() * self.critic_agents
+    }
+
+    /// Units of each trunk's GRU layer, if the network is recurrent.
+    pub fn gru_units(&self) -> Option<usize> {
+        self.architecture.gru()
+    }
+
+    /// Values of recurrent state a learning agent carries between steps: the actor's GRU
+    /// state, then the critic's (0 for feed-forward networks).
+    pub fn training_state_len(&self) -> usize {
+        self.gru_units().map_or(0, |units| 2 * units)
     }
 
     /// The critic input's shape: the observations stacked along the first dimension (for
@@ -382,15 +533,66 @@ impl ActorCritic {
         &self.params
     }
 
-    /// Action logits `[batch, actions]` for observations `[batch, obs_len]`.
+    /// Action logits `[batch, actions]` for observations `[batch, obs_len]` (a recurrent
+    /// network reads them from its initial, zero state; see [`ActorCritic::logits_step`]).
     pub fn logits(&self, obs: &Tensor) -> Result<Tensor> {
-        Ok(self.policy_head.forward(&self.actor.forward(obs)?)?)
+        Ok(self.logits_step(obs, None)?.0)
     }
 
-    /// For MLPs, the actor and the critic as plain-Rust stacks with the current weights
-    /// (fast inference, see [`crate::dense`]); `None` for CNNs.
+    /// Action logits `[batch, actions]` for observations `[batch, obs_len]` read in the
+    /// actor's recurrent states `state` (`[batch, units]`; `None`: zeros), and for a
+    /// recurrent network the states after reading them.
+    pub fn logits_step(
+        &self,
+        obs: &Tensor,
+        state: Option<&Tensor>,
+    ) -> Result<(Tensor, Option<Tensor>)> {
+        let (features, next) = self.actor.step(obs, state)?;
+        Ok((self.policy_head.forward(&features)?, next))
+    }
+
+    /// State values `[batch]` for critic inputs `[batch, critic_len]` read in the critic's
+    /// recurrent states `state` (`[batch, units]`; `None`: zeros), and for a recurrent
+    /// network the states after reading them.
+    pub fn values_step(
+        &self,
+        inputs: &Tensor,
+        state: Option<&Tensor>,
+    ) -> Result<(Tensor, Option<Tensor>)> {
+        let (features, next) = self.critic.step(inputs, state)?;
+        Ok((self.value_head.forward(&features)?.squeeze(1)?, next))
+    }
+
+    /// Logits `[rows, actions]` and values `[rows]` of sequences unrolled through time
+    /// (truncated backpropagation through time), rows time-major: row `t × sequences + s`
+    /// is step `t` of sequence `s`. The sequences start from the actor's and the critic's
+    /// states `actor_state` and `critic_state` (`[sequences, units]`); `keep` (`[rows, 1]`)
+    /// is 0 where the states restart from zero before the row's step, else 1. A
+    /// feed-forward network reads every row alone.
+    pub fn unroll(&self, sequences: &Sequences) -> Result<(Tensor, Tensor)> {
+        let actor = self.actor.unroll(
+            &sequences.obs,
+            &sequences.actor_state,
+            &sequences.keep,
+            sequences.steps,
+        )?;
+        let critic = self.critic.unroll(
+            &sequences.critic,
+            &sequences.critic_state,
+            &sequences.keep,
+            sequences.steps,
+        )?;
+        Ok((
+            self.policy_head.forward(&actor)?,
+            self.value_head.forward(&critic)?.squeeze(1)?,
+        ))
+    }
+
+    /// For feed-forward MLPs, the actor and the critic as plain-Rust stacks with the
+    /// current weights (fast inference, see [`crate::dense`]); `None` for CNNs and
+    /// recurrent networks.
     pub fn dense(&self) -> Result<Option<(DenseStack, DenseStack)>> {
-        if !self.actor.convs.is_empty() || !self.actor.tanh {
+        if !self.actor.convs.is_empty() || !self.actor.tanh || self.actor.gru.is_some() {
             return Ok(None);
         }
         Ok(Some((
@@ -399,13 +601,29 @@ impl ActorCritic {
         )))
     }
 
-    /// State values `[batch]` for critic inputs `[batch, critic_len]`.
+    /// State values `[batch]` for critic inputs `[batch, critic_len]` (a recurrent
+    /// network reads them from its initial, zero state).
     pub fn values(&self, obs: &Tensor) -> Result<Tensor> {
-        Ok(self
-            .value_head
-            .forward(&self.critic.forward(obs)?)?
-            .squeeze(1)?)
+        Ok(self.values_step(obs, None)?.0)
     }
+}
+
+/// Sequences of steps for [`ActorCritic::unroll`], rows time-major.
+#[derive(Clone, Debug)]
+pub struct Sequences {
+    /// Observations `[steps × sequences, obs_len]`.
+    pub obs: Tensor,
+    /// Critic inputs `[steps × sequences, critic_len]`.
+    pub critic: Tensor,
+    /// The actor's state before each sequence's first step, `[sequences, units]`.
+    pub actor_state: Tensor,
+    /// The critic's state before each sequence's first step, `[sequences, units]`.
+    pub critic_state: Tensor,
+    /// `[steps × sequences, 1]`: 0 where the states restart from zero before the row's
+    /// step (an episode starts inside the sequence), else 1.
+    pub keep: Tensor,
+    /// Time steps.
+    pub steps: usize,
 }
 
 /// The observations of `rows` agents as one `[rows, obs_len]` tensor.
@@ -529,6 +747,149 @@ mod tests {
         assert!(
             Architecture::default().check(&[]).is_err()
                 && Architecture::for_shape(&[3, 3, 3]).check(&[27]).is_err()
+        );
+    }
+
+    /// One GRU step written out with scalars, as PyTorch's documentation states it.
+    fn reference_gru_step(
+        weights: &HashMap<&str, Vec<f32>>,
+        x: &[f32],
+        h: &[f32],
+        units: usize,
+    ) -> Vec<f32> {
+        let inputs = x.len();
+        let sigmoid = |v: f32| 1.0 / (1.0 + (-v).exp());
+        let gate = |which: &str, bias: &str, gate: usize, j: usize, v: &[f32], width: usize| {
+            let row = gate * units + j;
+            let w = &weights[which][row * width..(row + 1) * width];
+            w.iter().zip(v).map(|(a, b)| a * b).sum::<f32>() + weights[bias][row]
+        };
+        (0..units)
+            .map(|j| {
+                let r = sigmoid(
+                    gate("weight_ih", "bias_ih", 0, j, x, inputs)
+                        + gate("weight_hh", "bias_hh", 0, j, h, units),
+                );
+                let z = sigmoid(
+                    gate("weight_ih", "bias_ih", 1, j, x, inputs)
+                        + gate("weight_hh", "bias_hh", 1, j, h, units),
+                );
+                let n = (gate("weight_ih", "bias_ih", 2, j, x, inputs)
+                    + r * gate("weight_hh", "bias_hh", 2, j, h, units))
+                .tanh();
+                (1.0 - z) * n + z * h[j]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_gru_layer_computes_pytorchs_equations_and_unrolls_like_its_steps() {
+        let (inputs, units, actions) = (3, 4, 5);
+        let arch = Architecture::Mlp {
+            hidden: vec![],
+            gru: Some(units),
+        };
+        let net = ActorCritic::new(shape(arch.clone(), vec![inputs]), 1).unwrap();
+        let mut names: Vec<&String> = net.params().iter().map(|(n, _)| n).collect();
+        names.retain(|n| n.starts_with("actor.gru."));
+        assert_eq!(
+            names,
+            [
+                "actor.gru.bias_hh",
+                "actor.gru.bias_ih",
+                "actor.gru.weight_hh",
+                "actor.gru.weight_ih"
+            ]
+        );
+        // Known weights, distinct per entry, replacing the drawn ones.
+        let known = |len: usize, salt: f32| -> Vec<f32> {
+            (0..len)
+                .map(|i| ((i as f32 + salt) * 0.731).sin() * 0.8)
+                .collect()
+        };
+        let mut weights: HashMap<&str, Vec<f32>> = HashMap::new();
+        weights.insert("weight_ih", known(3 * units * inputs, 0.0));
+        weights.insert("weight_hh", known(3 * units * units, 50.0));
+        weights.insert("bias_ih", known(3 * units, 100.0));
+        weights.insert("bias_hh", known(3 * units, 150.0));
+        let mut tensors = net.params().tensors();
+        for (name, values) in &weights {
+            let key = format!("actor.gru.{name}");
+            let dims = tensors[&key].dims().to_vec();
+            tensors.insert(
+                key,
+                Tensor::from_vec(values.clone(), dims, &Device::Cpu).unwrap(),
+            );
+        }
+        let net = ActorCritic::from_tensors(shape(arch, vec![inputs]), tensors).unwrap();
+        let gru = net.actor.gru.as_ref().unwrap();
+
+        let xs = [[0.5, -1.0, 2.0], [0.0, 0.3, -0.7], [1.5, 1.0, 0.0]];
+        let mut h_reference = vec![0.1, -0.2, 0.3, 0.0];
+        let mut h = Tensor::from_vec(h_reference.clone(), (1, units), &Device::Cpu).unwrap();
+        for x in &xs {
+            let x_tensor = Tensor::from_slice(x, (1, inputs), &Device::Cpu).unwrap();
+            h = gru.step(&x_tensor, &h).unwrap();
+            h_reference = reference_gru_step(&weights, x, &h_reference, units);
+            let ours: Vec<f32> = h.flatten_all().unwrap().to_vec1().unwrap();
+            for (a, b) in ours.iter().zip(&h_reference) {
+                assert!((a - b).abs() < 1e-6, "{ours:?} vs {h_reference:?}");
+            }
+        }
+
+        // Unrolled sequences (time-major, a restart in the second) answer what stepping
+        // each sequence alone answers, and gradients reach the recurrent weights.
+        let obs: Vec<f32> = (0..3 * 2 * inputs)
+            .map(|i| (i as f32 * 0.37).cos())
+            .collect();
+        let state = [0.2f32, -0.1, 0.4, 0.0, -0.3, 0.1, 0.0, 0.25];
+        let keep = [1.0f32, 1.0, 1.0, 0.0, 1.0, 1.0];
+        let dev = Device::Cpu;
+        let sequences = Sequences {
+            obs: Tensor::from_slice(&obs, (6, inputs), &dev).unwrap(),
+            critic: Tensor::from_slice(&obs, (6, inputs), &dev).unwrap(),
+            actor_state: Tensor::from_slice(&state, (2, units), &dev).unwrap(),
+            critic_state: Tensor::from_slice(&state, (2, units), &dev).unwrap(),
+            keep: Tensor::from_slice(&keep, (6, 1), &dev).unwrap(),
+            steps: 3,
+        };
+        let (logits, values) = net.unroll(&sequences).unwrap();
+        let logits: Vec<Vec<f32>> = logits.to_vec2().unwrap();
+        for s in 0..2 {
+            let mut h =
+                Tensor::from_slice(&state[s * units..(s + 1) * units], (1, units), &dev).unwrap();
+            for t in 0..3 {
+                let row = t * 2 + s;
+                if keep[row] == 0.0 {
+                    h = h.zeros_like().unwrap();
+                }
+                let x =
+                    Tensor::from_slice(&obs[row * inputs..(row + 1) * inputs], (1, inputs), &dev)
+                        .unwrap();
+                let (step_logits, next) = net.logits_step(&x, Some(&h)).unwrap();
+                h = next.unwrap();
+                let step_logits: Vec<Vec<f32>> = step_logits.to_vec2().unwrap();
+                assert_eq!(step_logits[0].len(), actions);
+                for (a, b) in step_logits[0].iter().zip(&logits[row]) {
+                    assert!((a - b).abs() < 1e-6, "sequence {s} step {t}");
+                }
+            }
+        }
+        let grads = values.sum_all().unwrap().backward().unwrap();
+        let (_, weight_hh) = net
+            .params()
+            .iter()
+            .find(|(n, _)| n.as_str() == "critic.gru.weight_hh")
+            .unwrap();
+        let g = grads.get(weight_hh.as_tensor()).unwrap();
+        assert!(
+            g.abs()
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap()
+                > 0.0
         );
     }
 

@@ -48,6 +48,9 @@ pub struct PpoConfig {
     pub value_coef: f32,
     /// Global gradient-norm limit.
     pub max_grad_norm: f32,
+    /// Recurrent (GRU) networks: transitions per training sequence, the horizon of
+    /// truncated backpropagation through time; minibatches are made of whole sequences.
+    pub sequence_length: usize,
 }
 
 impl Default for PpoConfig {
@@ -63,6 +66,7 @@ impl Default for PpoConfig {
             entropy_coef: 0.01,
             value_coef: 0.5,
             max_grad_norm: 0.5,
+            sequence_length: 16,
         }
     }
 }
@@ -188,6 +192,7 @@ impl TrainSpec {
             ("checkpoint_every", self.checkpoint_every),
             ("ppo.epochs", self.ppo.epochs as u64),
             ("ppo.minibatches", self.ppo.minibatches as u64),
+            ("ppo.sequence_length", self.ppo.sequence_length as u64),
         ];
         if let Some((field, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(SpecError::new(*field, "must be at least 1"));

@@ -20,9 +20,12 @@ use mosaic_core::rng::Rng;
 use rand::seq::SliceRandom as _;
 use std::ops::Range;
 
-/// Whether [`update`] can train `net` (an MLP).
+/// Whether [`update`] can train `net` (a feed-forward MLP).
 pub(super) fn supports(net: &ActorCritic) -> bool {
-    matches!(net.shape().architecture, Architecture::Mlp { .. })
+    matches!(
+        net.shape().architecture,
+        Architecture::Mlp { gru: None, .. }
+    )
 }
 
 /// A fully connected layer's place in the flat parameters.
@@ -242,10 +245,10 @@ impl Model {
     pub(super) fn new(net: &ActorCritic, rows: usize) -> Result<Self> {
         let shape = net.shape();
         let hidden = match &shape.architecture {
-            Architecture::Mlp { hidden } => hidden.clone(),
-            Architecture::Cnn { .. } => {
+            Architecture::Mlp { hidden, gru: None } => hidden.clone(),
+            _ => {
                 return Err(RlError::Tensor(candle_core::Error::Msg(
-                    "the plain-Rust update trains MLPs only".into(),
+                    "the plain-Rust update trains feed-forward MLPs only".into(),
                 )));
             }
         };
@@ -532,7 +535,7 @@ mod tests {
     fn shape(hidden: Vec<usize>, critic_agents: usize) -> NetShape {
         NetShape {
             critic_agents,
-            ..NetShape::new(vec![7], 5, Architecture::Mlp { hidden })
+            ..NetShape::new(vec![7], 5, Architecture::Mlp { hidden, gru: None })
         }
     }
 

@@ -1,15 +1,21 @@
 //! PPO's update: generalised advantage estimation, the clipped surrogate loss with masked
 //! actions, and Adam with a global gradient-norm limit.
+//!
+//! Recurrent networks train on sequences: each agent's stream of transitions is cut into
+//! chunks of `sequence_length` transitions, each unrolled from the state recorded before
+//! its first transition (truncated backpropagation through time), the state restarting
+//! from zero where an episode starts inside a chunk; minibatches are whole chunks.
 
 use super::config::PpoConfig;
 use super::rollout::Stream;
 use crate::error::Result;
-use crate::net::{ActorCritic, NetShape};
+use crate::net::{ActorCritic, NetShape, Sequences};
 use candle_core::backprop::GradStore;
 use candle_core::{D, DType, Device, Tensor};
 use mosaic_core::rng::Rng;
 use rand::seq::SliceRandom as _;
 use std::collections::HashMap;
+use std::ops::Range;
 
 /// Adam over a network's parameters, with state that checkpoints can save.
 #[derive(Debug)]
@@ -113,9 +119,29 @@ pub struct Batch {
     pub(super) logps: Vec<f32>,
     pub(super) advantages: Vec<f32>,
     pub(super) returns: Vec<f32>,
+    /// Recurrent networks: the state before each transition (the actor's, then the
+    /// critic's).
+    pub(super) states: Vec<f32>,
+    /// Recurrent networks: whether the state restarts from zero before each transition (its
+    /// episode starts there, after another one of the same stream).
+    pub(super) restarts: Vec<bool>,
+    /// Recurrent networks: the training sequences, at most `sequence_length` consecutive
+    /// transitions of one stream each.
+    pub(super) chunks: Vec<Range<usize>>,
+    /// Transitions per training sequence.
+    sequence_length: usize,
 }
 
 impl Batch {
+    /// An empty batch whose recurrent streams are cut into sequences of `sequence_length`
+    /// transitions (at least 1).
+    pub fn new(sequence_length: usize) -> Self {
+        Self {
+            sequence_length: sequence_length.max(1),
+            ..Self::default()
+        }
+    }
+
     /// Transitions held.
     pub fn len(&self) -> usize {
         self.actions.len()
@@ -155,6 +181,19 @@ impl Batch {
             .extend_from_slice(&stream.masks[..complete * actions]);
         self.actions.extend_from_slice(&stream.actions[..complete]);
         self.logps.extend_from_slice(&stream.logps[..complete]);
+        let state_len = shape.training_state_len();
+        if state_len > 0 {
+            self.states
+                .extend_from_slice(&stream.states[..complete * state_len]);
+            self.restarts
+                .extend((0..complete).map(|t| t > 0 && stream.dones[t - 1]));
+            let length = self.sequence_length.max(1);
+            self.chunks.extend(
+                (start..start + complete)
+                    .step_by(length)
+                    .map(|first| first..(first + length).min(start + complete)),
+            );
+        }
     }
 }
 
@@ -218,7 +257,17 @@ pub(super) fn minibatch_loss(
     mb: &Minibatch,
     config: &PpoConfig,
 ) -> Result<MinibatchLoss> {
-    let logits = net.logits(&mb.obs)?.add(&mb.masks)?;
+    loss_of(&net.logits(&mb.obs)?, net.values(&mb.critic)?, mb, config)
+}
+
+/// PPO's loss on `mb` given the network's `logits` and `values` of its rows.
+fn loss_of(
+    logits: &Tensor,
+    values: Tensor,
+    mb: &Minibatch,
+    config: &PpoConfig,
+) -> Result<MinibatchLoss> {
+    let logits = logits.add(&mb.masks)?;
     let log_probs = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
     let logp = log_probs.gather(&mb.actions, 1)?.squeeze(1)?;
     let log_ratio = (&logp - &mb.old_logps)?;
@@ -228,7 +277,6 @@ pub(super) fn minibatch_loss(
     let surrogate = (&ratio * adv)?.minimum(&(clipped * adv)?)?;
     let policy = surrogate.mean_all()?.neg()?;
     let entropy = (log_probs.exp()? * &log_probs)?.sum(1)?.mean_all()?.neg()?;
-    let values = net.values(&mb.critic)?;
     let value = ((values - &mb.returns)?.sqr()?.mean_all()? * 0.5)?;
     let loss = ((&policy - (&entropy * f64::from(config.entropy_coef))?)?
         + (&value * f64::from(config.value_coef))?)?;
@@ -299,15 +347,21 @@ pub fn update_autograd(
         return Ok(Losses::default());
     }
     let whole = Minibatch::whole(batch, net.shape())?;
-    let size = n.div_ceil(config.minibatches).max(1);
-    let mut order: Vec<u32> = (0..n as u32).collect();
+    // Minibatches draw transitions, or for a recurrent network whole sequences.
+    let recurrent = net.shape().gru_units().is_some();
+    let units = if recurrent { batch.chunks.len() } else { n };
+    let size = units.div_ceil(config.minibatches).max(1);
+    let mut order: Vec<u32> = (0..units as u32).collect();
     let mut sums = Losses::default();
     let mut count = 0f32;
     for _ in 0..config.epochs {
         order.shuffle(rng);
-        for chunk in order.chunks(size) {
-            let mb = whole.rows(chunk)?;
-            let terms = minibatch_loss(net, &mb, config)?;
+        for picked in order.chunks(size) {
+            let terms = if recurrent {
+                sequence_loss(net, &whole, batch, picked, config)?
+            } else {
+                minibatch_loss(net, &whole.rows(picked)?, config)?
+            };
             let grads = terms.loss.backward()?;
             adam.step(net, &grads, lr, config.max_grad_norm)?;
             sums.policy += terms.policy.to_dtype(DType::F32)?.to_scalar::<f32>()?;
@@ -326,6 +380,79 @@ pub fn update_autograd(
     })
 }
 
+/// PPO's loss on the sequences `picked` of `batch` (whose tensors are `whole`), unrolled
+/// together time step by time step.
+fn sequence_loss(
+    net: &ActorCritic,
+    whole: &Minibatch,
+    batch: &Batch,
+    picked: &[u32],
+    config: &PpoConfig,
+) -> Result<MinibatchLoss> {
+    let shape = net.shape();
+    let units = shape.gru_units().unwrap_or(0);
+    let (obs_len, critic_len, state_len) = (
+        shape.obs_len(),
+        shape.critic_len(),
+        shape.training_state_len(),
+    );
+    let chunks: Vec<&Range<usize>> = picked.iter().map(|&c| &batch.chunks[c as usize]).collect();
+    let sequences = chunks.len();
+    let steps = chunks.iter().map(|c| c.len()).max().unwrap_or(0);
+    let rows = steps * sequences;
+    // Time-major rows, padded where a sequence is shorter than the longest.
+    let mut obs = vec![0f32; rows * obs_len];
+    let mut critic = vec![0f32; rows * critic_len];
+    let mut keep = vec![1f32; rows];
+    let mut actor_state = Vec::with_capacity(sequences * units);
+    let mut critic_state = Vec::with_capacity(sequences * units);
+    for chunk in &chunks {
+        let state = &batch.states[chunk.start * state_len..(chunk.start + 1) * state_len];
+        actor_state.extend_from_slice(&state[..units]);
+        critic_state.extend_from_slice(&state[units..]);
+    }
+    // The padded rows' positions that hold transitions, and those transitions.
+    let mut filled = Vec::with_capacity(rows);
+    let mut transitions = Vec::with_capacity(rows);
+    for t in 0..steps {
+        for (s, chunk) in chunks.iter().enumerate() {
+            let i = chunk.start + t;
+            if i >= chunk.end {
+                continue;
+            }
+            let row = t * sequences + s;
+            obs[row * obs_len..(row + 1) * obs_len]
+                .copy_from_slice(&batch.obs[i * obs_len..(i + 1) * obs_len]);
+            critic[row * critic_len..(row + 1) * critic_len]
+                .copy_from_slice(&batch.critic[i * critic_len..(i + 1) * critic_len]);
+            // A chunk's first state was recorded as it was, restart or not.
+            if t > 0 && batch.restarts[i] {
+                keep[row] = 0.0;
+            }
+            filled.push(row as u32);
+            transitions.push(i as u32);
+        }
+    }
+    let dev = Device::Cpu;
+    let input = Sequences {
+        obs: Tensor::from_vec(obs, (rows, obs_len), &dev)?,
+        critic: Tensor::from_vec(critic, (rows, critic_len), &dev)?,
+        actor_state: Tensor::from_vec(actor_state, (sequences, units), &dev)?,
+        critic_state: Tensor::from_vec(critic_state, (sequences, units), &dev)?,
+        keep: Tensor::from_vec(keep, (rows, 1), &dev)?,
+        steps,
+    };
+    let (logits, values) = net.unroll(&input)?;
+    let filled = Tensor::from_vec(filled, transitions.len(), &dev)?;
+    let mb = whole.rows(&transitions)?;
+    loss_of(
+        &logits.index_select(&filled, 0)?,
+        values.index_select(&filled, 0)?,
+        &mb,
+        config,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,6 +468,7 @@ mod tests {
             values: vec![0.5, 0.5, 1.0, 2.0],
             rewards: vec![0.0, 1.0, 0.0, 0.0],
             dones: vec![false, true, false, false],
+            states: Vec::new(),
         };
         let mut batch = Batch::default();
         batch.push(

@@ -34,6 +34,9 @@ pub struct Stream {
     pub rewards: Vec<f32>,
     /// Whether the episode ended after the transition.
     pub dones: Vec<bool>,
+    /// Recurrent networks: the state before each decision (the actor's, then the
+    /// critic's), row after row; the update unrolls its sequences from these.
+    pub states: Vec<f32>,
 }
 
 impl Stream {
@@ -61,6 +64,7 @@ impl Stream {
         self.obs.drain(..done * shape.obs_len());
         self.critic.drain(..done * shape.critic_len());
         self.masks.drain(..done * shape.actions);
+        self.states.drain(..done * shape.training_state_len());
         for v in [&mut self.logps, &mut self.values, &mut self.rewards] {
             v.drain(..done);
         }
@@ -130,6 +134,9 @@ pub struct EnvRunner {
     teams: Vec<Vec<usize>>,
     /// Per acting agent (as in `observations`): a learner's critic input.
     critic_inputs: Vec<Vec<f32>>,
+    /// Per agent: a recurrent learner's state (the actor's, then the critic's), zero at
+    /// the start of each episode.
+    hidden: Vec<Vec<f32>>,
     /// Per agent.
     pub streams: Vec<Stream>,
     /// Episodes started so far (seeds the next).
@@ -172,6 +179,7 @@ impl EnvRunner {
             players,
             teams,
             critic_inputs: Vec::new(),
+            hidden: vec![Vec::new(); agents],
             streams: vec![Stream::default(); agents],
             episodes_started: 0,
             running: false,
@@ -219,6 +227,7 @@ impl EnvRunner {
             }
         }
         self.returns.iter_mut().for_each(|r| *r = 0.0);
+        self.hidden.iter_mut().flatten().for_each(|h| *h = 0.0);
         self.decisions.iter_mut().for_each(|d| *d = 0);
         self.running = true;
         Ok(())
@@ -250,7 +259,10 @@ impl EnvRunner {
                         push_observation(&seen, obs_len, &mut critic)?;
                     }
                 }
+                let hidden = &mut self.hidden[agent];
+                hidden.resize(shape.training_state_len(), 0.0);
                 let request = &mut requests[group];
+                request.state.extend_from_slice(hidden);
                 request.obs.extend_from_slice(&critic[..obs_len]);
                 request.critic.extend_from_slice(&critic);
                 let all = obs.legal.is_empty();
@@ -285,6 +297,8 @@ impl EnvRunner {
                         .extend_from_slice(&critic[..shapes[*group].obs_len()]);
                     stream.critic.extend_from_slice(critic);
                     mask_row(&obs.legal, actions, &mut stream.masks);
+                    stream.states.extend_from_slice(&self.hidden[agent]);
+                    self.hidden[agent] = answer.state;
                     stream.actions.push(answer.action as u32);
                     stream.logps.push(answer.logp);
                     stream.values.push(answer.value);
@@ -332,16 +346,20 @@ struct Request {
     obs: Vec<f32>,
     critic: Vec<f32>,
     legal: Vec<bool>,
+    /// Recurrent networks: each row's state (the actor's, then the critic's).
+    state: Vec<f32>,
     /// (environment index, agent) of each row.
     rows: Vec<(usize, usize)>,
 }
 
 /// One learner's decision.
-#[derive(Clone, Copy)]
+#[derive(Default)]
 struct Answer {
     action: usize,
     logp: f32,
     value: f32,
+    /// A recurrent network's state after the decision (empty otherwise).
+    state: Vec<f32>,
 }
 
 /// A group's decisions, handed out in request order.
@@ -352,7 +370,7 @@ struct Answers {
 
 impl Answers {
     fn next(&mut self) -> Answer {
-        let answer = self.list[self.next];
+        let answer = std::mem::take(&mut self.list[self.next]);
         self.next += 1;
         answer
     }
@@ -388,8 +406,11 @@ pub fn collect(
             let list = if rows == 0 {
                 Vec::new()
             } else {
-                let logits = net.logits(&request.obs, rows)?;
-                let values = net.values(&request.critic, rows)?;
+                let Forward {
+                    logits,
+                    values,
+                    states,
+                } = forward(net, request)?;
                 let actions = net.net().shape().actions;
                 let first_env = runners.first().map_or(0, |r| r.index);
                 (0..rows)
@@ -405,6 +426,7 @@ pub fn collect(
                             action,
                             logp,
                             value: values[row],
+                            state: states.get(row).cloned().unwrap_or_default(),
                         }
                     })
                     .collect()
@@ -416,4 +438,43 @@ pub fn collect(
         }
     }
     Ok(())
+}
+
+/// What a group's network answers to one step's request.
+struct Forward {
+    logits: Vec<f32>,
+    values: Vec<f32>,
+    /// A recurrent network's state of each row after the step (empty otherwise).
+    states: Vec<Vec<f32>>,
+}
+
+/// The forward pass of a group's request.
+fn forward(net: &Inference, request: &Request) -> Result<Forward> {
+    let rows = request.rows.len();
+    let Some(units) = net.net().shape().gru_units() else {
+        return Ok(Forward {
+            logits: net.logits(&request.obs, rows)?,
+            values: net.values(&request.critic, rows)?,
+            states: Vec::new(),
+        });
+    };
+    // Each row's state is the actor's `units` values, then the critic's.
+    let mut actor = Vec::with_capacity(rows * units);
+    let mut critic = Vec::with_capacity(rows * units);
+    for row in request.state.chunks_exact(2 * units) {
+        actor.extend_from_slice(&row[..units]);
+        critic.extend_from_slice(&row[units..]);
+    }
+    let logits = net.step(&request.obs, &mut actor, rows)?;
+    let values = net.values_step(&request.critic, &mut critic, rows)?;
+    let states = actor
+        .chunks_exact(units)
+        .zip(critic.chunks_exact(units))
+        .map(|(a, c)| [a, c].concat())
+        .collect();
+    Ok(Forward {
+        logits,
+        values,
+        states,
+    })
 }

@@ -257,7 +257,7 @@ impl Session<'_> {
         let mut all = Vec::with_capacity(self.setup.groups.len());
         for (index, group) in self.setup.groups.iter().enumerate() {
             let shape = self.nets[index].shape();
-            let mut batch = Batch::default();
+            let mut batch = Batch::new(spec.ppo.sequence_length);
             for runner in &self.setup.runners {
                 for &agent in &group.agents {
                     batch.push(
