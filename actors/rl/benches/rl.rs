@@ -25,6 +25,8 @@ const TRAINING_GOAL_STEPS_PER_S: f64 = 50_000.0;
 /// Soccer's symbolic observation with the default 3×3 view.
 const OBS_LEN: usize = 57;
 const AGENTS: usize = 4;
+/// The training benchmark's threads (worker threads, and the update's).
+const THREADS: usize = 2;
 
 fn decisions(c: &mut Criterion) {
     let shape = NetShape::new(vec![OBS_LEN], 8, Architecture::default());
@@ -59,14 +61,14 @@ fn decisions(c: &mut Criterion) {
 }
 
 /// IPPO for the green team against random blues: 16 environments × 128 steps per update,
-/// 8 updates, on two worker threads.
+/// 8 updates, on two threads.
 fn training() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let trainer = Trainer::builder("bench", "soccer-2v2")
         .learn("green")
         .agent("*", SlotSpec::kind("random"))
         .total_steps(16 * 128 * 8)
-        .parallel(16, 2)
+        .parallel(16, THREADS)
         .checkpoint_every(8)
         .build()
         .expect("a valid training spec");
@@ -140,7 +142,9 @@ fn updates(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(batch.len() as u64));
     group.bench_function("ppo_update_plain", |b| {
-        b.iter(|| ppo::update(&net, &mut adam, &batch, &config, 1e-4, &mut rng).expect("updates"))
+        b.iter(|| {
+            ppo::update(&net, &mut adam, &batch, &config, 1e-4, &mut rng, THREADS).expect("updates")
+        })
     });
     group.bench_function("ppo_update_autograd", |b| {
         b.iter(|| {
@@ -155,7 +159,7 @@ fn updates(c: &mut Criterion) {
             let losses = if autograd {
                 ppo::update_autograd(&net, adam, &batch, &config, 1e-4, rng)
             } else {
-                ppo::update(&net, adam, &batch, &config, 1e-4, rng)
+                ppo::update(&net, adam, &batch, &config, 1e-4, rng, THREADS)
             };
             black_box(losses.expect("updates"));
         }
