@@ -1,63 +1,76 @@
-//! The matrices of the plain-Rust MLP update: candle tensors, so that products go through
-//! candle's gemm (which picks AVX2/FMA kernels at run time: safe Rust compiled for the
-//! baseline CPU cannot, and was measured twice as slow), whose values the update reads
-//! and changes in place. No product copies its operands or its result: a buffer becomes a
-//! tensor by move, transposes are strides, and element-wise passes (bias, tanh, loss
-//! gradients) work on the tensors' own storage.
+//! Matrix products of the plain-Rust MLP update on flat row-major `f32` buffers, through
+//! ndarray's product (matrixmultiply's kernels, which pick AVX/FMA at run time: safe Rust
+//! compiled for the baseline CPU cannot, and was measured twice as slow). A product is
+//! written straight into its destination and transposes are strides: no copy, no
+//! allocation, and one thread (the update spreads its own work over threads). candle's
+//! product, used before, copied each operand and result, and asked the operating system
+//! for the core count on every call (a third of the update's time).
 
 use crate::error::{Result, RlError};
-use candle_core::{CpuStorage, Device, InplaceOp1, Layout, Storage, Tensor};
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayViewMut2, ShapeError};
 
-/// `values` (row after row) as a `rows × cols` tensor, without a copy.
-pub(super) fn matrix(values: Vec<f32>, rows: usize, cols: usize) -> Result<Tensor> {
-    Ok(Tensor::from_vec(values, (rows, cols), &Device::Cpu)?)
+/// A row-major matrix, possibly read transposed.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Matrix<'a> {
+    /// The values, row after row.
+    pub(super) data: &'a [f32],
+    /// Rows and columns as stored.
+    pub(super) rows: usize,
+    pub(super) cols: usize,
+    /// Read as its transpose.
+    pub(super) transposed: bool,
 }
 
-/// `f` of the values of `tensor` (a contiguous `f32` tensor on the CPU), without a copy.
-pub(super) fn read<R>(tensor: &Tensor, f: impl FnOnce(&[f32]) -> R) -> Result<R> {
-    let (storage, layout) = tensor.storage_and_layout();
-    match (&*storage, layout.contiguous_offsets()) {
-        (Storage::Cpu(CpuStorage::F32(values)), Some((start, end))) => Ok(f(&values[start..end])),
-        _ => Err(not_plain(tensor)),
+impl<'a> Matrix<'a> {
+    /// `data` as `rows × cols`.
+    pub(super) fn new(data: &'a [f32], rows: usize, cols: usize) -> Self {
+        Self {
+            data,
+            rows,
+            cols,
+            transposed: false,
+        }
+    }
+
+    /// Its transpose.
+    pub(super) fn t(self) -> Self {
+        Self {
+            transposed: !self.transposed,
+            ..self
+        }
+    }
+
+    fn view(self) -> Result<ArrayView2<'a, f32>> {
+        let data = self.data.get(..self.rows * self.cols).unwrap_or(self.data);
+        let view = ArrayView2::from_shape((self.rows, self.cols), data).map_err(shape_error)?;
+        Ok(if self.transposed {
+            view.reversed_axes()
+        } else {
+            view
+        })
     }
 }
 
-/// Applies `f` to the values of `tensor` (a contiguous `f32` tensor on the CPU) in place.
-pub(super) fn modify(tensor: &Tensor, f: impl Fn(&mut [f32])) -> Result<()> {
-    tensor
-        .inplace_op1(&InPlace(f))
-        .map_err(|_| not_plain(tensor))
-}
-
-/// The error for a tensor that is not a contiguous `f32` one on the CPU.
-fn not_plain(tensor: &Tensor) -> RlError {
+fn shape_error(error: ShapeError) -> RlError {
     RlError::Tensor(candle_core::Error::Msg(format!(
-        "the MLP update needs contiguous f32 CPU tensors, not {:?} {:?} on {:?}",
-        tensor.dtype(),
-        tensor.layout(),
-        tensor.device().location()
+        "a matrix of the MLP update: {error}"
     )))
 }
 
-/// A change of a tensor's values in place, as candle runs it.
-struct InPlace<F>(F);
-
-impl<F: Fn(&mut [f32])> InplaceOp1 for InPlace<F> {
-    fn name(&self) -> &'static str {
-        "mlp-update-in-place"
+/// `into = a · b`, row-major (`into` holds at least the product's values).
+pub(super) fn matmul(a: Matrix<'_>, b: Matrix<'_>, into: &mut [f32]) -> Result<()> {
+    let (a, b) = (a.view()?, b.view()?);
+    let ((m, k), (k2, n)) = (a.dim(), b.dim());
+    if k != k2 {
+        return Err(RlError::Tensor(candle_core::Error::Msg(format!(
+            "the MLP update multiplies a {m}×{k} matrix by a {k2}×{n} one"
+        ))));
     }
-
-    fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> candle_core::Result<()> {
-        match (storage, layout.contiguous_offsets()) {
-            (CpuStorage::F32(values), Some((start, end))) => {
-                (self.0)(&mut values[start..end]);
-                Ok(())
-            }
-            _ => Err(candle_core::Error::Msg(
-                "not a contiguous f32 tensor".into(),
-            )),
-        }
-    }
+    let into = into.get_mut(..m * n).unwrap_or(&mut []);
+    let mut product = ArrayViewMut2::from_shape((m, n), into).map_err(shape_error)?;
+    general_mat_mul(1.0, &a, &b, 0.0, &mut product);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -71,17 +84,17 @@ mod tests {
         let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.11).cos()).collect();
         let at = |i: usize, p: usize| a[i * k + p];
         let bt = |p: usize, j: usize| b[p * n + j];
-        let (ta, tb) = (
-            matrix(a.clone(), m, k).unwrap(),
-            matrix(b.clone(), k, n).unwrap(),
-        );
-        let c = ta.matmul(&tb).unwrap();
+        // NaN first: the product must not read its destination.
+        let mut c = vec![f32::NAN; m * n];
+        matmul(Matrix::new(&a, m, k), Matrix::new(&b, k, n), &mut c).unwrap();
         // (bᵀ aᵀ) is (a b)ᵀ.
-        let ct = tb.t().unwrap().matmul(&ta.t().unwrap()).unwrap();
-        let (c, ct) = (
-            read(&c, <[f32]>::to_vec).unwrap(),
-            read(&ct, <[f32]>::to_vec).unwrap(),
-        );
+        let mut ct = vec![f32::NAN; n * m];
+        matmul(
+            Matrix::new(&b, k, n).t(),
+            Matrix::new(&a, m, k).t(),
+            &mut ct,
+        )
+        .unwrap();
         for i in 0..m {
             for j in 0..n {
                 let expected: f32 = (0..k).map(|p| at(i, p) * bt(p, j)).sum();
@@ -92,19 +105,15 @@ mod tests {
     }
 
     #[test]
-    fn values_change_in_place_and_strided_tensors_are_refused() {
-        let t = matrix(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3).unwrap();
-        modify(&t, |values| values.iter_mut().for_each(|v| *v *= 10.0)).unwrap();
-        assert_eq!(
-            t.to_vec2::<f32>().unwrap(),
-            vec![vec![10.0, 20.0, 30.0], vec![40.0, 50.0, 60.0]]
-        );
-        assert_eq!(read(&t, |v| v.iter().sum::<f32>()).unwrap(), 210.0);
-        let transposed = t.t().unwrap();
-        let error = read(&transposed, |_| ()).unwrap_err().to_string();
-        assert!(error.contains("contiguous f32"), "{error}");
-        assert!(modify(&transposed, |_| ()).is_err());
-        let integers = Tensor::new(&[1u32, 2], &Device::Cpu).unwrap();
-        assert!(read(&integers, |_| ()).is_err());
+    fn shapes_that_do_not_fit_are_errors() {
+        let a = vec![1.0; 6];
+        let mut into = vec![0.0; 4];
+        let error = matmul(Matrix::new(&a, 2, 3), Matrix::new(&a, 2, 3), &mut into)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("2×3 matrix by a 2×3"), "{error}");
+        assert!(matmul(Matrix::new(&a, 3, 3), Matrix::new(&a, 3, 2), &mut into).is_err());
+        let mut small = vec![0.0; 3];
+        assert!(matmul(Matrix::new(&a, 2, 3), Matrix::new(&a, 3, 2), &mut small).is_err());
     }
 }

@@ -1,8 +1,8 @@
 //! PPO's update of MLP networks in plain Rust: the forward and backward passes of the
 //! actor and the critic, the loss gradients in closed form (masked log-softmax, clipped
 //! surrogate, entropy bonus, value loss) and Adam with the global norm limit, on flat
-//! `f32` parameter buffers (matrix products through candle's gemm on tensors that are
-//! read and changed in place, see `train::matmul`).
+//! `f32` buffers allocated once per update (matrix products written straight into them,
+//! see `train::matmul`).
 //!
 //! It computes what [`super::ppo::update_autograd`] computes through candle's autograd
 //! (the same minibatches in the same order, the same formulas; results agree up to float
@@ -14,7 +14,7 @@
 //! does not depend on the thread count. CNNs keep the autograd update.
 
 use super::config::PpoConfig;
-use super::matmul::{matrix, modify, read};
+use super::matmul::{Matrix, matmul};
 use super::ppo::{Adam, Batch, Losses};
 use crate::activation::tanh;
 use crate::error::{Result, RlError};
@@ -43,7 +43,7 @@ struct Layer {
     outputs: usize,
 }
 
-/// Tanh layers and a linear head (an actor or a critic), with its tensors for one
+/// Tanh layers and a linear head (an actor or a critic), with its buffers for one
 /// minibatch.
 #[derive(Debug)]
 struct Stack {
@@ -51,21 +51,24 @@ struct Stack {
     /// relative to its start.
     span: Range<usize>,
     layers: Vec<Layer>,
-    /// The weights of the minibatch being differentiated, `outputs × inputs` each.
-    weights: Vec<Tensor>,
     /// The input of each layer, then the head's output: `rows × width` each.
-    activations: Vec<Tensor>,
+    activations: Vec<Vec<f32>>,
+    /// Gradient of the loss with respect to the output of the layer being differentiated.
+    grad_out: Vec<f32>,
+    /// … and with respect to its input.
+    grad_in: Vec<f32>,
 }
 
 impl Stack {
-    /// The stack `prefix.fc0`, `prefix.fc1`, …, `prefix.head`, whose parameters must lie
-    /// together in `layout`.
+    /// The stack `prefix.fc0`, `prefix.fc1`, …, `prefix.head` for up to `rows` rows, whose
+    /// parameters must lie together in `layout`.
     fn new(
         layout: &Layout,
         prefix: &str,
         inputs: usize,
         hidden: &[usize],
         outputs: usize,
+        rows: usize,
     ) -> Result<Self> {
         let mut layers = Vec::with_capacity(hidden.len() + 1);
         let mut width = inputs;
@@ -93,101 +96,91 @@ impl Stack {
             layer.weight = layer.weight.start - start..layer.weight.end - start;
             layer.bias = layer.bias.start - start..layer.bias.end - start;
         }
+        let widest = layers
+            .iter()
+            .map(|l| l.inputs.max(l.outputs))
+            .max()
+            .unwrap_or(0);
+        let mut activations: Vec<Vec<f32>> = layers
+            .iter()
+            .map(|l| Vec::with_capacity(rows * l.inputs))
+            .collect();
+        activations.push(Vec::with_capacity(rows * outputs));
         Ok(Self {
             span: start..end,
             layers,
-            weights: Vec::new(),
-            activations: Vec::new(),
+            activations,
+            grad_out: Vec::with_capacity(rows * widest),
+            grad_in: Vec::with_capacity(rows * widest),
         })
     }
 
-    /// Width of the input and of the head's output.
-    fn widths(&self) -> (usize, usize) {
-        (
-            self.layers.first().map_or(0, |l| l.inputs),
-            self.layers.last().map_or(0, |l| l.outputs),
-        )
-    }
-
-    /// Takes the input rows: row `i` is row `order[i]` of `data`.
-    fn gather(&mut self, data: &[f32], order: &[u32]) -> Result<()> {
-        let width = self.widths().0;
-        let mut input = Vec::with_capacity(order.len() * width);
+    /// Fills the input rows: row `i` is row `order[i]` of `data`.
+    fn gather(&mut self, data: &[f32], order: &[u32]) {
+        let width = self.layers.first().map_or(0, |l| l.inputs);
+        let input = &mut self.activations[0];
+        input.clear();
         for &row in order {
             let row = row as usize;
             input.extend_from_slice(&data[row * width..(row + 1) * width]);
         }
-        self.activations.clear();
-        self.activations.push(matrix(input, order.len(), width)?);
-        Ok(())
     }
 
-    /// The forward pass over the gathered rows with the stack's `params`; the head's
+    /// The forward pass over the gathered `rows` with the stack's `params`; the head's
     /// output is the last activation.
-    fn forward(&mut self, params: &[f32]) -> Result<()> {
+    fn forward(&mut self, params: &[f32], rows: usize) -> Result<()> {
         let last = self.layers.len() - 1;
-        self.weights.clear();
-        self.activations.truncate(1);
         for (index, layer) in self.layers.iter().enumerate() {
-            let weight = Tensor::from_slice(
-                &params[layer.weight.clone()],
-                (layer.outputs, layer.inputs),
-                &Device::Cpu,
-            )?;
-            let output = self.activations[index].matmul(&weight.t()?)?;
+            let (before, after) = self.activations.split_at_mut(index + 1);
+            let (input, output) = (&before[index], &mut after[0]);
+            output.resize(rows * layer.outputs, 0.0);
+            let weight = Matrix::new(&params[layer.weight.clone()], layer.outputs, layer.inputs);
+            matmul(Matrix::new(input, rows, layer.inputs), weight.t(), output)?;
             let bias = &params[layer.bias.clone()];
-            modify(&output, |values| {
-                for row in values.chunks_exact_mut(layer.outputs) {
-                    if index < last {
-                        for (value, b) in row.iter_mut().zip(bias) {
-                            *value = tanh(*value + b);
-                        }
-                    } else {
-                        for (value, b) in row.iter_mut().zip(bias) {
-                            *value += b;
-                        }
+            for row in output.chunks_exact_mut(layer.outputs) {
+                if index < last {
+                    for (value, b) in row.iter_mut().zip(bias) {
+                        *value = tanh(*value + b);
+                    }
+                } else {
+                    for (value, b) in row.iter_mut().zip(bias) {
+                        *value += b;
                     }
                 }
-            })?;
-            self.weights.push(weight);
-            self.activations.push(output);
+            }
         }
         Ok(())
     }
 
-    /// The backward pass from `grad_head`, the gradient of the loss with respect to the
-    /// head's output; writes the gradient of every parameter of the stack into `grads`.
-    fn backward(&self, grads: &mut [f32], grad_head: Vec<f32>) -> Result<()> {
-        let rows = grad_head.len() / self.widths().1.max(1);
-        let mut grad_out = matrix(grad_head, rows, self.widths().1)?;
+    /// The backward pass from the gradient of the loss with respect to the head's output
+    /// (in `grad_out`); writes the gradient of every parameter of the stack into `grads`.
+    fn backward(&mut self, params: &[f32], grads: &mut [f32], rows: usize) -> Result<()> {
         for (index, layer) in self.layers.iter().enumerate().rev() {
             let input = &self.activations[index];
-            let weight_grad = grad_out.t()?.matmul(input)?;
-            read(&weight_grad, |values| {
-                grads[layer.weight.clone()].copy_from_slice(values);
-            })?;
-            read(&grad_out, |values| {
-                let bias = &mut grads[layer.bias.clone()];
-                bias.fill(0.0);
-                for row in values.chunks_exact(layer.outputs) {
-                    for (sum, g) in bias.iter_mut().zip(row) {
-                        *sum += g;
-                    }
+            let grad_out = Matrix::new(&self.grad_out, rows, layer.outputs);
+            matmul(
+                grad_out.t(),
+                Matrix::new(input, rows, layer.inputs),
+                &mut grads[layer.weight.clone()],
+            )?;
+            let bias = &mut grads[layer.bias.clone()];
+            bias.fill(0.0);
+            for row in self.grad_out.chunks_exact(layer.outputs) {
+                for (sum, g) in bias.iter_mut().zip(row) {
+                    *sum += g;
                 }
-            })?;
+            }
             if index == 0 {
                 break;
             }
-            let grad_in = grad_out.matmul(&self.weights[index])?;
+            self.grad_in.resize(rows * layer.inputs, 0.0);
+            let weight = Matrix::new(&params[layer.weight.clone()], layer.outputs, layer.inputs);
+            matmul(grad_out, weight, &mut self.grad_in)?;
             // The input is the previous layer's tanh: d tanh = 1 - tanh².
-            read(input, |outputs| {
-                modify(&grad_in, |values| {
-                    for (g, y) in values.iter_mut().zip(outputs) {
-                        *g *= 1.0 - y * y;
-                    }
-                })
-            })??;
-            grad_out = grad_in;
+            for (g, y) in self.grad_in.iter_mut().zip(input) {
+                *g *= 1.0 - y * y;
+            }
+            std::mem::swap(&mut self.grad_out, &mut self.grad_in);
         }
         Ok(())
     }
@@ -289,8 +282,15 @@ impl Model {
             }
         };
         let layout = Layout::new(net);
-        let actor = Stack::new(&layout, "actor", shape.obs_len(), &hidden, shape.actions)?;
-        let critic = Stack::new(&layout, "critic", shape.critic_len(), &hidden, 1)?;
+        let actor = Stack::new(
+            &layout,
+            "actor",
+            shape.obs_len(),
+            &hidden,
+            shape.actions,
+            rows,
+        )?;
+        let critic = Stack::new(&layout, "critic", shape.critic_len(), &hidden, 1, rows)?;
         if actor.span.end > critic.span.start {
             return Err(unfit(
                 "the actor's parameters do not precede the critic's".into(),
@@ -332,8 +332,8 @@ impl Model {
 
     /// Loads minibatch `order` of `batch`.
     fn gather(&mut self, batch: &Batch, order: &[u32]) -> Result<()> {
-        self.actor.gather(&batch.obs, order)?;
-        self.critic.gather(&batch.critic, order)?;
+        self.actor.gather(&batch.obs, order);
+        self.critic.gather(&batch.critic, order);
         let targets = &mut self.targets;
         let actions = targets.actions;
         targets.masks.clear();
@@ -423,60 +423,57 @@ fn policy_gradients(
     let actions = targets.actions;
     let rows = targets.chosen.len();
     let scale = 1.0 / rows as f32;
-    actor.forward(params)?;
+    actor.forward(params, rows)?;
     let mut terms = Terms::default();
-    let mut grad_logits = vec![0f32; rows * actions];
+    let logits = &actor.activations[actor.layers.len()];
+    let grad_logits = &mut actor.grad_out;
+    grad_logits.clear();
+    grad_logits.resize(rows * actions, 0.0);
     let mut log_probs = vec![0f32; actions];
-    let logits = actor
-        .activations
-        .last()
-        .ok_or_else(|| unfit("an empty actor".into()))?;
-    read(logits, |logits| {
-        for (row, ((raw, mask), grad)) in logits
-            .chunks_exact(actions)
-            .zip(targets.masks.chunks_exact(actions))
-            .zip(grad_logits.chunks_exact_mut(actions))
-            .enumerate()
-        {
-            // Masked log-softmax, computed as candle does: shift by the maximum first.
-            let max = raw
-                .iter()
-                .zip(mask)
-                .map(|(z, m)| z + m)
-                .fold(f32::NEG_INFINITY, f32::max);
-            let mut total = 0f32;
-            for ((l, z), m) in log_probs.iter_mut().zip(raw).zip(mask) {
-                *l = z + m - max;
-                total += l.exp();
-            }
-            let log_total = total.ln();
-            let mut plogp = 0f32;
-            for l in log_probs.iter_mut() {
-                *l -= log_total;
-                plogp += l.exp() * *l;
-            }
-            let action = targets.chosen[row] as usize;
-            let log_ratio = log_probs[action] - targets.old_logps[row];
-            let ratio = log_ratio.exp();
-            let clipped = ratio.clamp(1.0 - config.clip, 1.0 + config.clip);
-            let advantage = targets.advantages[row];
-            let (unclipped, clipped) = (ratio * advantage, clipped * advantage);
-            terms.policy -= unclipped.min(clipped);
-            terms.entropy -= plogp;
-            terms.approx_kl += (ratio - 1.0) - log_ratio;
-            // The surrogate's slope in the ratio: the advantage where the unclipped term is
-            // the minimum (where both are equal, the clipped one moves with the ratio too).
-            let slope = if unclipped <= clipped { advantage } else { 0.0 };
-            let d_logp = -scale * slope * ratio;
-            let d_entropy = config.entropy_coef * scale;
-            for (k, (g, l)) in grad.iter_mut().zip(&log_probs).enumerate() {
-                let p = l.exp();
-                let chosen = if k == action { 1.0 } else { 0.0 };
-                *g = d_logp * (chosen - p) + d_entropy * p * (l - plogp);
-            }
+    for (row, ((raw, mask), grad)) in logits
+        .chunks_exact(actions)
+        .zip(targets.masks.chunks_exact(actions))
+        .zip(grad_logits.chunks_exact_mut(actions))
+        .enumerate()
+    {
+        // Masked log-softmax, computed as candle does: shift by the maximum first.
+        let max = raw
+            .iter()
+            .zip(mask)
+            .map(|(z, m)| z + m)
+            .fold(f32::NEG_INFINITY, f32::max);
+        let mut total = 0f32;
+        for ((l, z), m) in log_probs.iter_mut().zip(raw).zip(mask) {
+            *l = z + m - max;
+            total += l.exp();
         }
-    })?;
-    actor.backward(grads, grad_logits)?;
+        let log_total = total.ln();
+        let mut plogp = 0f32;
+        for l in log_probs.iter_mut() {
+            *l -= log_total;
+            plogp += l.exp() * *l;
+        }
+        let action = targets.chosen[row] as usize;
+        let log_ratio = log_probs[action] - targets.old_logps[row];
+        let ratio = log_ratio.exp();
+        let clipped = ratio.clamp(1.0 - config.clip, 1.0 + config.clip);
+        let advantage = targets.advantages[row];
+        let (unclipped, clipped) = (ratio * advantage, clipped * advantage);
+        terms.policy -= unclipped.min(clipped);
+        terms.entropy -= plogp;
+        terms.approx_kl += (ratio - 1.0) - log_ratio;
+        // The surrogate's slope in the ratio: the advantage where the unclipped term is
+        // the minimum (where both are equal, the clipped one moves with the ratio too).
+        let slope = if unclipped <= clipped { advantage } else { 0.0 };
+        let d_logp = -scale * slope * ratio;
+        let d_entropy = config.entropy_coef * scale;
+        for (k, (g, l)) in grad.iter_mut().zip(&log_probs).enumerate() {
+            let p = l.exp();
+            let chosen = if k == action { 1.0 } else { 0.0 };
+            *g = d_logp * (chosen - p) + d_entropy * p * (l - plogp);
+        }
+    }
+    actor.backward(params, grads, rows)?;
     terms.policy *= scale;
     terms.entropy *= scale;
     terms.approx_kl *= scale;
@@ -492,25 +489,19 @@ fn value_gradients(
     grads: &mut [f32],
     config: &PpoConfig,
 ) -> Result<f32> {
-    let scale = 1.0 / targets.returns.len() as f32;
-    critic.forward(params)?;
-    let values = critic
-        .activations
-        .last()
-        .ok_or_else(|| unfit("an empty critic".into()))?;
+    let rows = targets.returns.len();
+    let scale = 1.0 / rows as f32;
+    critic.forward(params, rows)?;
+    let values = &critic.activations[critic.layers.len()];
+    let grad_values = &mut critic.grad_out;
+    grad_values.clear();
     let mut loss = 0f32;
-    let grad_values = read(values, |values| {
-        values
-            .iter()
-            .zip(&targets.returns)
-            .map(|(value, target)| {
-                let error = value - target;
-                loss += 0.5 * error * error;
-                config.value_coef * scale * error
-            })
-            .collect::<Vec<_>>()
-    })?;
-    critic.backward(grads, grad_values)?;
+    for (value, target) in values.iter().zip(&targets.returns) {
+        let error = value - target;
+        loss += 0.5 * error * error;
+        grad_values.push(config.value_coef * scale * error);
+    }
+    critic.backward(params, grads, rows)?;
     Ok(loss * scale)
 }
 
