@@ -25,6 +25,8 @@ const TRAINING_GOAL_STEPS_PER_S: f64 = 50_000.0;
 /// Soccer's symbolic observation with the default 3×3 view.
 const OBS_LEN: usize = 57;
 const AGENTS: usize = 4;
+/// The training benchmark's threads (worker threads, and the update's).
+const THREADS: usize = 2;
 
 fn decisions(c: &mut Criterion) {
     let shape = NetShape::new(vec![OBS_LEN], 8, Architecture::default());
@@ -58,15 +60,40 @@ fn decisions(c: &mut Criterion) {
     );
 }
 
+/// CPU seconds the process has used so far (user plus system, all threads), where Linux's
+/// `/proc` tells: on a machine shared with other work, wall times alone mislead.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name: state is field 3, utime 14 and stime 15, in 1/100 s.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |index: usize| fields.get(index)?.parse::<f64>().ok();
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// `cpu_seconds` used since `start`, as text.
+fn cpu_since(start: Option<f64>) -> String {
+    match (start, cpu_seconds()) {
+        (Some(start), Some(now)) => format!("{:.0} ms CPU", (now - start) * 1e3),
+        _ => "CPU time unknown".into(),
+    }
+}
+
 /// IPPO for the green team against random blues: 16 environments × 128 steps per update,
-/// 8 updates, on two worker threads.
+/// 8 updates, on two threads; three runs, since one lasts about a second.
 fn training() {
+    for _ in 0..3 {
+        train_once();
+    }
+}
+
+fn train_once() {
+    let cpu = cpu_seconds();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let trainer = Trainer::builder("bench", "soccer-2v2")
         .learn("green")
         .agent("*", SlotSpec::kind("random"))
         .total_steps(16 * 128 * 8)
-        .parallel(16, 2)
+        .parallel(16, THREADS)
         .checkpoint_every(8)
         .build()
         .expect("a valid training spec");
@@ -87,13 +114,14 @@ fn training() {
         update_ms += line["update_ms"].as_u64().unwrap_or(0);
     }
     println!(
-        "rl: training soccer-2v2 (IPPO, MLP 64-64): {:.0} environment steps/s (goal ≥ {TRAINING_GOAL_STEPS_PER_S}: {}); {collect_ms} ms collecting, {update_ms} ms updating",
+        "rl: training soccer-2v2 (IPPO, MLP 64-64): {:.0} environment steps/s (goal ≥ {TRAINING_GOAL_STEPS_PER_S}: {}); {collect_ms} ms collecting, {update_ms} ms updating, {} in all",
         outcome.steps_per_s,
         if outcome.steps_per_s >= TRAINING_GOAL_STEPS_PER_S {
             "met"
         } else {
             "missed"
-        }
+        },
+        cpu_since(cpu)
     );
 }
 
@@ -141,7 +169,9 @@ fn updates(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(batch.len() as u64));
     group.bench_function("ppo_update_plain", |b| {
-        b.iter(|| ppo::update(&net, &mut adam, &batch, &config, 1e-4, &mut rng).expect("updates"))
+        b.iter(|| {
+            ppo::update(&net, &mut adam, &batch, &config, 1e-4, &mut rng, THREADS).expect("updates")
+        })
     });
     group.bench_function("ppo_update_autograd", |b| {
         b.iter(|| {
@@ -156,7 +186,7 @@ fn updates(c: &mut Criterion) {
             let losses = if autograd {
                 ppo::update_autograd(&net, adam, &batch, &config, 1e-4, rng)
             } else {
-                ppo::update(&net, adam, &batch, &config, 1e-4, rng)
+                ppo::update(&net, adam, &batch, &config, 1e-4, rng, THREADS)
             };
             black_box(losses.expect("updates"));
         }
@@ -164,15 +194,25 @@ fn updates(c: &mut Criterion) {
     };
     // Interleaved, so that both see the same load.
     let (mut plain, mut autograd) = (0.0, 0.0);
+    let (mut plain_cpu, mut autograd_cpu) = (0.0, 0.0);
+    let cpu_of = |start: Option<f64>| Some(cpu_seconds()? - start?);
     for _ in 0..3 {
+        let cpu = cpu_seconds();
         plain += time(false, &mut rng, &mut adam);
+        plain_cpu += cpu_of(cpu).unwrap_or(f64::NAN);
+        let cpu = cpu_seconds();
         autograd += time(true, &mut rng, &mut adam);
+        autograd_cpu += cpu_of(cpu).unwrap_or(f64::NAN);
     }
+    // `time` runs 5 updates per call.
+    let per_update = |total: f64| total * 1e3 / 15.0;
     println!(
-        "rl: one PPO update of {} transitions (4 epochs × 4 minibatches, MLP 64-64): {:.1} ms plain Rust, {:.1} ms candle autograd ({:.1}× faster)",
+        "rl: one PPO update of {} transitions (4 epochs × 4 minibatches, MLP 64-64): {:.1} ms plain Rust ({:.1} ms CPU), {:.1} ms candle autograd ({:.1} ms CPU; {:.1}× faster)",
         batch.len(),
         plain / 3.0,
+        per_update(plain_cpu),
         autograd / 3.0,
+        per_update(autograd_cpu),
         autograd / plain
     );
 }

@@ -14,14 +14,13 @@ pub(crate) fn tanh(x: f32) -> f32 {
         4.893_524_6e-3,
     ];
     const DENOMINATOR: [f32; 4] = [1.198_258_4e-6, 1.185_347_1e-4, 2.268_434_6e-3, 4.893_525e-3];
-    if x.abs() < 4e-4 {
-        return x;
-    }
-    let x = x.clamp(-7.905_311, 7.905_311);
-    let x2 = x * x;
+    let clamped = x.clamp(-7.905_311, 7.905_311);
+    let x2 = clamped * clamped;
     let p = NUMERATOR.iter().fold(0.0, |acc, c| acc * x2 + c);
     let q = DENOMINATOR.iter().fold(0.0, |acc, c| acc * x2 + c);
-    x * p / q
+    let rational = clamped * p / q;
+    // A select rather than an early return, so that loops over many values vectorise.
+    if x.abs() < 4e-4 { x } else { rational }
 }
 
 #[cfg(test)]

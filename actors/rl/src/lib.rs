@@ -45,7 +45,8 @@
 //! That training figure was bound by the update through candle's autograd (87% of a soccer
 //! run's time; collection alone runs at about 115,000 steps/s). MLPs now train through a
 //! plain-Rust update (`train::mlp_update`), 1.9–4.5× faster than autograd on the same
-//! batch in the same run; measured under a load average of 17–21 on the 2 cores, training
+//! batch in the same run (3–8× since its products go through ndarray and its actor and
+//! critic run on two threads, `docs/training.md`); measured under a load average of 17–21 on the 2 cores, training
 //! ran at 4,600–8,700 steps/s with collection the larger part. PPO's defaults (four epochs
 //! of four minibatches) cost about 1.4 GFLOP per 2,048 steps for this network, so 50,000
 //! steps/s would take some 35 GFLOP/s for the update alone besides collection, beyond two

@@ -108,7 +108,8 @@ pub struct TrainSpec {
     /// Environments stepped in parallel.
     #[serde(default = "default_envs")]
     pub envs: usize,
-    /// Worker threads stepping them (results depend on the seed only, not on this).
+    /// Worker threads stepping them, and (above one) the threads of the PPO update; results
+    /// depend on the seed only, not on this.
     #[serde(default = "default_threads")]
     pub threads: usize,
     /// Steps of each environment per update.

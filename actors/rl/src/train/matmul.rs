@@ -1,10 +1,14 @@
-//! Matrix products of the plain-Rust MLP update on flat row-major `f32` buffers. They go
-//! through candle's product (gemm, which picks AVX2/FMA kernels at run time: safe Rust
-//! compiled for the baseline CPU cannot, and was measured twice as slow); transposes are
-//! strides, not copies.
+//! Matrix products of the plain-Rust MLP update on flat row-major `f32` buffers, through
+//! ndarray's product (matrixmultiply's kernels, which pick AVX/FMA at run time: safe Rust
+//! compiled for the baseline CPU cannot, and was measured twice as slow). A product is
+//! written straight into its destination and transposes are strides: no copy, no
+//! allocation, and one thread (the update spreads its own work over threads). candle's
+//! product, used before, copied each operand and result, and asked the operating system
+//! for the core count on every call (a third of the update's time).
 
-use crate::error::Result;
-use candle_core::{Device, Tensor};
+use crate::error::{Result, RlError};
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayViewMut2, ShapeError};
 
 /// A row-major matrix, possibly read transposed.
 #[derive(Clone, Copy, Debug)]
@@ -22,7 +26,7 @@ impl<'a> Matrix<'a> {
     /// `data` as `rows × cols`.
     pub(super) fn new(data: &'a [f32], rows: usize, cols: usize) -> Self {
         Self {
-            data: &data[..rows * cols],
+            data,
             rows,
             cols,
             transposed: false,
@@ -37,16 +41,35 @@ impl<'a> Matrix<'a> {
         }
     }
 
-    fn tensor(self) -> Result<Tensor> {
-        let tensor = Tensor::from_slice(self.data, (self.rows, self.cols), &Device::Cpu)?;
-        Ok(if self.transposed { tensor.t()? } else { tensor })
+    fn view(self) -> Result<ArrayView2<'a, f32>> {
+        let data = self.data.get(..self.rows * self.cols).unwrap_or(self.data);
+        let view = ArrayView2::from_shape((self.rows, self.cols), data).map_err(shape_error)?;
+        Ok(if self.transposed {
+            view.reversed_axes()
+        } else {
+            view
+        })
     }
 }
 
-/// `into = a · b`, row-major.
+fn shape_error(error: ShapeError) -> RlError {
+    RlError::Tensor(candle_core::Error::Msg(format!(
+        "a matrix of the MLP update: {error}"
+    )))
+}
+
+/// `into = a · b`, row-major (`into` holds at least the product's values).
 pub(super) fn matmul(a: Matrix<'_>, b: Matrix<'_>, into: &mut [f32]) -> Result<()> {
-    let product = a.tensor()?.matmul(&b.tensor()?)?;
-    into.copy_from_slice(&product.flatten_all()?.to_vec1::<f32>()?);
+    let (a, b) = (a.view()?, b.view()?);
+    let ((m, k), (k2, n)) = (a.dim(), b.dim());
+    if k != k2 {
+        return Err(RlError::Tensor(candle_core::Error::Msg(format!(
+            "the MLP update multiplies a {m}×{k} matrix by a {k2}×{n} one"
+        ))));
+    }
+    let into = into.get_mut(..m * n).unwrap_or(&mut []);
+    let mut product = ArrayViewMut2::from_shape((m, n), into).map_err(shape_error)?;
+    general_mat_mul(1.0, &a, &b, 0.0, &mut product);
     Ok(())
 }
 
@@ -61,6 +84,7 @@ mod tests {
         let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.11).cos()).collect();
         let at = |i: usize, p: usize| a[i * k + p];
         let bt = |p: usize, j: usize| b[p * n + j];
+        // NaN first: the product must not read its destination.
         let mut c = vec![f32::NAN; m * n];
         matmul(Matrix::new(&a, m, k), Matrix::new(&b, k, n), &mut c).unwrap();
         // (bᵀ aᵀ) is (a b)ᵀ.
@@ -78,5 +102,18 @@ mod tests {
                 assert!((ct[j * m + i] - expected).abs() < 1e-4, "{i},{j}");
             }
         }
+    }
+
+    #[test]
+    fn shapes_that_do_not_fit_are_errors() {
+        let a = vec![1.0; 6];
+        let mut into = vec![0.0; 4];
+        let error = matmul(Matrix::new(&a, 2, 3), Matrix::new(&a, 2, 3), &mut into)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("2×3 matrix by a 2×3"), "{error}");
+        assert!(matmul(Matrix::new(&a, 3, 3), Matrix::new(&a, 3, 2), &mut into).is_err());
+        let mut small = vec![0.0; 3];
+        assert!(matmul(Matrix::new(&a, 2, 3), Matrix::new(&a, 3, 2), &mut small).is_err());
     }
 }

@@ -1,13 +1,17 @@
 //! PPO's update of MLP networks in plain Rust: the forward and backward passes of the
 //! actor and the critic, the loss gradients in closed form (masked log-softmax, clipped
 //! surrogate, entropy bonus, value loss) and Adam with the global norm limit, on flat
-//! `f32` buffers allocated once per update (matrix products go through candle's gemm).
+//! `f32` buffers allocated once per update (matrix products written straight into them,
+//! see `train::matmul`).
 //!
 //! It computes what [`super::ppo::update_autograd`] computes through candle's autograd
 //! (the same minibatches in the same order, the same formulas; results agree up to float
 //! rounding), without a graph of tensors per minibatch (an allocation and a dispatch per
 //! operation and parameter) and with a rational tanh instead of libm's, which had taken
-//! most of the update's time. CNNs keep the autograd update.
+//! most of the update's time. The actor's and the critic's passes share nothing but the
+//! minibatch, so with more than one thread they run at once, each on its own core; every
+//! value is computed by the same operations in the same order either way, so the update
+//! does not depend on the thread count. CNNs keep the autograd update.
 
 use super::config::PpoConfig;
 use super::matmul::{Matrix, matmul};
@@ -28,7 +32,12 @@ pub(super) fn supports(net: &ActorCritic) -> bool {
     )
 }
 
-/// A fully connected layer's place in the flat parameters.
+/// The error for a network this update cannot train.
+fn unfit(problem: String) -> RlError {
+    RlError::Tensor(candle_core::Error::Msg(problem))
+}
+
+/// A fully connected layer's place in its stack's parameters.
 #[derive(Clone, Debug)]
 struct Layer {
     weight: Range<usize>,
@@ -41,6 +50,9 @@ struct Layer {
 /// minibatch.
 #[derive(Debug)]
 struct Stack {
+    /// Where its parameters lie in the network's flat parameters; the layers' ranges are
+    /// relative to its start.
+    span: Range<usize>,
     layers: Vec<Layer>,
     /// The input of each layer, then the head's output: `rows × width` each.
     activations: Vec<Vec<f32>>,
@@ -51,7 +63,8 @@ struct Stack {
 }
 
 impl Stack {
-    /// The stack `prefix.fc0`, `prefix.fc1`, …, `prefix.head` for up to `rows` rows.
+    /// The stack `prefix.fc0`, `prefix.fc1`, …, `prefix.head` for up to `rows` rows, whose
+    /// parameters must lie together in `layout`.
     fn new(
         layout: &Layout,
         prefix: &str,
@@ -74,6 +87,18 @@ impl Stack {
             });
             width = units;
         }
+        let ranges = || layers.iter().flat_map(|l| [&l.weight, &l.bias]);
+        let start = ranges().map(|r| r.start).min().unwrap_or(0);
+        let end = ranges().map(|r| r.end).max().unwrap_or(0);
+        if ranges().map(|r| r.len()).sum::<usize>() != end - start {
+            return Err(unfit(format!(
+                "the parameters of `{prefix}` are not stored together"
+            )));
+        }
+        for layer in &mut layers {
+            layer.weight = layer.weight.start - start..layer.weight.end - start;
+            layer.bias = layer.bias.start - start..layer.bias.end - start;
+        }
         let widest = layers
             .iter()
             .map(|l| l.inputs.max(l.outputs))
@@ -85,6 +110,7 @@ impl Stack {
             .collect();
         activations.push(Vec::with_capacity(rows * outputs));
         Ok(Self {
+            span: start..end,
             layers,
             activations,
             grad_out: Vec::with_capacity(rows * widest),
@@ -103,8 +129,8 @@ impl Stack {
         }
     }
 
-    /// The forward pass over the gathered `rows`; the head's output is the last
-    /// activation.
+    /// The forward pass over the gathered `rows` with the stack's `params`; the head's
+    /// output is the last activation.
     fn forward(&mut self, params: &[f32], rows: usize) -> Result<()> {
         let last = self.layers.len() - 1;
         for (index, layer) in self.layers.iter().enumerate() {
@@ -115,12 +141,14 @@ impl Stack {
             matmul(Matrix::new(input, rows, layer.inputs), weight.t(), output)?;
             let bias = &params[layer.bias.clone()];
             for row in output.chunks_exact_mut(layer.outputs) {
-                for (value, b) in row.iter_mut().zip(bias) {
-                    *value = if index < last {
-                        tanh(*value + b)
-                    } else {
-                        *value + b
-                    };
+                if index < last {
+                    for (value, b) in row.iter_mut().zip(bias) {
+                        *value = tanh(*value + b);
+                    }
+                } else {
+                    for (value, b) in row.iter_mut().zip(bias) {
+                        *value += b;
+                    }
                 }
             }
         }
@@ -128,7 +156,7 @@ impl Stack {
     }
 
     /// The backward pass from the gradient of the loss with respect to the head's output
-    /// (in `grad_out`); writes every parameter's gradient into `grads`.
+    /// (in `grad_out`); writes the gradient of every parameter of the stack into `grads`.
     fn backward(&mut self, params: &[f32], grads: &mut [f32], rows: usize) -> Result<()> {
         for (index, layer) in self.layers.iter().enumerate().rev() {
             let input = &self.activations[index];
@@ -161,7 +189,8 @@ impl Stack {
     }
 }
 
-/// The network's parameters laid end to end, in name order.
+/// The network's parameters laid end to end, in name order (so an actor's parameters all
+/// come before its critic's).
 #[derive(Debug)]
 struct Layout {
     /// Name, place and shape of each parameter.
@@ -188,9 +217,9 @@ impl Layout {
             .find(|(n, range, _)| n == name && range.len() == count)
             .map(|(_, range, _)| range.clone())
             .ok_or_else(|| {
-                RlError::Tensor(candle_core::Error::Msg(format!(
+                unfit(format!(
                     "the network has no parameter `{name}` of {count} values"
-                )))
+                ))
             })
     }
 
@@ -224,20 +253,25 @@ pub(super) struct Terms {
     pub(super) approx_kl: f32,
 }
 
+/// Per row of the minibatch: normalised advantage, return, old log-probability, action,
+/// additive mask.
+#[derive(Debug)]
+struct Targets {
+    actions: usize,
+    advantages: Vec<f32>,
+    returns: Vec<f32>,
+    old_logps: Vec<f32>,
+    chosen: Vec<u32>,
+    masks: Vec<f32>,
+}
+
 /// The actor and the critic of one network with the buffers of one update.
 #[derive(Debug)]
 pub(super) struct Model {
     layout: Layout,
     actor: Stack,
     critic: Stack,
-    actions: usize,
-    /// Per row of the minibatch: normalised advantage, return, old log-probability,
-    /// action, additive mask.
-    advantages: Vec<f32>,
-    returns: Vec<f32>,
-    old_logps: Vec<f32>,
-    chosen: Vec<u32>,
-    masks: Vec<f32>,
+    targets: Targets,
 }
 
 impl Model {
@@ -247,9 +281,9 @@ impl Model {
         let hidden = match &shape.architecture {
             Architecture::Mlp { hidden, gru: None } => hidden.clone(),
             _ => {
-                return Err(RlError::Tensor(candle_core::Error::Msg(
+                return Err(unfit(
                     "the plain-Rust update trains feed-forward MLPs only".into(),
-                )));
+                ));
             }
         };
         let layout = Layout::new(net);
@@ -262,16 +296,23 @@ impl Model {
             rows,
         )?;
         let critic = Stack::new(&layout, "critic", shape.critic_len(), &hidden, 1, rows)?;
+        if actor.span.end > critic.span.start {
+            return Err(unfit(
+                "the actor's parameters do not precede the critic's".into(),
+            ));
+        }
         Ok(Self {
             layout,
             actor,
             critic,
-            actions: shape.actions,
-            advantages: Vec::with_capacity(rows),
-            returns: Vec::with_capacity(rows),
-            old_logps: Vec::with_capacity(rows),
-            chosen: Vec::with_capacity(rows),
-            masks: Vec::with_capacity(rows * shape.actions),
+            targets: Targets {
+                actions: shape.actions,
+                advantages: Vec::with_capacity(rows),
+                returns: Vec::with_capacity(rows),
+                old_logps: Vec::with_capacity(rows),
+                chosen: Vec::with_capacity(rows),
+                masks: Vec::with_capacity(rows * shape.actions),
+            },
         })
     }
 
@@ -298,38 +339,40 @@ impl Model {
     fn gather(&mut self, batch: &Batch, order: &[u32]) -> Result<()> {
         self.actor.gather(&batch.obs, order);
         self.critic.gather(&batch.critic, order);
-        self.masks.clear();
-        self.chosen.clear();
-        self.old_logps.clear();
-        self.advantages.clear();
-        self.returns.clear();
+        let targets = &mut self.targets;
+        let actions = targets.actions;
+        targets.masks.clear();
+        targets.chosen.clear();
+        targets.old_logps.clear();
+        targets.advantages.clear();
+        targets.returns.clear();
         for &row in order {
             let row = row as usize;
-            self.masks
-                .extend_from_slice(&batch.masks[row * self.actions..(row + 1) * self.actions]);
+            targets
+                .masks
+                .extend_from_slice(&batch.masks[row * actions..(row + 1) * actions]);
             let action = batch.actions[row];
-            if action as usize >= self.actions {
-                return Err(RlError::Tensor(candle_core::Error::Msg(format!(
-                    "action {action} is out of range of the {} actions",
-                    self.actions
-                ))));
+            if action as usize >= actions {
+                return Err(unfit(format!(
+                    "action {action} is out of range of the {actions} actions"
+                )));
             }
-            self.chosen.push(action);
-            self.old_logps.push(batch.logps[row]);
-            self.advantages.push(batch.advantages[row]);
-            self.returns.push(batch.returns[row]);
+            targets.chosen.push(action);
+            targets.old_logps.push(batch.logps[row]);
+            targets.advantages.push(batch.advantages[row]);
+            targets.returns.push(batch.returns[row]);
         }
         if order.len() > 1 {
             let count = order.len() as f32;
-            let mean = self.advantages.iter().sum::<f32>() / count;
-            let variance = self
-                .advantages
+            let advantages = &mut targets.advantages;
+            let mean = advantages.iter().sum::<f32>() / count;
+            let variance = advantages
                 .iter()
                 .map(|a| (a - mean) * (a - mean))
                 .sum::<f32>()
                 / count;
             let std = variance.sqrt();
-            for a in &mut self.advantages {
+            for a in advantages.iter_mut() {
                 *a = (*a - mean) / (std + 1e-8);
             }
         }
@@ -337,82 +380,134 @@ impl Model {
     }
 
     /// The loss of the gathered minibatch and its gradient with respect to `params`
-    /// (written into `grads`).
+    /// (written into `grads`); the actor's and the critic's passes run at once when
+    /// `threads` is above one.
     fn gradients(
         &mut self,
         params: &[f32],
         grads: &mut [f32],
         config: &PpoConfig,
+        threads: usize,
     ) -> Result<Terms> {
-        let rows = self.chosen.len();
-        let scale = 1.0 / rows as f32;
-        let mut terms = Terms::default();
-        self.actor.forward(params, rows)?;
-        let logits = &self.actor.activations[self.actor.layers.len()];
-        let grad_logits = &mut self.actor.grad_out;
-        grad_logits.clear();
-        grad_logits.resize(rows * self.actions, 0.0);
-        let mut log_probs = vec![0f32; self.actions];
-        for (row, ((raw, mask), grad)) in logits
-            .chunks_exact(self.actions)
-            .zip(self.masks.chunks_exact(self.actions))
-            .zip(grad_logits.chunks_exact_mut(self.actions))
-            .enumerate()
-        {
-            // Masked log-softmax, computed as candle does: shift by the maximum first.
-            let max = raw
-                .iter()
-                .zip(mask)
-                .map(|(z, m)| z + m)
-                .fold(f32::NEG_INFINITY, f32::max);
-            let mut total = 0f32;
-            for ((l, z), m) in log_probs.iter_mut().zip(raw).zip(mask) {
-                *l = z + m - max;
-                total += l.exp();
-            }
-            let log_total = total.ln();
-            let mut plogp = 0f32;
-            for l in log_probs.iter_mut() {
-                *l -= log_total;
-                plogp += l.exp() * *l;
-            }
-            let action = self.chosen[row] as usize;
-            let log_ratio = log_probs[action] - self.old_logps[row];
-            let ratio = log_ratio.exp();
-            let clipped = ratio.clamp(1.0 - config.clip, 1.0 + config.clip);
-            let advantage = self.advantages[row];
-            let (unclipped, clipped) = (ratio * advantage, clipped * advantage);
-            terms.policy -= unclipped.min(clipped);
-            terms.entropy -= plogp;
-            terms.approx_kl += (ratio - 1.0) - log_ratio;
-            // The surrogate's slope in the ratio: the advantage where the unclipped term is
-            // the minimum (where both are equal, the clipped one moves with the ratio too).
-            let slope = if unclipped <= clipped { advantage } else { 0.0 };
-            let d_logp = -scale * slope * ratio;
-            let d_entropy = config.entropy_coef * scale;
-            for (k, (g, l)) in grad.iter_mut().zip(&log_probs).enumerate() {
-                let p = l.exp();
-                let chosen = if k == action { 1.0 } else { 0.0 };
-                *g = d_logp * (chosen - p) + d_entropy * p * (l - plogp);
-            }
-        }
-        self.critic.forward(params, rows)?;
-        let values = &self.critic.activations[self.critic.layers.len()];
-        let grad_values = &mut self.critic.grad_out;
-        grad_values.clear();
-        for (value, target) in values.iter().zip(&self.returns) {
-            let error = value - target;
-            terms.value += 0.5 * error * error;
-            grad_values.push(config.value_coef * scale * error);
-        }
-        self.actor.backward(params, grads, rows)?;
-        self.critic.backward(params, grads, rows)?;
-        terms.policy *= scale;
-        terms.value *= scale;
-        terms.entropy *= scale;
-        terms.approx_kl *= scale;
-        Ok(terms)
+        let Self {
+            actor,
+            critic,
+            targets,
+            ..
+        } = self;
+        // The actor's parameters precede the critic's (checked in `new`).
+        let (low, high) = grads.split_at_mut(critic.span.start);
+        let actor_grads = &mut low[actor.span.clone()];
+        let critic_grads = &mut high[..critic.span.len()];
+        let actor_params = &params[actor.span.clone()];
+        let critic_params = &params[critic.span.clone()];
+        let targets = &*targets;
+        let mut policy = || policy_gradients(actor, targets, actor_params, actor_grads, config);
+        let mut value = || value_gradients(critic, targets, critic_params, critic_grads, config);
+        let (policy, value) = if threads > 1 {
+            rayon::join(policy, value)
+        } else {
+            (policy(), value())
+        };
+        Ok(Terms {
+            value: value?,
+            ..policy?
+        })
     }
+}
+
+/// The actor's loss terms (all but the value loss) on the gathered minibatch and their
+/// gradient with respect to the actor's `params` (written into `grads`).
+fn policy_gradients(
+    actor: &mut Stack,
+    targets: &Targets,
+    params: &[f32],
+    grads: &mut [f32],
+    config: &PpoConfig,
+) -> Result<Terms> {
+    let actions = targets.actions;
+    let rows = targets.chosen.len();
+    let scale = 1.0 / rows as f32;
+    actor.forward(params, rows)?;
+    let mut terms = Terms::default();
+    let logits = &actor.activations[actor.layers.len()];
+    let grad_logits = &mut actor.grad_out;
+    grad_logits.clear();
+    grad_logits.resize(rows * actions, 0.0);
+    let mut log_probs = vec![0f32; actions];
+    for (row, ((raw, mask), grad)) in logits
+        .chunks_exact(actions)
+        .zip(targets.masks.chunks_exact(actions))
+        .zip(grad_logits.chunks_exact_mut(actions))
+        .enumerate()
+    {
+        // Masked log-softmax, computed as candle does: shift by the maximum first.
+        let max = raw
+            .iter()
+            .zip(mask)
+            .map(|(z, m)| z + m)
+            .fold(f32::NEG_INFINITY, f32::max);
+        let mut total = 0f32;
+        for ((l, z), m) in log_probs.iter_mut().zip(raw).zip(mask) {
+            *l = z + m - max;
+            total += l.exp();
+        }
+        let log_total = total.ln();
+        let mut plogp = 0f32;
+        for l in log_probs.iter_mut() {
+            *l -= log_total;
+            plogp += l.exp() * *l;
+        }
+        let action = targets.chosen[row] as usize;
+        let log_ratio = log_probs[action] - targets.old_logps[row];
+        let ratio = log_ratio.exp();
+        let clipped = ratio.clamp(1.0 - config.clip, 1.0 + config.clip);
+        let advantage = targets.advantages[row];
+        let (unclipped, clipped) = (ratio * advantage, clipped * advantage);
+        terms.policy -= unclipped.min(clipped);
+        terms.entropy -= plogp;
+        terms.approx_kl += (ratio - 1.0) - log_ratio;
+        // The surrogate's slope in the ratio: the advantage where the unclipped term is
+        // the minimum (where both are equal, the clipped one moves with the ratio too).
+        let slope = if unclipped <= clipped { advantage } else { 0.0 };
+        let d_logp = -scale * slope * ratio;
+        let d_entropy = config.entropy_coef * scale;
+        for (k, (g, l)) in grad.iter_mut().zip(&log_probs).enumerate() {
+            let p = l.exp();
+            let chosen = if k == action { 1.0 } else { 0.0 };
+            *g = d_logp * (chosen - p) + d_entropy * p * (l - plogp);
+        }
+    }
+    actor.backward(params, grads, rows)?;
+    terms.policy *= scale;
+    terms.entropy *= scale;
+    terms.approx_kl *= scale;
+    Ok(terms)
+}
+
+/// The value loss on the gathered minibatch and its gradient with respect to the critic's
+/// `params` (written into `grads`).
+fn value_gradients(
+    critic: &mut Stack,
+    targets: &Targets,
+    params: &[f32],
+    grads: &mut [f32],
+    config: &PpoConfig,
+) -> Result<f32> {
+    let rows = targets.returns.len();
+    let scale = 1.0 / rows as f32;
+    critic.forward(params, rows)?;
+    let values = &critic.activations[critic.layers.len()];
+    let grad_values = &mut critic.grad_out;
+    grad_values.clear();
+    let mut loss = 0f32;
+    for (value, target) in values.iter().zip(&targets.returns) {
+        let error = value - target;
+        loss += 0.5 * error * error;
+        grad_values.push(config.value_coef * scale * error);
+    }
+    critic.backward(params, grads, rows)?;
+    Ok(loss * scale)
 }
 
 /// Adam's moments on flat buffers, as the plain-Rust update keeps them.
@@ -460,7 +555,8 @@ fn adam_step(
 }
 
 /// PPO's update of `net` (an MLP) on `batch`; minibatch order drawn from `rng` exactly as
-/// the autograd update draws it.
+/// the autograd update draws it. With `threads` above one, the actor's and the critic's
+/// passes run at once (the result is the same).
 pub(super) fn update(
     net: &ActorCritic,
     adam: &mut Adam,
@@ -468,6 +564,7 @@ pub(super) fn update(
     config: &PpoConfig,
     lr: f64,
     rng: &mut Rng,
+    threads: usize,
 ) -> Result<Losses> {
     let n = batch.len();
     if n == 0 {
@@ -492,7 +589,7 @@ pub(super) fn update(
         order.shuffle(rng);
         for chunk in order.chunks(size) {
             model.gather(batch, chunk)?;
-            let terms = model.gradients(&params, &mut grads, config)?;
+            let terms = model.gradients(&params, &mut grads, config, threads)?;
             adam.t += 1;
             adam_step(
                 &mut params,
@@ -564,6 +661,10 @@ mod tests {
         batch
     }
 
+    fn bits(values: &[f32]) -> Vec<u32> {
+        values.iter().map(|v| v.to_bits()).collect()
+    }
+
     fn close(ours: &[f32], reference: &[f32], what: &str) {
         let norm = reference.iter().map(|x| x * x).sum::<f32>().sqrt();
         let error = ours
@@ -598,7 +699,16 @@ mod tests {
             let params = model.params(&net).unwrap();
             let mut grads = vec![f32::NAN; params.len()];
             model.gather(&batch, &idx).unwrap();
-            let terms = model.gradients(&params, &mut grads, &config).unwrap();
+            let terms = model.gradients(&params, &mut grads, &config, 2).unwrap();
+            // One thread computes the same values, to the bit.
+            let mut alone = vec![f32::NAN; params.len()];
+            let terms_alone = model.gradients(&params, &mut alone, &config, 1).unwrap();
+            assert_eq!(bits(&grads), bits(&alone));
+            assert_eq!(
+                format!("{terms:?}"),
+                format!("{terms_alone:?}"),
+                "terms on one thread"
+            );
             for (ours, theirs, what) in [
                 (terms.policy, &reference.policy, "policy"),
                 (terms.value, &reference.value, "value"),
@@ -648,6 +758,7 @@ mod tests {
                 &config,
                 lr,
                 &mut seeded(round),
+                2,
             )
             .unwrap();
             let b = update_autograd(
@@ -692,5 +803,54 @@ mod tests {
         for (name, tensor) in &theirs {
             assert_eq!(ours[name].dims(), tensor.dims(), "{name}");
         }
+    }
+
+    #[test]
+    fn updates_do_not_depend_on_the_thread_count() {
+        let config = PpoConfig {
+            epochs: 2,
+            minibatches: 3,
+            ..PpoConfig::default()
+        };
+        let shape = shape(vec![24, 24], 1);
+        let batch = random_batch(&shape, 75, 9);
+        let trained: Vec<(Vec<u32>, String)> = [1, 2, 3]
+            .into_iter()
+            .map(|threads| {
+                let net = ActorCritic::new(shape.clone(), 4).unwrap();
+                let mut adam = Adam::new(&net).unwrap();
+                let mut losses = Vec::new();
+                for round in 0..2 {
+                    let mut rng = seeded(round);
+                    let update = update(&net, &mut adam, &batch, &config, 1e-3, &mut rng, threads);
+                    losses.push(update.unwrap());
+                }
+                let params = Model::new(&net, 1).unwrap().params(&net).unwrap();
+                (bits(&params), format!("{losses:?}"))
+            })
+            .collect();
+        assert_eq!(trained[0], trained[1], "one thread against two");
+        assert_eq!(trained[0], trained[2], "one thread against three");
+    }
+
+    #[test]
+    fn a_batch_with_an_action_out_of_range_is_an_error() {
+        let shape = shape(vec![8], 1);
+        let mut batch = random_batch(&shape, 6, 3);
+        batch.actions[4] = shape.actions as u32;
+        let net = ActorCritic::new(shape, 1).unwrap();
+        let mut adam = Adam::new(&net).unwrap();
+        let error = update(
+            &net,
+            &mut adam,
+            &batch,
+            &PpoConfig::default(),
+            1e-3,
+            &mut seeded(0),
+            2,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("action 5 is out of range"), "{error}");
     }
 }

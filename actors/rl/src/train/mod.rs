@@ -5,7 +5,8 @@
 //! team with `learn` slots trains one policy shared by its agents (parameter sharing),
 //! against fixed players in the other slots (random, noop, cycling, scripted, any `rl`
 //! checkpoint, or frozen snapshots of a learning group for self-play, [`selfplay`]). Environments are stepped in lock-step on
-//! worker threads; the result depends on the seed only (not on the thread count).
+//! worker threads, and an MLP's actor and critic are updated at once on two threads; the
+//! result depends on the seed only (not on the thread count).
 //!
 //! A run directory holds, besides the usual `run.json` and records (one episode record
 //! per training episode, so `mosaic report` plots the learning curve):

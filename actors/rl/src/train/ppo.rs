@@ -214,7 +214,9 @@ pub struct Losses {
 
 /// PPO's update of `net` on `batch`; minibatch order drawn from `rng`. MLPs train through
 /// the plain-Rust passes of `train::mlp_update`, CNNs through candle's autograd
-/// ([`update_autograd`]); both compute the same update up to float rounding.
+/// ([`update_autograd`]); both compute the same update up to float rounding. With
+/// `threads` above one, an MLP's actor and critic are differentiated at once on two
+/// threads; the result does not depend on `threads`.
 pub fn update(
     net: &ActorCritic,
     adam: &mut Adam,
@@ -222,9 +224,10 @@ pub fn update(
     config: &PpoConfig,
     lr: f64,
     rng: &mut Rng,
+    threads: usize,
 ) -> Result<Losses> {
     if super::mlp_update::supports(net) {
-        super::mlp_update::update(net, adam, batch, config, lr, rng)
+        super::mlp_update::update(net, adam, batch, config, lr, rng, threads)
     } else {
         update_autograd(net, adam, batch, config, lr, rng)
     }

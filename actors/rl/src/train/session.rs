@@ -279,6 +279,7 @@ impl Session<'_> {
                 &spec.ppo,
                 lr,
                 &mut rng,
+                spec.threads,
             )?);
         }
         for runner in &mut self.setup.runners {
