@@ -6,31 +6,34 @@
 # answers parsed into legal actions, timeouts, prompt tokens per decision, the wall times of
 # recording and replay, and whether the records are equal; exits 1 if any file failed.
 #
-# The files are run as written (prompts, history, answer budget) except for `episodes = 1`
-# and a shorter episode (`max_steps`, default 3 steps): on two cores the 135M model takes
-# seconds per decision, and ALEM's episodes run to 10,000 steps. ALEM's prompt is longer
-# than the model's default 2,048 tokens per slot, so the server runs a slot per agent (each
-# agent's next prompt extends its last, which the slot keeps) with a stretched context
-# (YaRN), and caps answers at 256 tokens server-side; the model is far too
+# The files are run as written (prompts, history, ablation settings) except for
+# `episodes = 1`, a shorter episode (`max_steps`, default 3 steps) and a shorter answer
+# budget (`max_tokens`, default 256 instead of ALEM's 8,192, which the small model fills
+# with rambling): on two cores the 135M model takes seconds per decision, and ALEM's
+# episodes run to 10,000 steps. ALEM's prompt is longer than the model's default 2,048
+# tokens per slot, so the server runs a slot per agent (each agent's next prompt extends
+# its last, which the slot keeps) with a stretched context (YaRN). The model is far too
 # small to play well: this checks that every setting runs end to end and replays exactly,
 # not how well the model plays.
 #
-# Usage: scripts/bench/alem-local.sh [MAX_STEPS]
-#   MAX_STEPS  steps per episode (default 3)
+# Usage: scripts/bench/alem-local.sh [MAX_STEPS] [MAX_TOKENS]
+#   MAX_STEPS   steps per episode (default 3)
+#   MAX_TOKENS  answer budget of every agent (default 256)
 # Server shape: MOSAIC_LLAMA_SLOTS (default 3), MOSAIC_LLAMA_CONTEXT (default 16384),
-# MOSAIC_LLAMA_ARGS (default: YaRN from the model's 8,192 tokens, answers of ≤ 256 tokens).
+# MOSAIC_LLAMA_ARGS (default: YaRN from the model's 8,192 tokens).
 # The binary is $MOSAIC_BIN, else target/release/mosaic (built if missing).
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 max_steps="${1:-3}"
+max_tokens="${2:-256}"
 
 set -a
 eval "$("$root/scripts/setup/llm-server.sh")"
 set +a
 export MOSAIC_LLAMA_SLOTS="${MOSAIC_LLAMA_SLOTS:-3}"
 export MOSAIC_LLAMA_CONTEXT="${MOSAIC_LLAMA_CONTEXT:-16384}"
-export MOSAIC_LLAMA_ARGS="${MOSAIC_LLAMA_ARGS:---rope-scaling yarn --rope-scale 2 --yarn-orig-ctx 8192 -n 256}"
+export MOSAIC_LLAMA_ARGS="${MOSAIC_LLAMA_ARGS:---rope-scaling yarn --rope-scale 2 --yarn-orig-ctx 8192}"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -57,7 +60,7 @@ for example in "$root"/examples/experiments/alem-*.toml; do
     name="$(basename "$example" .toml)"
     file="$work/$name.toml"
     sed -e 's/^episodes = .*/episodes = 1/' -e "s/^max_steps = .*/max_steps = $max_steps/" \
-        "$example" >"$file"
+        -e "s/max_tokens = [0-9]*/max_tokens = $max_tokens/g" "$example" >"$file"
     if ! grep -q '^episodes = 1$' "$file" || ! grep -q "^max_steps = $max_steps\$" "$file"; then
         echo "$name: no top-level 'episodes' or 'max_steps' line to shorten" >&2
         failed=1

@@ -38,8 +38,8 @@ pub const SLOTS_ENV: &str = "MOSAIC_LLAMA_SLOTS";
 /// prompts, such as ALEM's, need more than the default.
 pub const CONTEXT_ENV: &str = "MOSAIC_LLAMA_CONTEXT";
 /// Environment variable with further `llama-server` arguments, split at whitespace
-/// (optional), e.g. `--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 8192` to stretch a
-/// model's context, or `-n 256` to cap every answer's length server-side.
+/// (optional), e.g. `--rope-scaling yarn --rope-scale 2 --yarn-orig-ctx 8192` to stretch a
+/// model's context. (Not `-n`: a request's `max_tokens` overrides it.)
 pub const ARGS_ENV: &str = "MOSAIC_LLAMA_ARGS";
 
 /// The local server failed.

@@ -7,39 +7,9 @@
 //! `-- mlp` or `-- gru` trains only that one (to read its CPU time, e.g. under
 //! `/usr/bin/time`).
 
-use mosaic_core::SlotSpec;
-use mosaic_rl::Architecture;
-use mosaic_rl::train::{TrainOptions, Trainer};
+mod soccer_training;
 
-/// Steps/s, milliseconds collecting and milliseconds updating of one training run.
-fn train(architecture: Architecture) -> (f64, u64, u64) {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let outcome = Trainer::builder("bench", "soccer-2v2")
-        .learn("green")
-        .agent("*", SlotSpec::kind("random"))
-        .total_steps(16 * 128 * 8)
-        .parallel(16, 2)
-        .checkpoint_every(8)
-        .architecture(architecture)
-        .build()
-        .expect("a valid training spec")
-        .run(&TrainOptions {
-            dir: dir.path().join("run"),
-            run_id: "bench".into(),
-            versions: Default::default(),
-            progress: false,
-        })
-        .expect("training runs");
-    let updates = std::fs::read_to_string(outcome.dir.join("updates.jsonl"))
-        .expect("the run logs its updates");
-    let (mut collect_ms, mut update_ms) = (0, 0);
-    for line in updates.lines() {
-        let line: serde_json::Value = serde_json::from_str(line).expect("JSON lines");
-        collect_ms += line["collect_ms"].as_u64().unwrap_or(0);
-        update_ms += line["update_ms"].as_u64().unwrap_or(0);
-    }
-    (outcome.steps_per_s, collect_ms, update_ms)
-}
+use mosaic_rl::Architecture;
 
 fn main() {
     let networks = [
@@ -63,11 +33,12 @@ fn main() {
         if !only.is_empty() && !only.iter().any(|o| o == key) {
             continue;
         }
-        let (rate, collect_ms, update_ms) = train(architecture);
+        let run = soccer_training::train(architecture, 2);
         println!(
-            "recurrent: training soccer-2v2 (IPPO, {label}): {rate:.0} environment steps/s; {collect_ms} ms collecting, {update_ms} ms updating"
+            "recurrent: training soccer-2v2 (IPPO, {label}): {:.0} environment steps/s; {} ms collecting, {} ms updating",
+            run.steps_per_s, run.collect_ms, run.update_ms
         );
-        rates.push(rate);
+        rates.push(run.steps_per_s);
     }
     if let [feed_forward, recurrent] = rates[..] {
         println!(

@@ -7,15 +7,16 @@
 //! the benchmark's size through the plain-Rust MLP passes against candle's autograd (same
 //! batch, same run).
 
+mod soccer_training;
+
 use criterion::{Criterion, Throughput};
-use mosaic_core::SlotSpec;
 use mosaic_core::rng::{Rng, seeded};
 use mosaic_rl::Architecture;
 use mosaic_rl::net::{ActorCritic, NetShape};
 use mosaic_rl::policy::{Inference, decide_batch};
+use mosaic_rl::train::PpoConfig;
 use mosaic_rl::train::ppo::{self, Adam, Batch};
 use mosaic_rl::train::rollout::Stream;
-use mosaic_rl::train::{PpoConfig, TrainOptions, Trainer};
 use rand::Rng as _;
 use std::hint::black_box;
 use std::time::Instant;
@@ -88,39 +89,17 @@ fn training() {
 
 fn train_once() {
     let cpu = cpu_seconds();
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let trainer = Trainer::builder("bench", "soccer-2v2")
-        .learn("green")
-        .agent("*", SlotSpec::kind("random"))
-        .total_steps(16 * 128 * 8)
-        .parallel(16, THREADS)
-        .checkpoint_every(8)
-        .build()
-        .expect("a valid training spec");
-    let outcome = trainer
-        .run(&TrainOptions {
-            dir: dir.path().join("run"),
-            run_id: "bench".into(),
-            versions: Default::default(),
-            progress: false,
-        })
-        .expect("training runs");
-    let updates = std::fs::read_to_string(outcome.dir.join("updates.jsonl"))
-        .expect("the run logs its updates");
-    let (mut collect_ms, mut update_ms) = (0, 0);
-    for line in updates.lines() {
-        let line: serde_json::Value = serde_json::from_str(line).expect("JSON lines");
-        collect_ms += line["collect_ms"].as_u64().unwrap_or(0);
-        update_ms += line["update_ms"].as_u64().unwrap_or(0);
-    }
+    let run = soccer_training::train(Architecture::default(), THREADS);
     println!(
-        "rl: training soccer-2v2 (IPPO, MLP 64-64): {:.0} environment steps/s (goal ≥ {TRAINING_GOAL_STEPS_PER_S}: {}); {collect_ms} ms collecting, {update_ms} ms updating, {} in all",
-        outcome.steps_per_s,
-        if outcome.steps_per_s >= TRAINING_GOAL_STEPS_PER_S {
+        "rl: training soccer-2v2 (IPPO, MLP 64-64): {:.0} environment steps/s (goal ≥ {TRAINING_GOAL_STEPS_PER_S}: {}); {} ms collecting, {} ms updating, {} in all",
+        run.steps_per_s,
+        if run.steps_per_s >= TRAINING_GOAL_STEPS_PER_S {
             "met"
         } else {
             "missed"
         },
+        run.collect_ms,
+        run.update_ms,
         cpu_since(cpu)
     );
 }

@@ -2,13 +2,15 @@
 //! solve but a GRU learns, and recurrent training runs that depend on the seed only and
 //! resume exactly.
 
+mod support;
+
 use mosaic_core::experiment::SpecError;
 use mosaic_core::{
     Action, AgentContext, AgentSpec, EnvError, EnvKind, EnvRegistry, EnvSpec, Environment,
     ObsRequest, Observation, Policy, Settings, Stepping, Tensor, Transition,
 };
 use mosaic_rl::policy::{Inference, RlPolicy};
-use mosaic_rl::train::{PpoConfig, TrainOptions, Trainer, TrainerBuilder};
+use mosaic_rl::train::{PpoConfig, Trainer, TrainerBuilder};
 use mosaic_rl::{Architecture, Checkpoint};
 use std::path::Path;
 use std::sync::Arc;
@@ -144,30 +146,11 @@ fn builder(steps: u64, architecture: Architecture) -> TrainerBuilder {
         })
 }
 
-fn options(dir: &Path) -> TrainOptions {
-    TrainOptions {
-        dir: dir.to_owned(),
-        run_id: "recall-test".into(),
-        versions: Default::default(),
-        progress: false,
-    }
-}
-
 /// Share of `episodes` recall episodes `policy` answers right.
 fn success_rate(policy: &mut dyn Policy, episodes: u64) -> f64 {
-    let mut right = 0.0;
-    for seed in 0..episodes {
-        let mut env = make_recall(&Settings::new()).unwrap();
-        env.reset(seed).unwrap();
-        policy.reset(&AgentContext::new(seed, 0, "player".into(), 2));
-        let mut out = Transition::new(1);
-        while !env.acting().is_empty() {
-            let action = policy.decide(&env.observe(0, ObsRequest::SYMBOLIC)).action;
-            env.step(&[Some(action)], &mut out).unwrap();
-        }
-        right += f64::from(out.rewards[0]);
-    }
-    right / episodes as f64
+    support::mean_score(policy, make_recall, episodes, |out| {
+        f64::from(out.rewards[0])
+    })
 }
 
 /// The greedy policy of a finished run.
@@ -190,12 +173,12 @@ fn a_gru_policy_learns_to_remember_what_a_feed_forward_one_cannot() {
     )
     .build()
     .unwrap()
-    .run(&options(&dir.path().join("mlp")))
+    .run(&support::options(&dir.path().join("mlp"), "recall-test"))
     .unwrap();
     let recurrent = builder(STEPS, gru(16))
         .build()
         .unwrap()
-        .run(&options(&dir.path().join("gru")))
+        .run(&support::options(&dir.path().join("gru"), "recall-test"))
         .unwrap();
     let without_memory = success_rate(&mut trained(&feed_forward.policies[0].1), 400);
     let with_memory = success_rate(&mut trained(&recurrent.policies[0].1), 400);
@@ -223,7 +206,7 @@ fn recurrent_runs_depend_on_the_seed_not_on_threads_and_resume_exactly() {
             .seed(seed)
             .build()
             .unwrap()
-            .run(&options(&path))
+            .run(&support::options(&path, "recall-test"))
             .unwrap();
         path
     };
@@ -281,7 +264,7 @@ fn a_recurrent_mappo_team_trains_in_self_play_and_acts_as_an_rl_agent() {
         .checkpoint_every(2)
         .build()
         .unwrap()
-        .run(&options(&dir.path().join("run")))
+        .run(&support::options(&dir.path().join("run"), "recall-test"))
         .unwrap();
     assert_eq!(outcome.updates, 4);
     let policy = &outcome.policies[0].1;

@@ -1,14 +1,16 @@
 //! Training end to end: a short run learns what a random policy cannot, results depend on
 //! the seed only, and a resumed run ends exactly where an uninterrupted one does.
 
+mod support;
+
 use mosaic_core::experiment::SpecError;
 use mosaic_core::{
-    Action, AgentContext, AgentSpec, EnvError, EnvKind, EnvRegistry, EnvSpec, Environment,
-    ObsRequest, Observation, Policy, Settings, Stepping, Tensor, Transition,
+    Action, AgentSpec, EnvError, EnvKind, EnvRegistry, EnvSpec, Environment, ObsRequest,
+    Observation, Policy, Settings, Stepping, Tensor, Transition,
 };
 use mosaic_rl::Checkpoint;
 use mosaic_rl::policy::{Inference, RlPolicy};
-use mosaic_rl::train::{Algorithm, TrainOptions, Trainer, TrainerBuilder};
+use mosaic_rl::train::{Algorithm, Trainer, TrainerBuilder};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -126,30 +128,11 @@ fn builder(steps: u64) -> TrainerBuilder {
         .checkpoint_every(2)
 }
 
-fn options(dir: &Path) -> TrainOptions {
-    TrainOptions {
-        dir: dir.to_owned(),
-        run_id: "corridor-test".into(),
-        versions: Default::default(),
-        progress: false,
-    }
-}
-
 /// Success rate of `policy` over `episodes` corridor episodes.
 fn success_rate(policy: &mut dyn Policy, episodes: u64) -> f64 {
-    let mut wins = 0;
-    for seed in 0..episodes {
-        let mut env = make_corridor(&Settings::new()).unwrap();
-        env.reset(seed).unwrap();
-        policy.reset(&AgentContext::new(seed, 0, "walker".into(), 3));
-        let mut out = Transition::new(1);
-        while !env.acting().is_empty() {
-            let action = policy.decide(&env.observe(0, ObsRequest::SYMBOLIC)).action;
-            env.step(&[Some(action)], &mut out).unwrap();
-        }
-        wins += u32::from(out.terminated[0]);
-    }
-    f64::from(wins) / episodes as f64
+    support::mean_score(policy, make_corridor, episodes, |out| {
+        f64::from(u8::from(out.terminated[0]))
+    })
 }
 
 #[test]
@@ -166,7 +149,7 @@ fn a_short_run_learns_what_random_play_cannot() {
     let outcome = builder(6_000)
         .build()
         .unwrap()
-        .run(&options(&dir.path().join("run")))
+        .run(&support::options(&dir.path().join("run"), "corridor-test"))
         .unwrap();
     assert_eq!(outcome.steps, 6_016);
     let checkpoint = Checkpoint::load(&outcome.policies[0].1).unwrap();
@@ -214,14 +197,14 @@ fn results_depend_on_the_seed_not_on_threads_and_resume_exactly() {
     builder(512)
         .build()
         .unwrap()
-        .run(&options(&straight))
+        .run(&support::options(&straight, "corridor-test"))
         .unwrap();
     let single = dir.path().join("single");
     builder(512)
         .parallel(4, 1)
         .build()
         .unwrap()
-        .run(&options(&single))
+        .run(&support::options(&single, "corridor-test"))
         .unwrap();
     assert_eq!(weights(&straight), weights(&single));
     assert_eq!(episodes(&straight), episodes(&single));
@@ -230,7 +213,7 @@ fn results_depend_on_the_seed_not_on_threads_and_resume_exactly() {
         .seed(6)
         .build()
         .unwrap()
-        .run(&options(&other_seed))
+        .run(&support::options(&other_seed, "corridor-test"))
         .unwrap();
     assert_ne!(weights(&straight), weights(&other_seed));
 
@@ -240,7 +223,7 @@ fn results_depend_on_the_seed_not_on_threads_and_resume_exactly() {
     builder(512)
         .build()
         .unwrap()
-        .run(&options(&killed))
+        .run(&support::options(&killed, "corridor-test"))
         .unwrap();
     std::fs::remove_dir_all(killed.join("checkpoints/update-000004")).unwrap();
     std::fs::write(killed.join("policies/walker.safetensors"), b"stale").unwrap();
@@ -266,7 +249,7 @@ fn training_specs_are_checked_against_the_environment() {
         .total_steps(64)
         .build()
         .unwrap()
-        .run(&options(&dir.path().join("a")))
+        .run(&support::options(&dir.path().join("a"), "corridor-test"))
         .unwrap_err();
     assert!(
         err.is_bad_input() && err.to_string().contains("no agent"),
@@ -278,7 +261,7 @@ fn training_specs_are_checked_against_the_environment() {
         .total_steps(64)
         .build()
         .unwrap()
-        .run(&options(&dir.path().join("b")))
+        .run(&support::options(&dir.path().join("b"), "corridor-test"))
         .unwrap_err();
     assert!(
         err.to_string().contains("cannot play during training"),
@@ -293,7 +276,7 @@ fn training_specs_are_checked_against_the_environment() {
         .learn("*")
         .build()
         .unwrap()
-        .run(&options(&dir.path().join("c")))
+        .run(&support::options(&dir.path().join("c"), "corridor-test"))
         .unwrap_err();
     assert!(
         err.to_string().contains("not a native environment"),
@@ -315,7 +298,7 @@ fn mappo_trains_a_centralised_critic_and_its_policy_acts_alone() {
             .checkpoint_every(2)
             .build()
             .unwrap()
-            .run(&options(&dir.path().join(name)))
+            .run(&support::options(&dir.path().join(name), "corridor-test"))
             .unwrap()
     };
     let mappo = train(Algorithm::Mappo, "mappo");
@@ -361,11 +344,16 @@ fn self_play_draws_frozen_snapshots_and_resumes_exactly() {
             .unwrap()
     };
     let straight = self_play("green")
-        .run(&options(&dir.path().join("straight")))
+        .run(&support::options(
+            &dir.path().join("straight"),
+            "corridor-test",
+        ))
         .unwrap();
     assert_eq!(straight.updates, 4);
     let killed = dir.path().join("killed");
-    self_play("green").run(&options(&killed)).unwrap();
+    self_play("green")
+        .run(&support::options(&killed, "corridor-test"))
+        .unwrap();
     for update in [3, 4] {
         std::fs::remove_dir_all(killed.join(format!("checkpoints/update-{update:06}"))).unwrap();
     }
@@ -396,7 +384,7 @@ fn self_play_draws_frozen_snapshots_and_resumes_exactly() {
     );
 
     let err = self_play("purple")
-        .run(&options(&dir.path().join("bad")))
+        .run(&support::options(&dir.path().join("bad"), "corridor-test"))
         .unwrap_err();
     assert!(
         err.to_string()
