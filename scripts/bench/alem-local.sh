@@ -53,6 +53,20 @@ print(f"{decisions} decisions, {parsed} parsed, {timeouts} timeouts, "
       f"{mean_prompt:.0f} prompt tokens per decision")'
 }
 
+# timed NAME WHAT CMD...: runs CMD with its output in a log and prints its wall seconds; on
+# failure names it and shows the log's tail.
+timed() {
+    local name=$1 what=$2 start log="$work/$1.$2.log"
+    shift 2
+    start="$(now)"
+    if ! "$@" >"$log" 2>&1; then
+        echo "$name: the ${what}ing failed:" >&2
+        tail -n 20 "$log" >&2
+        return 1
+    fi
+    elapsed "$start" "$(now)"
+}
+
 printf 'server: %s slot(s) x %s tokens, args: %s\n' \
     "$MOSAIC_LLAMA_SLOTS" "$MOSAIC_LLAMA_CONTEXT" "$MOSAIC_LLAMA_ARGS"
 failed=0
@@ -66,26 +80,18 @@ for example in "$root"/examples/experiments/alem-*.toml; do
         failed=1
         continue
     fi
-    start="$(now)"
-    if ! "$bin" run "$file" --out "$work/recorded" --run-id "$name" \
-        >"$work/$name.record.log" 2>&1; then
-        echo "$name: the recording failed:" >&2
-        tail -n 20 "$work/$name.record.log" >&2
+    if ! recorded="$(timed "$name" record "$bin" run "$file" --out "$work/recorded" \
+        --run-id "$name")"; then
         failed=1
         continue
     fi
-    recorded="$(elapsed "$start" "$(now)")"
-    start="$(now)"
-    if ! env -u MOSAIC_LLAMA_SERVER -u MOSAIC_LLM_MODEL "$bin" run "$file" \
-        --out "$work/replayed" --run-id "$name" \
-        --llm-cache replay --llm-cache-from "$work/recorded/$name" \
-        >"$work/$name.replay.log" 2>&1; then
-        echo "$name: the replay failed:" >&2
-        tail -n 20 "$work/$name.replay.log" >&2
+    # No model configured at all: any request would fail.
+    if ! replayed="$(timed "$name" replay env -u MOSAIC_LLAMA_SERVER -u MOSAIC_LLM_MODEL \
+        "$bin" run "$file" --out "$work/replayed" --run-id "$name" \
+        --llm-cache replay --llm-cache-from "$work/recorded/$name")"; then
         failed=1
         continue
     fi
-    replayed="$(elapsed "$start" "$(now)")"
     equal=yes
     for records in steps.jsonl episodes.jsonl; do
         if ! cmp -s <(sort "$work/recorded/$name/$records") <(sort "$work/replayed/$name/$records"); then
