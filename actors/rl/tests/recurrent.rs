@@ -6,8 +6,8 @@ mod support;
 
 use mosaic_core::experiment::SpecError;
 use mosaic_core::{
-    Action, AgentContext, AgentSpec, EnvError, EnvKind, EnvRegistry, EnvSpec, Environment,
-    ObsRequest, Observation, Policy, Settings, Stepping, Tensor, Transition,
+    Action, AgentContext, AgentSpec, EnvError, EnvRegistry, EnvSpec, Environment, ObsRequest,
+    Observation, Policy, Settings, Stepping, Tensor, Transition,
 };
 use mosaic_rl::policy::{Inference, RlPolicy};
 use mosaic_rl::train::{PpoConfig, Trainer, TrainerBuilder};
@@ -109,15 +109,7 @@ impl Environment for Recall {
 }
 
 fn recall_envs() -> EnvRegistry {
-    let mut envs = EnvRegistry::default();
-    envs.register(EnvKind {
-        name: "recall",
-        summary: "test memory task",
-        settings: &[],
-        make: make_recall,
-        scripted: None,
-    });
-    envs
+    support::registry("recall", "test memory task", make_recall)
 }
 
 fn gru(units: usize) -> Architecture {

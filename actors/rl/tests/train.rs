@@ -5,8 +5,8 @@ mod support;
 
 use mosaic_core::experiment::SpecError;
 use mosaic_core::{
-    Action, AgentSpec, EnvError, EnvKind, EnvRegistry, EnvSpec, Environment, ObsRequest,
-    Observation, Policy, Settings, Stepping, Tensor, Transition,
+    Action, AgentSpec, EnvError, EnvRegistry, EnvSpec, Environment, ObsRequest, Observation,
+    Policy, Settings, Stepping, Tensor, Transition,
 };
 use mosaic_rl::Checkpoint;
 use mosaic_rl::policy::{Inference, RlPolicy};
@@ -106,15 +106,7 @@ impl Environment for Corridor {
 }
 
 fn corridor_envs() -> EnvRegistry {
-    let mut envs = EnvRegistry::default();
-    envs.register(EnvKind {
-        name: "corridor",
-        summary: "test corridor",
-        settings: &[],
-        make: make_corridor,
-        scripted: None,
-    });
-    envs
+    support::registry("corridor", "test corridor", make_corridor)
 }
 
 fn builder(steps: u64) -> TrainerBuilder {

@@ -1,9 +1,27 @@
-//! What the training tests share: run options and scoring a policy on a test environment.
+//! What the training tests share: a registry of one test environment, run options and
+//! scoring a policy on the environment.
 
-use mosaic_core::experiment::SpecError;
-use mosaic_core::{AgentContext, Environment, ObsRequest, Policy, Settings, Transition};
+use mosaic_core::registry::EnvConstructor;
+use mosaic_core::{AgentContext, EnvKind, EnvRegistry, ObsRequest, Policy, Settings, Transition};
 use mosaic_rl::train::TrainOptions;
 use std::path::Path;
+
+/// A registry holding only the test environment `name`, made by `make`.
+pub(crate) fn registry(
+    name: &'static str,
+    summary: &'static str,
+    make: EnvConstructor,
+) -> EnvRegistry {
+    let mut envs = EnvRegistry::default();
+    envs.register(EnvKind {
+        name,
+        summary,
+        settings: &[],
+        make,
+        scripted: None,
+    });
+    envs
+}
 
 /// Options of a quiet training run `run_id` into `dir`.
 pub(crate) fn options(dir: &Path, run_id: &str) -> TrainOptions {
@@ -19,7 +37,7 @@ pub(crate) fn options(dir: &Path, run_id: &str) -> TrainOptions {
 /// single-agent environment made by `make`, seeds 0, 1, …, played by `policy`.
 pub(crate) fn mean_score(
     policy: &mut dyn Policy,
-    make: fn(&Settings) -> Result<Box<dyn Environment>, SpecError>,
+    make: EnvConstructor,
     episodes: u64,
     score: impl Fn(&Transition) -> f64,
 ) -> f64 {
