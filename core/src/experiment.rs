@@ -282,6 +282,24 @@ impl SpecError {
         }
     }
 
+    /// The same error with its path read inside `parent`: a settings parser's `from`
+    /// becomes `agents.green.from`, an error about the whole value `agents.green`.
+    ///
+    /// ```
+    /// use mosaic_core::SpecError;
+    /// let e = SpecError::new("from", "no such file").within("agents.green");
+    /// assert_eq!(e.path, "agents.green.from");
+    /// assert_eq!(SpecError::new("", "bad").within("env_settings").path, "env_settings");
+    /// ```
+    pub fn within(self, parent: &str) -> Self {
+        let path = if self.path.is_empty() {
+            parent.to_owned()
+        } else {
+            format!("{parent}.{}", self.path)
+        };
+        self.at(path)
+    }
+
     /// Runs `build`, a constructor someone registered: a panic in it becomes a start
     /// failure at `path` naming `what` and the panic's message, so that a faulty extension
     /// fails (and retries) its own start instead of taking down whatever called it.

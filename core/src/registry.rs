@@ -120,14 +120,7 @@ impl EnvRegistry {
                 format!("unknown environment `{name}` (known: {})", known.join(", ")),
             ));
         };
-        built.map_err(|e| {
-            let path = if e.path.is_empty() {
-                "env_settings".to_owned()
-            } else {
-                format!("env_settings.{}", e.path)
-            };
-            e.at(path)
-        })
+        built.map_err(|e| e.within("env_settings"))
     }
 }
 

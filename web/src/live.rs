@@ -229,12 +229,8 @@ impl Live {
             let session = match built {
                 Ok(session) => session,
                 Err(e) => {
-                    let path = if e.path.is_empty() {
-                        format!("operators[{index}]")
-                    } else {
-                        format!("operators[{index}].{}", e.path)
-                    };
-                    let error = WebError::Experiment(SpecError::new(path, e.message));
+                    let e = e.within(&format!("operators[{index}]"));
+                    let error = WebError::Experiment(SpecError::new(e.path, e.message));
                     return Err((error, recording));
                 }
             };

@@ -72,14 +72,9 @@ impl Factory {
             scripted: self.scripted,
             session: &self.resources,
         };
-        self.kinds.spawn(&cx).map_err(|e| {
-            let path = if e.path.is_empty() {
-                format!("agents.{key}")
-            } else {
-                format!("agents.{key}.{}", e.path)
-            };
-            e.at(path)
-        })
+        self.kinds
+            .spawn(&cx)
+            .map_err(|e| e.within(&format!("agents.{key}")))
     }
 }
 
