@@ -22,6 +22,7 @@
 
 pub mod agents;
 pub mod aggregates;
+pub mod counts;
 pub mod difficulty;
 mod format;
 mod llm;
@@ -40,6 +41,7 @@ use crate::run_dir::{Records, RunDir, RunSummary};
 use crate::stats::{MeanCi, Outcomes, bootstrap_mean};
 use agents::{ChannelStats, ErrorGroup};
 use aggregates::{OperatorAggregates, aggregates_markdown, operator_aggregates};
+use counts::{CountTables, count_tables, count_tables_markdown};
 pub use format::{csv_field, escape_controls, fmt_rate};
 use format::{fmt_ci, fmt_opt, pct, steps_per_second};
 use matrix::{Matrix, build_matrix};
@@ -109,6 +111,10 @@ pub struct OperatorReport {
     pub metrics: BTreeMap<String, f64>,
     /// The same means with their 95% bootstrap intervals, stratified over seeds.
     pub metric_intervals: BTreeMap<String, MeanCi>,
+    /// The metrics that are objects of numbers (the coordination world's `achievements`),
+    /// per entry: the share of episodes with it and its mean, with intervals.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub count_tables: CountTables,
     /// Failures recovered from (or given up on), per failing child.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub restarts: Vec<RestartStats>,
@@ -486,6 +492,7 @@ fn operator_report(operator_id: &str, env: &str, episodes: &[&EpisodeRecord]) ->
             .into_iter()
             .filter_map(|(name, values)| Some((name, bootstrap_mean(&values)?)))
             .collect(),
+        count_tables: count_tables(ok.iter().copied().copied()),
         restarts: restart_stats(episodes),
         returns,
     }
@@ -579,6 +586,7 @@ impl Report {
                     let _ = writeln!(out, "| {name} | {} |", fmt_ci(Some(*ci)));
                 }
             }
+            out.push_str(&count_tables_markdown(&op.count_tables));
             out.push_str(&restarts_markdown(&op.restarts));
             out.push('\n');
         }
@@ -759,6 +767,28 @@ impl Report {
                 if let Some(ci) = op.metric_intervals.get(name) {
                     put(id, "metric", name, "ci_low", ci.low.to_string());
                     put(id, "metric", name, "ci_high", ci.high.to_string());
+                }
+            }
+            for (name, rows) in &op.count_tables {
+                for (key, row) in rows {
+                    let entry = format!("{name}.{key}");
+                    for (figure, ci) in [("share", row.share), ("mean", row.mean)] {
+                        put(id, "count", &entry, figure, ci.mean.to_string());
+                        put(
+                            id,
+                            "count",
+                            &entry,
+                            &format!("{figure}_ci_low"),
+                            ci.low.to_string(),
+                        );
+                        put(
+                            id,
+                            "count",
+                            &entry,
+                            &format!("{figure}_ci_high"),
+                            ci.high.to_string(),
+                        );
+                    }
                 }
             }
             for r in &op.restarts {
