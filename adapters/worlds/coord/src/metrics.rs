@@ -144,7 +144,8 @@ fn coordination_scale(config: &Config) -> Vec<(CoordType, f64, Option<Achievemen
 }
 
 fn round(x: f64) -> f64 {
-    (x * 1e4).round() / 1e4
+    // `+ 0.0` turns a negative zero (an empty float sum is -0.0) into 0.
+    (x * 1e4).round() / 1e4 + 0.0
 }
 
 /// The episode metrics.
@@ -312,6 +313,15 @@ mod tests {
             .map(|(k, v)| ((*k).to_owned(), v.clone()))
             .collect();
         Config::from_settings(&s).unwrap()
+    }
+
+    #[test]
+    fn rounded_metrics_have_no_negative_zero() {
+        // What a coverage share of nothing earned computes: an empty sum is -0.0.
+        let earned: f64 = std::iter::empty::<f64>().sum();
+        let share = round(100.0 * earned / 3.0);
+        assert!(share == 0.0 && share.is_sign_positive(), "{share:?}");
+        assert_eq!(json!(share).to_string(), "0.0");
     }
 
     #[test]
