@@ -169,6 +169,35 @@ fn a_short_run_learns_what_random_play_cannot() {
     );
     let updates = std::fs::read_to_string(outcome.dir.join("updates.jsonl")).unwrap();
     assert_eq!(updates.lines().count() as u64, outcome.updates);
+
+    // A run that starts from the trained policy plays its first rollout (one update, before
+    // any learning) as well as the policy does; a fresh run's first rollout plays randomly.
+    let first_rollout_rate = |from: Option<&Path>, name: &str| {
+        let mut slot = mosaic_core::SlotSpec::kind("learn");
+        if let Some(from) = from {
+            slot.settings
+                .insert("from".into(), from.to_str().unwrap().into());
+        }
+        let outcome = builder(128)
+            .agent("*", slot)
+            .build()
+            .unwrap()
+            .run(&support::options(&dir.path().join(name), "corridor-test"))
+            .unwrap();
+        let run = mosaic_recorder::RunDir::open(&outcome.dir).unwrap();
+        let episodes = run.records().unwrap().episodes().unwrap();
+        let wins = episodes
+            .iter()
+            .filter(|e| e.agents[0].total_reward > 0.0)
+            .count();
+        wins as f64 / episodes.len() as f64
+    };
+    let warm = first_rollout_rate(Some(&outcome.policies[0].1), "warm");
+    let fresh = first_rollout_rate(None, "fresh");
+    assert!(
+        warm >= BOUND && fresh < BOUND,
+        "first rollout from the trained policy {warm}, from fresh weights {fresh}"
+    );
 }
 
 #[test]
@@ -264,6 +293,48 @@ fn training_specs_are_checked_against_the_environment() {
         .build()
         .unwrap_err();
     assert!(err.to_string().contains("learn"), "{err}");
+    // Starting from a checkpoint: its network must be the one the training builds, and
+    // `transfer` means nothing without one.
+    let trained = builder(128)
+        .build()
+        .unwrap()
+        .run(&support::options(
+            &dir.path().join("small"),
+            "corridor-test",
+        ))
+        .unwrap();
+    let mut from = mosaic_core::SlotSpec::kind("learn");
+    from.settings.insert(
+        "from".into(),
+        trained.policies[0].1.to_str().unwrap().into(),
+    );
+    let err = builder(128)
+        .agent("*", from)
+        .architecture(mosaic_rl::Architecture::Mlp {
+            hidden: vec![8],
+            gru: None,
+        })
+        .build()
+        .unwrap()
+        .run(&support::options(&dir.path().join("d"), "corridor-test"))
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        err.is_bad_input() && text.contains("agents.walker.from") && text.contains("architecture"),
+        "{text}"
+    );
+    let mut transfer = mosaic_core::SlotSpec::kind("learn");
+    transfer.settings.insert("transfer".into(), true.into());
+    let err = builder(128)
+        .agent("*", transfer)
+        .build()
+        .unwrap()
+        .run(&support::options(&dir.path().join("e"), "corridor-test"))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("agents.walker.transfer") && err.to_string().contains("`from`"),
+        "{err}"
+    );
     let err = Trainer::builder("t", "nowhere")
         .learn("*")
         .build()

@@ -2,11 +2,11 @@
 
 use crate::error::{Result, RlError};
 use crate::net::Architecture;
-use mosaic_core::experiment::{DEFAULT_SLOT, SlotSpec};
+use mosaic_core::experiment::{DEFAULT_SLOT, SlotSpec, parse_settings};
 use mosaic_core::{EnvSpec, Settings, SpecError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The decider kind that marks the slots being trained.
 pub const LEARN: &str = "learn";
@@ -233,18 +233,23 @@ impl TrainSpec {
             if slot.kind != LEARN {
                 continue;
             }
-            if !slot.settings.is_empty() {
-                return Err(SpecError::new(
-                    format!("agents.{}", agent.id),
-                    format!("`{LEARN}` takes no settings"),
-                ));
-            }
+            let start = parse_settings::<LearnSettings>(&slot.settings)
+                .and_then(LearnSettings::start)
+                .map_err(|e| e.within(&format!("agents.{}", agent.id)))?;
             let name = agent.team.clone().unwrap_or_else(|| agent.id.clone());
             match groups.iter_mut().find(|g| g.name == name) {
+                Some(group) if group.start != start => {
+                    return Err(SpecError::new(
+                        format!("agents.{}", agent.id),
+                        "its `from` differs from its teammates': a team learns one policy, \
+                         so it starts from one checkpoint",
+                    ));
+                }
                 Some(group) => group.agents.push(index),
                 None => groups.push(Group {
                     name,
                     agents: vec![index],
+                    start,
                 }),
             }
         }
@@ -265,4 +270,38 @@ pub struct Group {
     pub name: String,
     /// Agent indices.
     pub agents: Vec<usize>,
+    /// The checkpoint its policy starts from (fine-tuning), instead of fresh weights.
+    pub start: Option<StartFrom>,
+}
+
+/// Settings of a `learn` slot: `green = { kind = "learn", from = "policies/soccer-ippo" }`
+/// starts the team's policy (actor and critic) from a checkpoint instead of fresh weights,
+/// e.g. to go on training a team against harder opponents (a curriculum). With
+/// `transfer = true` the checkpoint may come from another environment with the same
+/// observation shape and actions (a solo policy fine-tuned in a team).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LearnSettings {
+    from: Option<PathBuf>,
+    #[serde(default)]
+    transfer: bool,
+}
+
+impl LearnSettings {
+    fn start(self) -> std::result::Result<Option<StartFrom>, SpecError> {
+        match (self.from, self.transfer) {
+            (Some(from), transfer) => Ok(Some(StartFrom { from, transfer })),
+            (None, true) => Err(SpecError::new("transfer", "needs `from`, the checkpoint")),
+            (None, false) => Ok(None),
+        }
+    }
+}
+
+/// Where a learning group's policy starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartFrom {
+    /// The checkpoint (stem, manifest or weights file), as an `rl` slot names it.
+    pub from: PathBuf,
+    /// Accept a checkpoint trained in another environment (see the `rl` kind).
+    pub transfer: bool,
 }

@@ -368,14 +368,37 @@ impl Trainer {
         }
     }
 
-    /// Fresh networks of every group, seeded from the run's seed and the group's name.
+    /// Every group's network at the start of the run: its `from` checkpoint's, else fresh
+    /// weights seeded from the run's seed and the group's name.
     fn fresh_nets(&self, setup: &Setup) -> Result<Vec<ActorCritic>> {
         setup
             .groups
             .iter()
             .map(|g| {
-                let seed = derive_seed(self.spec.seed, &format!("net-{}", g.name));
-                ActorCritic::new(self.group_shape(&setup.shape, g), seed)
+                let shape = self.group_shape(&setup.shape, g);
+                let Some(start) = &g.start else {
+                    let seed = derive_seed(self.spec.seed, &format!("net-{}", g.name));
+                    return ActorCritic::new(shape, seed);
+                };
+                let loaded =
+                    crate::decider::load_for(&start.from, &setup.env_spec, start.transfer)?;
+                let found = loaded.net.shape();
+                if *found != shape {
+                    return Err(RlError::Spec(SpecError::new(
+                        format!("agents.{}.from", g.name),
+                        format!(
+                            "{}: its network ({:?}, a critic of {} agent(s)) is not the one this \
+                             training builds ({:?}, a critic of {} agent(s)); set `architecture` \
+                             (and `algorithm`) to the checkpoint's",
+                            start.from.display(),
+                            found.architecture,
+                            found.critic_agents,
+                            shape.architecture,
+                            shape.critic_agents,
+                        ),
+                    )));
+                }
+                Ok(loaded.net)
             })
             .collect()
     }
@@ -392,15 +415,8 @@ impl Trainer {
             .spec
             .slot_for(spec, agent)
             .ok_or_else(|| SpecError::new("agents", "no slot"))?;
-        let at = |e: SpecError| {
-            let path = format!("agents.{}", spec.agents[agent].id);
-            let path = if e.path.is_empty() {
-                path
-            } else {
-                format!("{path}.{}", e.path)
-            };
-            RlError::Spec(e.at(path))
-        };
+        let at =
+            |e: SpecError| RlError::Spec(e.within(&format!("agents.{}", spec.agents[agent].id)));
         let no_settings = || -> std::result::Result<(), SpecError> {
             match slot.settings.keys().next() {
                 Some(key) => Err(SpecError::new(
@@ -471,7 +487,13 @@ impl Trainer {
     /// Each group's snapshots for self-play: its initial network, then its policy at each
     /// checkpoint of the run in `dir` (none for a new run), the last `keep` of them.
     fn snapshots(&self, setup: &Setup, dir: Option<&Path>) -> Result<Vec<Vec<Arc<Inference>>>> {
-        let initial = self.fresh_nets(setup)?;
+        // Only self-play needs the initial networks (a resumed run without it must not
+        // depend on a `from` checkpoint still being there).
+        let initial = if setup.keep.iter().any(|keep| *keep > 0) {
+            self.fresh_nets(setup)?
+        } else {
+            Vec::new()
+        };
         let mut checkpoints = Vec::new();
         if let Some(dir) = dir {
             let root = dir.join(CHECKPOINTS_DIR);
@@ -486,10 +508,10 @@ impl Trainer {
             checkpoints.sort();
         }
         let mut all = Vec::with_capacity(setup.groups.len());
-        for (index, (group, net)) in setup.groups.iter().zip(&initial).enumerate() {
+        for (index, group) in setup.groups.iter().enumerate() {
             let keep = setup.keep[index];
             let mut list = Vec::new();
-            if keep > 0 {
+            if let Some(net) = initial.get(index).filter(|_| keep > 0) {
                 list.push(Arc::new(Inference::new(net)?));
                 for checkpoint in &checkpoints {
                     let loaded = Checkpoint::load(&checkpoint.join(&group.name))?;
