@@ -127,6 +127,12 @@ pub struct TrainSpec {
     /// PPO's hyperparameters.
     #[serde(default)]
     pub ppo: PpoConfig,
+    /// Learn from each agent's reward minus the mean reward its opponents (the agents of
+    /// the other teams; without teams, every other agent) got at the same step, so a
+    /// goal conceded costs what a goal scored earns. Recorded returns stay the
+    /// environment's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zero_sum: bool,
 }
 
 fn default_envs() -> usize {

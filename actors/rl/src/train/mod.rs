@@ -174,6 +174,12 @@ impl TrainerBuilder {
         self
     }
 
+    /// Learn from rewards relative to the opponents' (see [`TrainSpec::zero_sum`]).
+    pub fn zero_sum(mut self, zero_sum: bool) -> Self {
+        self.spec.zero_sum = zero_sum;
+        self
+    }
+
     /// Trains in environments from `envs` instead of the native ones.
     pub fn envs(mut self, envs: EnvRegistry) -> Self {
         self.envs = envs;
@@ -236,6 +242,7 @@ impl Trainer {
                 algorithm: Algorithm::Ippo,
                 architecture: None,
                 ppo: PpoConfig::default(),
+                zero_sum: false,
             },
             envs: mosaic_adapters::in_process_envs(),
         }
@@ -330,6 +337,7 @@ impl Trainer {
             }
         }
         let teams: Vec<Vec<usize>> = groups.iter().map(|g| g.agents.clone()).collect();
+        let opponents = self.spec.zero_sum.then(|| opponents(&env_spec));
         let mut envs = vec![probe];
         for _ in 1..self.spec.envs {
             envs.push(make()?);
@@ -344,6 +352,7 @@ impl Trainer {
                     env,
                     players()?,
                     teams.clone(),
+                    opponents.clone(),
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -683,4 +692,20 @@ impl Trainer {
             }],
         }
     }
+}
+
+/// Per agent, its opponents: the agents of the other teams (an agent without a team is a
+/// team of its own).
+fn opponents(spec: &EnvSpec) -> Vec<Vec<usize>> {
+    let team = |agent: usize| {
+        let a = &spec.agents[agent];
+        a.team.as_deref().unwrap_or(a.id.as_str())
+    };
+    (0..spec.agents.len())
+        .map(|agent| {
+            (0..spec.agents.len())
+                .filter(|other| team(*other) != team(agent))
+                .collect()
+        })
+        .collect()
 }

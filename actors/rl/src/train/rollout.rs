@@ -132,6 +132,8 @@ pub struct EnvRunner {
     players: Vec<Player>,
     /// Each group's agents, in agent order.
     teams: Vec<Vec<usize>>,
+    /// With zero-sum rewards: per agent, its opponents, whose mean reward it learns minus.
+    opponents: Option<Vec<Vec<usize>>>,
     /// Per acting agent (as in `observations`): a learner's critic input.
     critic_inputs: Vec<Vec<f32>>,
     /// Per agent: a recurrent learner's state (the actor's, then the critic's), zero at
@@ -162,14 +164,16 @@ impl std::fmt::Debug for EnvRunner {
 }
 
 impl EnvRunner {
-    /// Environment `index` of a run seeded `base_seed`, with one player per agent and
-    /// the agents of each learning group.
+    /// Environment `index` of a run seeded `base_seed`, with one player per agent, the
+    /// agents of each learning group and, to learn from zero-sum rewards, each agent's
+    /// opponents.
     pub fn new(
         index: usize,
         base_seed: u64,
         env: Box<dyn Environment>,
         players: Vec<Player>,
         teams: Vec<Vec<usize>>,
+        opponents: Option<Vec<Vec<usize>>>,
     ) -> Self {
         let agents = env.spec().agents.len();
         Self {
@@ -178,6 +182,7 @@ impl EnvRunner {
             env,
             players,
             teams,
+            opponents,
             critic_inputs: Vec::new(),
             hidden: vec![Vec::new(); agents],
             streams: vec![Stream::default(); agents],
@@ -312,11 +317,18 @@ impl EnvRunner {
         }
         self.env.step(&self.actions, &mut self.transition)?;
         self.steps += 1;
-        for (agent, reward) in self.transition.rewards.iter().enumerate() {
+        let rewards = &self.transition.rewards;
+        for (agent, reward) in rewards.iter().enumerate() {
             self.returns[agent] += f64::from(*reward);
             let stream = &mut self.streams[agent];
             if let (Some(last), Some(false)) = (stream.rewards.last_mut(), stream.dones.last()) {
-                *last += reward;
+                *last += match self.opponents.as_ref().map(|o| &o[agent]) {
+                    Some(opponents) if !opponents.is_empty() => {
+                        let theirs: f32 = opponents.iter().map(|o| rewards[*o]).sum();
+                        reward - theirs / opponents.len() as f32
+                    }
+                    _ => *reward,
+                };
             }
         }
         if self.env.acting().is_empty() || self.transition.all_done() {
@@ -477,4 +489,130 @@ fn forward(net: &Inference, request: &Request) -> Result<Forward> {
         values,
         states,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::{ActorCritic, Architecture};
+    use mosaic_core::{AgentSpec, EnvError, EnvSpec, Stepping, Tensor};
+
+    /// Two agents of two teams; every step agent 0 gets 1 and agent 1 gets 3; two steps.
+    struct Duel {
+        spec: EnvSpec,
+        steps: u32,
+    }
+
+    impl Duel {
+        fn new() -> Self {
+            let agent = |id: &str, team: &str| AgentSpec {
+                id: id.into(),
+                team: Some(team.into()),
+                role: None,
+            };
+            Self {
+                spec: EnvSpec {
+                    name: "duel".into(),
+                    agents: vec![agent("a_0", "a"), agent("b_0", "b")],
+                    action_labels: vec!["stay".into(), "wait".into()],
+                    default_action: Action(0),
+                    stepping: Stepping::Simultaneous,
+                    max_steps: Some(2),
+                    symbolic_shape: Some(vec![1]),
+                    offers: ObsRequest::SYMBOLIC,
+                    descriptions: Default::default(),
+                },
+                steps: 2,
+            }
+        }
+    }
+
+    impl Environment for Duel {
+        fn spec(&self) -> &EnvSpec {
+            &self.spec
+        }
+
+        fn reset(&mut self, _seed: u64) -> std::result::Result<(), EnvError> {
+            self.steps = 0;
+            Ok(())
+        }
+
+        fn acting(&self) -> Vec<usize> {
+            if self.steps < 2 {
+                vec![0, 1]
+            } else {
+                Vec::new()
+            }
+        }
+
+        fn observe(&self, agent: usize, _want: ObsRequest) -> Observation {
+            Observation {
+                symbolic: Some(Tensor {
+                    shape: vec![1],
+                    data: vec![0.0],
+                }),
+                ..Observation::with_mask(agent, vec![true, true])
+            }
+        }
+
+        fn step(
+            &mut self,
+            _actions: &[Option<Action>],
+            out: &mut Transition,
+        ) -> std::result::Result<(), EnvError> {
+            out.clear(2);
+            out.rewards.copy_from_slice(&[1.0, 3.0]);
+            self.steps += 1;
+            if self.steps == 2 {
+                out.terminated.iter_mut().for_each(|t| *t = true);
+            }
+            Ok(())
+        }
+
+        fn steps(&self) -> u32 {
+            self.steps
+        }
+    }
+
+    /// Agent 0 learns, agent 1 does nothing; the learner's stream rewards after one
+    /// two-step episode, and the episode's recorded returns.
+    fn one_episode(opponents: Option<Vec<Vec<usize>>>) -> (Vec<f32>, Vec<f64>) {
+        let shape = NetShape::new(
+            vec![1],
+            2,
+            Architecture::Mlp {
+                hidden: vec![4],
+                gru: None,
+            },
+        );
+        let net = Inference::new(&ActorCritic::new(shape, 3).unwrap()).unwrap();
+        let players = vec![
+            Player::Learner(0),
+            Player::Fixed(Box::new(mosaic_core::baseline::Noop { action: None })),
+        ];
+        let mut runner = EnvRunner::new(
+            0,
+            7,
+            Box::new(Duel::new()),
+            players,
+            vec![vec![0]],
+            opponents,
+        );
+        collect(std::slice::from_mut(&mut runner), &[net], 2, 7, 0).unwrap();
+        (
+            runner.streams[0].rewards.clone(),
+            runner.finished[0].returns.clone(),
+        )
+    }
+
+    #[test]
+    fn zero_sum_rewards_are_learned_minus_the_opponents_and_recorded_as_given() {
+        assert_eq!(one_episode(None), (vec![1.0, 1.0], vec![2.0, 6.0]));
+        let opponents = crate::train::opponents(&Duel::new().spec);
+        assert_eq!(opponents, [vec![1], vec![0]]);
+        assert_eq!(
+            one_episode(Some(opponents)),
+            (vec![-2.0, -2.0], vec![2.0, 6.0])
+        );
+    }
 }
