@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # ALEM's example experiments with the bundled local model: one episode of every operator of
 # every examples/experiments/alem-*.toml, recorded with the model, then replayed from the
-# run's response cache with no model configured at all; the replay's step and episode
-# records must equal the recording's. Prints, per file, the decisions, how many the model's
+# run's response cache with no model configured at all; the replay must hold the same
+# trajectories as the recording (`mosaic compare`: every step and episode record equal but
+# for wall times, latencies and timestamps). Prints, per file, the decisions, how many the model's
 # answers parsed into legal actions, timeouts, prompt tokens per decision, the wall times of
-# recording and replay, and whether the records are equal; exits 1 if any file failed.
+# recording and replay, and whether the replay held the same trajectories; exits 1 if any
+# file failed.
 #
 # The files are run as written (prompts, history, ablation settings) except for
 # `episodes = 1`, a shorter episode (`max_steps`, default 3 steps) and a shorter answer
@@ -16,9 +18,10 @@
 # small to play well: this checks that every setting runs end to end and replays exactly,
 # not how well the model plays.
 #
-# Usage: scripts/bench/alem-local.sh [MAX_STEPS] [MAX_TOKENS]
+# Usage: scripts/bench/alem-local.sh [MAX_STEPS] [MAX_TOKENS] [NAME...]
 #   MAX_STEPS   steps per episode (default 3)
 #   MAX_TOKENS  answer budget of every agent (default 256)
+#   NAME        only these examples, e.g. alem-homogeneous (default: every alem-*.toml)
 # Server shape: MOSAIC_LLAMA_SLOTS (default 3), MOSAIC_LLAMA_CONTEXT (default 16384),
 # MOSAIC_LLAMA_ARGS (default: YaRN from the model's 8,192 tokens).
 # The binary is $MOSAIC_BIN, else target/release/mosaic (built if missing).
@@ -27,6 +30,15 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 max_steps="${1:-3}"
 max_tokens="${2:-256}"
+shift $(($# < 2 ? $# : 2))
+if (($#)); then
+    examples=()
+    for name in "$@"; do
+        examples+=("$root/examples/experiments/$name.toml")
+    done
+else
+    examples=("$root"/examples/experiments/alem-*.toml)
+fi
 
 set -a
 eval "$("$root/scripts/setup/llm-server.sh")"
@@ -70,8 +82,13 @@ timed() {
 printf 'server: %s slot(s) x %s tokens, args: %s\n' \
     "$MOSAIC_LLAMA_SLOTS" "$MOSAIC_LLAMA_CONTEXT" "$MOSAIC_LLAMA_ARGS"
 failed=0
-for example in "$root"/examples/experiments/alem-*.toml; do
+for example in "${examples[@]}"; do
     name="$(basename "$example" .toml)"
+    if [[ ! -f "$example" ]]; then
+        echo "$name: no such example ($example)" >&2
+        failed=1
+        continue
+    fi
     file="$work/$name.toml"
     sed -e 's/^episodes = .*/episodes = 1/' -e "s/^max_steps = .*/max_steps = $max_steps/" \
         -e "s/max_tokens = [0-9]*/max_tokens = $max_tokens/g" "$example" >"$file"
@@ -92,14 +109,16 @@ for example in "$root"/examples/experiments/alem-*.toml; do
         failed=1
         continue
     fi
+    # `mosaic compare` of two runs exits 0 when they hold the same trajectories: every
+    # record equal but for the volatile fields (wall times, latencies, timestamps).
     equal=yes
-    for records in steps.jsonl episodes.jsonl; do
-        if ! cmp -s <(sort "$work/recorded/$name/$records") <(sort "$work/replayed/$name/$records"); then
-            equal=no
-            failed=1
-        fi
-    done
-    printf '%s: %s; recorded in %s s, replayed in %s s without the model, records equal: %s\n' \
+    if ! "$bin" compare "$work/recorded/$name" "$work/replayed/$name" \
+        >"$work/$name.compare.log" 2>&1; then
+        equal=no
+        failed=1
+        tail -n 20 "$work/$name.compare.log" >&2
+    fi
+    printf '%s: %s; recorded in %s s, replayed in %s s without the model, same trajectories: %s\n' \
         "$name" "$(llm_figures "$work/recorded/$name")" "$recorded" "$replayed" "$equal"
 done
 exit "$failed"
