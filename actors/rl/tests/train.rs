@@ -323,6 +323,22 @@ fn training_specs_are_checked_against_the_environment() {
         err.is_bad_input() && text.contains("agents.walker.from") && text.contains("architecture"),
         "{text}"
     );
+    let mut missing = mosaic_core::SlotSpec::kind("learn");
+    missing
+        .settings
+        .insert("from".into(), "no/such/checkpoint".into());
+    let err = builder(128)
+        .agent("*", missing)
+        .build()
+        .unwrap()
+        .run(&support::options(&dir.path().join("f"), "corridor-test"))
+        .unwrap_err();
+    assert!(
+        err.is_bad_input()
+            && err.to_string().contains("agents.walker.from")
+            && err.to_string().contains("no/such/checkpoint"),
+        "{err}"
+    );
     let mut transfer = mosaic_core::SlotSpec::kind("learn");
     transfer.settings.insert("transfer".into(), true.into());
     let err = builder(128)
@@ -453,5 +469,26 @@ fn self_play_draws_frozen_snapshots_and_resumes_exactly() {
         err.to_string()
             .contains("not a learning group (groups: green)"),
         "{err}"
+    );
+}
+
+#[test]
+fn the_curriculum_example_starts_from_a_checkpoint_with_zero_sum_rewards() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/training/soccer-ippo-scripted.toml");
+    let spec = mosaic_rl::train::TrainSpec::load(&path).unwrap();
+    assert!(spec.zero_sum);
+    let env = mosaic_adapters::in_process_envs()
+        .make(&spec.env, &spec.env_settings)
+        .unwrap();
+    let groups = spec.groups(env.spec()).unwrap();
+    let start = groups[0].start.as_ref().unwrap();
+    assert_eq!(
+        (
+            groups[0].name.as_str(),
+            start.from.as_path(),
+            start.transfer
+        ),
+        ("green", Path::new("policies/soccer-2v2-ippo/green"), false)
     );
 }

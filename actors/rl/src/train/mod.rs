@@ -30,7 +30,7 @@ pub mod rollout;
 pub mod selfplay;
 mod session;
 
-pub use config::{Algorithm, Group, LEARN, PpoConfig, TrainSpec};
+pub use config::{Algorithm, Group, LEARN, PpoConfig, StartFrom, TrainSpec};
 
 use crate::checkpoint::{Checkpoint, write_atomically};
 use crate::error::{Result, RlError};
@@ -389,12 +389,15 @@ impl Trainer {
                     let seed = derive_seed(self.spec.seed, &format!("net-{}", g.name));
                     return ActorCritic::new(shape, seed);
                 };
-                let loaded =
-                    crate::decider::load_for(&start.from, &setup.env_spec, start.transfer)?;
+                // A checkpoint that cannot be read or does not fit is bad input, like a
+                // wrong `rl` slot.
+                let field = format!("agents.{}.from", g.name);
+                let loaded = crate::decider::load_for(&start.from, &setup.env_spec, start.transfer)
+                    .map_err(|e| RlError::Spec(SpecError::new(field.as_str(), e.to_string())))?;
                 let found = loaded.net.shape();
                 if *found != shape {
                     return Err(RlError::Spec(SpecError::new(
-                        format!("agents.{}.from", g.name),
+                        field,
                         format!(
                             "{}: its network ({:?}, a critic of {} agent(s)) is not the one this \
                              training builds ({:?}, a critic of {} agent(s)); set `architecture` \
