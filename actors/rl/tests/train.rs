@@ -252,6 +252,17 @@ fn results_depend_on_the_seed_not_on_threads_and_resume_exactly() {
     assert_eq!(resumed.updates, 4);
     assert_eq!(weights(&straight), weights(&killed));
     assert_eq!(episodes(&straight), episodes(&killed));
+    // The episode seeds live in the run's manifest only (checkpoints would each hold them
+    // all again), and the resumed run's manifest lists the same ones.
+    let manifest = |run: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap()
+    };
+    let seeds = manifest(&straight)["seeds"].clone();
+    assert_eq!(seeds.as_array().unwrap().len(), episodes(&straight).len());
+    assert_eq!(manifest(&killed)["seeds"], seeds);
+    let state =
+        std::fs::read_to_string(killed.join("checkpoints/update-000004/state.json")).unwrap();
+    assert!(!state.contains("seeds"), "{state}");
     let lines = |run: &Path| {
         std::fs::read_to_string(run.join("updates.jsonl"))
             .unwrap()

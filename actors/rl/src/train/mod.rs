@@ -624,11 +624,26 @@ impl Trainer {
         };
         let state_path = last.join(STATE_FILE);
         let bytes = std::fs::read(&state_path).map_err(|e| RlError::io(&state_path, e))?;
-        let state: TrainerState =
+        let mut state: TrainerState =
             serde_json::from_slice(&bytes).map_err(|source| RlError::Json {
                 path: state_path.clone(),
                 source,
             })?;
+        // The manifest is updated before a checkpoint's records and state, so it holds at
+        // least the seeds of the episodes the state counts (more if killed in between).
+        let recorded = &run_dir.manifest().seeds;
+        let episodes = usize::try_from(state.episodes).unwrap_or(usize::MAX);
+        state.seeds = recorded
+            .get(..episodes)
+            .ok_or_else(|| RlError::Corrupt {
+                path: dir.join(mosaic_recorder::run_dir::MANIFEST_FILE),
+                problem: format!(
+                    "it lists {} episode seeds, the checkpoint {} counts {episodes}",
+                    recorded.len(),
+                    last.display()
+                ),
+            })?
+            .to_vec();
         let mut nets = Vec::new();
         let mut adams = Vec::new();
         for (group, adam_steps) in setup.groups.iter().zip(&state.adam_steps) {

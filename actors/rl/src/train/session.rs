@@ -29,6 +29,11 @@ pub(super) struct TrainerState {
     pub(super) episodes: u64,
     pub(super) episodes_started: Vec<u64>,
     pub(super) adam_steps: Vec<u64>,
+    /// The seeds of the recorded episodes, in order. Not written with each checkpoint (it
+    /// grows with every episode, and every checkpoint would hold them all again): on resume
+    /// they come from the run's manifest, which holds them; read from the checkpoints of
+    /// runs that wrote them there.
+    #[serde(default, skip_serializing)]
     pub(super) seeds: Vec<u64>,
 }
 
