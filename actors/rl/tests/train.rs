@@ -484,22 +484,36 @@ fn self_play_draws_frozen_snapshots_and_resumes_exactly() {
 }
 
 #[test]
-fn the_curriculum_example_starts_from_a_checkpoint_with_zero_sum_rewards() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/training/soccer-ippo-scripted.toml");
-    let spec = mosaic_rl::train::TrainSpec::load(&path).unwrap();
-    assert!(spec.zero_sum);
-    let env = mosaic_adapters::in_process_envs()
-        .make(&spec.env, &spec.env_settings)
-        .unwrap();
-    let groups = spec.groups(env.spec()).unwrap();
-    let start = groups[0].start.as_ref().unwrap();
-    assert_eq!(
+fn the_curriculum_examples_each_start_from_the_stage_before_with_zero_sum_rewards() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/training");
+    let stages = [
+        ("soccer-ippo-scripted", "policies/soccer-2v2-ippo/green"),
         (
-            groups[0].name.as_str(),
-            start.from.as_path(),
-            start.transfer
+            "soccer-ippo-scripted-2",
+            "runs/soccer-ippo-scripted/policies/green",
         ),
-        ("green", Path::new("policies/soccer-2v2-ippo/green"), false)
-    );
+        (
+            "soccer-ippo-scripted-3",
+            "runs/soccer-ippo-scripted-2/policies/green",
+        ),
+    ];
+    for (name, from) in stages {
+        let spec =
+            mosaic_rl::train::TrainSpec::load(&examples.join(format!("{name}.toml"))).unwrap();
+        assert!(spec.zero_sum && spec.name == name, "{name}");
+        let env = mosaic_adapters::in_process_envs()
+            .make(&spec.env, &spec.env_settings)
+            .unwrap();
+        let groups = spec.groups(env.spec()).unwrap();
+        let start = groups[0].start.as_ref().unwrap();
+        assert_eq!(
+            (
+                groups[0].name.as_str(),
+                start.from.as_path(),
+                start.transfer
+            ),
+            ("green", Path::new(from), false),
+            "{name}"
+        );
+    }
 }
