@@ -517,3 +517,31 @@ fn the_curriculum_examples_each_start_from_the_stage_before_with_zero_sum_reward
         );
     }
 }
+
+#[test]
+fn every_native_world_trains_and_its_policies_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = mosaic_adapters::in_process_envs();
+    let names: Vec<&str> = envs.kinds().iter().map(|k| k.name).collect();
+    assert!(
+        names.len() >= 10 && names.contains(&"skirmish"),
+        "{names:?}"
+    );
+    for name in names {
+        let outcome = Trainer::builder("every-world", name)
+            .learn("*")
+            .total_steps(64)
+            .parallel(2, 1)
+            .rollout(32)
+            .checkpoint_every(1)
+            .build()
+            .unwrap()
+            .run(&support::options(&dir.path().join(name), "every-world"))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!outcome.policies.is_empty(), "{name}");
+        for (group, path) in &outcome.policies {
+            let checkpoint = Checkpoint::load(path).unwrap();
+            assert_eq!(checkpoint.manifest.env, name, "{name}/{group}");
+        }
+    }
+}
