@@ -304,8 +304,8 @@ fn training_specs_are_checked_against_the_environment() {
         .build()
         .unwrap_err();
     assert!(err.to_string().contains("learn"), "{err}");
-    // Starting from a checkpoint: its network must be the one the training builds, and
-    // `transfer` means nothing without one.
+    // Starting from a checkpoint: it must exist and hold the network the training builds,
+    // and `transfer` means nothing without one.
     let trained = builder(128)
         .build()
         .unwrap()
@@ -314,53 +314,44 @@ fn training_specs_are_checked_against_the_environment() {
             "corridor-test",
         ))
         .unwrap();
-    let mut from = mosaic_core::SlotSpec::kind("learn");
-    from.settings.insert(
-        "from".into(),
-        trained.policies[0].1.to_str().unwrap().into(),
-    );
-    let err = builder(128)
-        .agent("*", from)
-        .architecture(mosaic_rl::Architecture::Mlp {
-            hidden: vec![8],
-            gru: None,
-        })
-        .build()
-        .unwrap()
-        .run(&support::options(&dir.path().join("d"), "corridor-test"))
-        .unwrap_err();
-    let text = err.to_string();
+    // The error of a corridor run whose learning slot has `settings`.
+    let learn_error = |settings: &[(&str, serde_json::Value)], architecture: Option<_>, run| {
+        let mut slot = mosaic_core::SlotSpec::kind("learn");
+        for (key, value) in settings {
+            slot.settings.insert((*key).into(), value.clone());
+        }
+        let builder = builder(128).agent("*", slot);
+        let builder = match architecture {
+            Some(architecture) => builder.architecture(architecture),
+            None => builder,
+        };
+        let err = builder
+            .build()
+            .unwrap()
+            .run(&support::options(&dir.path().join(run), "corridor-test"))
+            .unwrap_err();
+        assert!(err.is_bad_input(), "{err}");
+        err.to_string()
+    };
+    let trained_path = trained.policies[0].1.to_str().unwrap();
+    let small = mosaic_rl::Architecture::Mlp {
+        hidden: vec![8],
+        gru: None,
+    };
+    let text = learn_error(&[("from", trained_path.into())], Some(small), "d");
     assert!(
-        err.is_bad_input() && text.contains("agents.walker.from") && text.contains("architecture"),
+        text.contains("agents.walker.from") && text.contains("architecture"),
         "{text}"
     );
-    let mut missing = mosaic_core::SlotSpec::kind("learn");
-    missing
-        .settings
-        .insert("from".into(), "no/such/checkpoint".into());
-    let err = builder(128)
-        .agent("*", missing)
-        .build()
-        .unwrap()
-        .run(&support::options(&dir.path().join("f"), "corridor-test"))
-        .unwrap_err();
+    let text = learn_error(&[("from", "no/such/checkpoint".into())], None, "e");
     assert!(
-        err.is_bad_input()
-            && err.to_string().contains("agents.walker.from")
-            && err.to_string().contains("no/such/checkpoint"),
-        "{err}"
+        text.contains("agents.walker.from") && text.contains("no/such/checkpoint"),
+        "{text}"
     );
-    let mut transfer = mosaic_core::SlotSpec::kind("learn");
-    transfer.settings.insert("transfer".into(), true.into());
-    let err = builder(128)
-        .agent("*", transfer)
-        .build()
-        .unwrap()
-        .run(&support::options(&dir.path().join("e"), "corridor-test"))
-        .unwrap_err();
+    let text = learn_error(&[("transfer", true.into())], None, "f");
     assert!(
-        err.to_string().contains("agents.walker.transfer") && err.to_string().contains("`from`"),
-        "{err}"
+        text.contains("agents.walker.transfer") && text.contains("`from`"),
+        "{text}"
     );
     let err = Trainer::builder("t", "nowhere")
         .learn("*")
