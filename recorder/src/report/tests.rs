@@ -1,3 +1,4 @@
+use super::render::restarts_markdown;
 use super::*;
 use crate::synthetic;
 use mosaic_core::record::RestartRecord;
