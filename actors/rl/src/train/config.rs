@@ -285,7 +285,7 @@ pub struct Group {
 /// e.g. to go on training a team against harder opponents (a curriculum). With
 /// `transfer = true` the checkpoint may come from another environment with the same
 /// observation shape and actions (a solo policy fine-tuned in a team).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LearnSettings {
     from: Option<PathBuf>,

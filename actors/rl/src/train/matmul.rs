@@ -6,6 +6,7 @@
 //! product, used before, copied each operand and result, and asked the operating system
 //! for the core count on every call (a third of the update's time).
 
+use super::mlp_update::unfit;
 use crate::error::{Result, RlError};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeError};
@@ -53,9 +54,7 @@ impl<'a> Matrix<'a> {
 }
 
 fn shape_error(error: ShapeError) -> RlError {
-    RlError::Tensor(candle_core::Error::Msg(format!(
-        "a matrix of the MLP update: {error}"
-    )))
+    unfit(format!("a matrix of the MLP update: {error}"))
 }
 
 /// `into = a · b`, row-major (`into` holds at least the product's values).
@@ -63,9 +62,9 @@ pub(super) fn matmul(a: Matrix<'_>, b: Matrix<'_>, into: &mut [f32]) -> Result<(
     let (a, b) = (a.view()?, b.view()?);
     let ((m, k), (k2, n)) = (a.dim(), b.dim());
     if k != k2 {
-        return Err(RlError::Tensor(candle_core::Error::Msg(format!(
+        return Err(unfit(format!(
             "the MLP update multiplies a {m}×{k} matrix by a {k2}×{n} one"
-        ))));
+        )));
     }
     let into = into.get_mut(..m * n).unwrap_or(&mut []);
     let mut product = ArrayViewMut2::from_shape((m, n), into).map_err(shape_error)?;

@@ -32,8 +32,9 @@ pub(super) fn supports(net: &ActorCritic) -> bool {
     )
 }
 
-/// The error for a network this update cannot train.
-fn unfit(problem: String) -> RlError {
+/// The error for a network or batch this update cannot train on (also the matrix
+/// products' shape errors).
+pub(super) fn unfit(problem: String) -> RlError {
     RlError::Tensor(candle_core::Error::Msg(problem))
 }
 

@@ -42,7 +42,7 @@ use mosaic_core::experiment::{ExperimentSpec, OperatorSpec, SeedPlan, SlotSpec};
 use mosaic_core::record::{RunManifest, now_ms};
 use mosaic_core::rng::derive_seed;
 use mosaic_core::{EnvKind, EnvRegistry, EnvSpec, Paradigm, Policy, SpecError};
-use mosaic_recorder::RunDir;
+use mosaic_recorder::{RunDir, RunStore};
 use ppo::Adam;
 use rollout::{EnvRunner, Player};
 use selfplay::{Frozen, SELF_PLAY, SelfPlaySettings};
@@ -496,16 +496,14 @@ impl Trainer {
         Ok(Player::Fixed(policy))
     }
 
-    /// Each group's snapshots for self-play: its initial network, then its policy at each
-    /// checkpoint of the run in `dir` (none for a new run), the last `keep` of them.
-    fn snapshots(&self, setup: &Setup, dir: Option<&Path>) -> Result<Vec<Vec<Arc<Inference>>>> {
-        // Only self-play needs the initial networks (a resumed run without it must not
-        // depend on a `from` checkpoint still being there).
-        let initial = if setup.keep.iter().any(|keep| *keep > 0) {
-            self.fresh_nets(setup)?
-        } else {
-            Vec::new()
-        };
+    /// Each group's snapshots for self-play: its `initial` network (copied), then its
+    /// policy at each checkpoint of the run in `dir` (none for a new run), the last `keep`
+    /// of them. `initial` may be empty when no slot plays self-play.
+    fn snapshots(
+        setup: &Setup,
+        dir: Option<&Path>,
+        initial: &[ActorCritic],
+    ) -> Result<Vec<Vec<Arc<Inference>>>> {
         let mut checkpoints = Vec::new();
         if let Some(dir) = dir {
             let root = dir.join(CHECKPOINTS_DIR);
@@ -524,7 +522,7 @@ impl Trainer {
             let keep = setup.keep[index];
             let mut list = Vec::new();
             if let Some(net) = initial.get(index).filter(|_| keep > 0) {
-                list.push(Arc::new(Inference::new(net)?));
+                list.push(Arc::new(Inference::new(&net.snapshot()?)?));
                 for checkpoint in &checkpoints {
                     let loaded = Checkpoint::load(&checkpoint.join(&group.name))?;
                     list.push(Arc::new(Inference::new(&loaded.net)?));
@@ -539,8 +537,6 @@ impl Trainer {
     /// Trains from scratch into `options.dir`.
     pub fn run(&self, options: &TrainOptions) -> Result<TrainOutcome> {
         let setup = self.setup()?;
-        let nets = self.fresh_nets(&setup)?;
-        let adams = nets.iter().map(Adam::new).collect::<Result<Vec<_>>>()?;
         let mut versions = options.versions.clone();
         versions.insert("mode".into(), TRAINING_MODE.into());
         versions.insert("mosaic-rl".into(), env!("CARGO_PKG_VERSION").into());
@@ -560,12 +556,26 @@ impl Trainer {
             source,
         })?;
         write_atomically(&spec_path, &text)?;
+        self.train_from_start(setup, run_dir, store, options.progress)
+    }
+
+    /// Trains the run in `run_dir` from its first update: every group's network as the run
+    /// starts (`from` or fresh), fresh optimisers.
+    fn train_from_start(
+        &self,
+        setup: Setup,
+        run_dir: RunDir,
+        store: RunStore,
+        progress: bool,
+    ) -> Result<TrainOutcome> {
+        let nets = self.fresh_nets(&setup)?;
+        let adams = nets.iter().map(Adam::new).collect::<Result<Vec<_>>>()?;
         let state = TrainerState {
             episodes_started: vec![0; self.spec.envs],
             adam_steps: vec![0; nets.len()],
             ..TrainerState::default()
         };
-        let snapshots = self.snapshots(&setup, None)?;
+        let snapshots = Self::snapshots(&setup, None, &nets)?;
         Session {
             trainer: self,
             setup,
@@ -574,7 +584,7 @@ impl Trainer {
             state,
             run_dir,
             store,
-            progress: options.progress,
+            progress,
             snapshots,
         }
         .train()
@@ -601,26 +611,7 @@ impl Trainer {
         let store = run_dir.store()?;
         let Some(last) = last_checkpoint(dir)? else {
             // Killed before its first checkpoint: nothing to keep but the directory.
-            let state = TrainerState {
-                episodes_started: vec![0; trainer.spec.envs],
-                adam_steps: vec![0; setup.groups.len()],
-                ..TrainerState::default()
-            };
-            let nets = trainer.fresh_nets(&setup)?;
-            let adams = nets.iter().map(Adam::new).collect::<Result<Vec<_>>>()?;
-            let snapshots = trainer.snapshots(&setup, None)?;
-            return Session {
-                trainer: &trainer,
-                setup,
-                nets,
-                adams,
-                state,
-                run_dir,
-                store,
-                progress,
-                snapshots,
-            }
-            .train();
+            return trainer.train_from_start(setup, run_dir, store, progress);
         };
         let state_path = last.join(STATE_FILE);
         let bytes = std::fs::read(&state_path).map_err(|e| RlError::io(&state_path, e))?;
@@ -660,7 +651,14 @@ impl Trainer {
             runner.episodes_started = *started;
         }
         truncate_updates(&dir.join(UPDATES_FILE), state.update)?;
-        let snapshots = trainer.snapshots(&setup, Some(dir))?;
+        // Only self-play needs the initial networks (a resumed run without it must not
+        // depend on a `from` checkpoint still being there).
+        let initial = if setup.keep.iter().any(|keep| *keep > 0) {
+            trainer.fresh_nets(&setup)?
+        } else {
+            Vec::new()
+        };
+        let snapshots = Self::snapshots(&setup, Some(dir), &initial)?;
         Session {
             trainer: &trainer,
             setup,
